@@ -1,0 +1,36 @@
+//! Launch and tile constants shared by the kernels and the host: the single source
+//! of truth for every number both sides need.
+
+/// Threads per block for elementwise kernels (GeLU stages, fills).
+pub const ELEMENTWISE_THREADS: u32 = 256;
+/// Elements each elementwise thread handles (one 16-byte vector).
+pub const ELEMENTWISE_VEC: u32 = 4;
+
+/// Threads per block of the fused softmax (one block per row).
+pub const SOFTMAX_THREADS: u32 = 256;
+/// Longest row the fused softmax keeps on chip: the row lives in dynamic shared
+/// memory (4 bytes per element). 16384 floats = 64 KiB, under the 227 KiB opt-in
+/// limit of sm_80/sm_90, so two blocks still fit on one SM.
+pub const SOFTMAX_MAX_COLS: u32 = 16384;
+
+/// Threads per block of the row reductions (row max, row sum).
+pub const ROW_REDUCE_THREADS: u32 = 256;
+
+/// Naive matmul: a `NAIVE_TILE x NAIVE_TILE` block, one thread per output.
+pub const NAIVE_TILE: u32 = 16;
+
+/// Tiled matmul block tile: rows of C per block.
+pub const MM_BM: u32 = 128;
+/// Tiled matmul block tile: columns of C per block.
+pub const MM_BN: u32 = 128;
+/// Tiled matmul block tile: depth of one K step.
+pub const MM_BK: u32 = 8;
+/// Tiled matmul thread tile: each thread owns `MM_TM x MM_TN` outputs.
+pub const MM_TM: u32 = 8;
+/// See [`MM_TM`].
+pub const MM_TN: u32 = 8;
+/// Threads per block of the tiled matmul: (128/8) x (128/8) = 256.
+pub const MM_THREADS: u32 = (MM_BM / MM_TM) * (MM_BN / MM_TN);
+
+/// Warp width.
+pub const WARP_SIZE: u32 = 32;

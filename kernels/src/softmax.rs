@@ -1,0 +1,227 @@
+//! Softmax over the rows of a matrix, for rows that fit in one block.
+//!
+//! `y[r, c] = exp(x[r, c] - max_r) / Σ_c' exp(x[r, c'] - max_r)`: subtracting the
+//! row maximum keeps every exponent ≤ 0, so nothing overflows for any finite input
+//! (rows near ±1e4 included), `-inf` entries give 0, and a row of only `-inf` gives
+//! NaN, as `torch.softmax` does.
+//!
+//! **Naive** (PyTorch eager): five kernels (`row_max`, `rows_sub`, `ew_exp`,
+//! `row_sum`, `rows_div`) reading 5MN + 2M floats and writing 3MN + 2M.
+//! **Fused** ([`softmax_fused()`]): one block per row, the row read once into shared
+//! memory, max and sum by warp shuffles plus one shared slot per warp, the result
+//! written once: MN reads and MN writes, the floor for this function.
+use crate::config::SOFTMAX_THREADS;
+use crate::kernel;
+use crate::math::{exp, rcp};
+use crate::memory::{is_aligned16, load4, store4, F32x4};
+use crate::shared::dynamic_shared;
+use crate::shared_array;
+use crate::thread::{block_idx, global_index_x, thread_idx};
+use crate::warp::{block_max, block_sum, max_nan};
+
+kernel! {
+    /// Fused, numerically stable row softmax: one block per row, row kept on chip.
+    ///
+    /// # Safety
+    /// `x` readable at `x[r*ld_x + c]`, `y` writable at `y[r*ld_y + c]` for
+    /// `r < rows, c < cols`; the launch gives `cols*4` bytes of dynamic shared
+    /// memory (`cols <= SOFTMAX_MAX_COLS`) and `SOFTMAX_THREADS` threads per block.
+    ///
+    /// # Parameters
+    /// * `x`: `[rows, cols]` row-major, row stride `ld_x` (elements).
+    /// * `y`: `[rows, cols]` row-major, row stride `ld_y`. May be `x` (in place).
+    ///
+    /// # Thread Mapping
+    /// `grid.x = rows`, block = `SOFTMAX_THREADS` (1-D). Thread `t` handles columns
+    /// `4t, 4t+1, 4t+2, 4t+3` of every `4·SOFTMAX_THREADS`-wide chunk (16-byte
+    /// vectors when the row is aligned), so each warp's access is one contiguous
+    /// 512-byte span.
+    ///
+    /// # Tiling
+    /// The row lives in dynamic shared memory `s[0..cols]`: read from HBM once,
+    /// then max, exp-and-sum and the final scale read it on chip.
+    pub unsafe fn softmax_fused(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32) {
+        let scratch = shared_array!(SOFTMAX_SCRATCH, f32, 32);
+        let s = dynamic_shared::<f32>();
+        let r = block_idx().x as usize;
+        let t = thread_idx().x as usize;
+        let n = cols as usize;
+        let _ = rows;
+        // SAFETY: r < rows (grid.x = rows), offsets stay in the row.
+        let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
+        let step = 4 * SOFTMAX_THREADS as usize;
+        let n4 = n & !3;
+        let vec_x = is_aligned16(xr);
+        let vec_y = is_aligned16(yr);
+
+        // 1. load the row into shared memory, tracking the thread's max.
+        let mut m = f32::NEG_INFINITY;
+        let mut c = 4 * t;
+        while c < n4 {
+            // SAFETY: c+4 <= n4 <= cols: inside the row and inside `s` (cols floats).
+            let v = unsafe { if vec_x { load4(xr.add(c)) } else { F32x4 { x: *xr.add(c), y: *xr.add(c + 1), z: *xr.add(c + 2), w: *xr.add(c + 3) } } };
+            // SAFETY: `s` is 16-aligned and c % 4 == 0.
+            unsafe { store4(s.add(c), v) };
+            m = max_nan(max_nan(m, v.x), max_nan(v.y, max_nan(v.z, v.w)));
+            c += step;
+        }
+        let tail = n4 + t;
+        if tail < n {
+            // SAFETY: tail < cols.
+            let v = unsafe { *xr.add(tail) };
+            unsafe { *s.add(tail) = v };
+            m = max_nan(m, v);
+        }
+        // SAFETY: scratch is this kernel's own 32-float shared array.
+        let m = unsafe { block_max(m, scratch) }; // (its barriers also publish `s`)
+
+        // 2. exponentiate in place, summing.
+        let mut sum = 0.0f32;
+        let mut c = 4 * t;
+        while c < n4 {
+            // SAFETY: as in step 1; each thread touches only its own columns.
+            let e = unsafe { load4(s.add(c)) }.map(|v| exp(v - m));
+            unsafe { store4(s.add(c), e) };
+            sum += (e.x + e.y) + (e.z + e.w);
+            c += step;
+        }
+        if tail < n {
+            // SAFETY: tail < cols.
+            let e = exp(unsafe { *s.add(tail) } - m);
+            unsafe { *s.add(tail) = e };
+            sum += e;
+        }
+        // SAFETY: as above.
+        let sum = unsafe { block_sum(sum, scratch) };
+        let inv = rcp(sum);
+
+        // 3. scale and write out (each thread re-reads only what it wrote).
+        let mut c = 4 * t;
+        while c < n4 {
+            // SAFETY: as in step 1.
+            let o = unsafe { load4(s.add(c)) }.map(|v| v * inv);
+            unsafe {
+                if vec_y { store4(yr.add(c), o) } else { *yr.add(c) = o.x; *yr.add(c + 1) = o.y; *yr.add(c + 2) = o.z; *yr.add(c + 3) = o.w; }
+            }
+            c += step;
+        }
+        if tail < n {
+            // SAFETY: tail < cols.
+            unsafe { *yr.add(tail) = *s.add(tail) * inv };
+        }
+    }
+}
+
+/// Shared body of [`row_max()`] and [`row_sum`](crate::row_sum::row_sum()):
+/// one block reduces `cols` elements of row `r` from `start` to `end`.
+///
+/// # Safety
+/// The row range is readable; called by every thread of the block.
+#[inline(always)]
+pub(crate) unsafe fn reduce_range(
+    xr: *const f32,
+    start: usize,
+    end: usize,
+    threads: usize,
+    identity: f32,
+    op: fn(f32, f32) -> f32,
+) -> f32 {
+    let t = thread_idx().x as usize;
+    let mut acc = identity;
+    let mut acc2 = identity;
+    // SAFETY: pointer arithmetic inside the row.
+    let vec = is_aligned16(unsafe { xr.add(start) });
+    let len = end - start;
+    let len4 = if vec { len & !3 } else { 0 };
+    let step = 4 * threads;
+    let mut c = 4 * t;
+    // Two independent accumulators: two loads in flight per thread per iteration.
+    while c + step < len4 {
+        // SAFETY: c + step + 4 <= len4 <= len.
+        let (a, b) = unsafe { (load4(xr.add(start + c)), load4(xr.add(start + c + step))) };
+        acc = op(acc, op(op(a.x, a.y), op(a.z, a.w)));
+        acc2 = op(acc2, op(op(b.x, b.y), op(b.z, b.w)));
+        c += 2 * step;
+    }
+    if c < len4 {
+        // SAFETY: c + 4 <= len4.
+        let a = unsafe { load4(xr.add(start + c)) };
+        acc = op(acc, op(op(a.x, a.y), op(a.z, a.w)));
+    }
+    let mut c = len4 + t;
+    while c < len {
+        // SAFETY: c < len.
+        acc = op(acc, unsafe { *xr.add(start + c) });
+        c += threads;
+    }
+    op(acc, acc2)
+}
+
+kernel! {
+    /// Naive softmax stage 1: `out[r] = max_c x[r, c]`, one block per row.
+    ///
+    /// # Safety
+    /// `x` readable at `x[r*ld + c]` for `r < rows, c < cols`; `out` writable for
+    /// `rows` floats; `ROW_REDUCE_THREADS` threads per block.
+    ///
+    /// # Thread Mapping
+    /// `grid.x = rows`; threads stride over the row 4 columns at a time.
+    pub unsafe fn row_max(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32) {
+        let scratch = shared_array!(ROW_MAX_SCRATCH, f32, 32);
+        let _ = rows;
+        let r = block_idx().x as usize;
+        // SAFETY: r < rows; the reduction reads only [0, cols) of row r.
+        let m = unsafe { reduce_range(x.add(r * ld as usize), 0, cols as usize, crate::config::ROW_REDUCE_THREADS as usize, f32::NEG_INFINITY, max_nan) };
+        let m = unsafe { block_max(m, scratch) };
+        if thread_idx().x == 0 {
+            // SAFETY: r < rows.
+            unsafe { *out.add(r) = m };
+        }
+    }
+}
+
+kernel! {
+    /// Naive softmax stage 2: `y[r, c] = x[r, c] - v[r]` over a contiguous `[rows, cols]`.
+    ///
+    /// # Safety
+    /// `x`, `y` valid for `rows*cols` floats, `v` for `rows`.
+    ///
+    /// # Thread Mapping
+    /// One element per thread, `grid.x = ceil(rows·cols / ELEMENTWISE_THREADS)`.
+    pub unsafe fn rows_sub(x: *const f32, v: *const f32, y: *mut f32, rows: u32, cols: u32) {
+        let i = global_index_x();
+        if i < rows as usize * cols as usize {
+            // SAFETY: i < rows*cols, i / cols < rows.
+            unsafe { *y.add(i) = *x.add(i) - *v.add(i / cols as usize) };
+        }
+    }
+}
+
+kernel! {
+    /// Naive softmax stage 3: `y = exp(x)` elementwise. Same mapping as [`rows_sub()`].
+    ///
+    /// # Safety
+    /// `x`, `y` valid for `n` floats.
+    pub unsafe fn ew_exp(x: *const f32, y: *mut f32, n: u32) {
+        let i = global_index_x();
+        if i < n as usize {
+            // SAFETY: i < n.
+            unsafe { *y.add(i) = exp(*x.add(i)) };
+        }
+    }
+}
+
+kernel! {
+    /// Naive softmax stage 5: `y[r, c] = x[r, c] / v[r]`. Same mapping as [`rows_sub()`].
+    ///
+    /// # Safety
+    /// As [`rows_sub()`].
+    pub unsafe fn rows_div(x: *const f32, v: *const f32, y: *mut f32, rows: u32, cols: u32) {
+        let i = global_index_x();
+        if i < rows as usize * cols as usize {
+            // SAFETY: i < rows*cols.
+            unsafe { *y.add(i) = *x.add(i) / *v.add(i / cols as usize) };
+        }
+    }
+}
+
