@@ -1,0 +1,58 @@
+//! GeLU: fused (one kernel), naive (PyTorch-eager composition, 7 kernels), exact (erf).
+use kernels::config::{ELEMENTWISE_THREADS, ELEMENTWISE_VEC};
+use kernels::gelu as k;
+
+use super::check_same_len;
+use crate::error::{Result, SimtError};
+use crate::gpu::{Buffer, Gpu, LaunchConfig};
+
+fn vec_launch(n: u32) -> Result<LaunchConfig> {
+    LaunchConfig::linear((n as usize).div_ceil(ELEMENTWISE_VEC as usize), ELEMENTWISE_THREADS)
+}
+
+/// `y = gelu(x)` (tanh form), one fused kernel: 8 bytes of traffic per element.
+pub fn gelu(gpu: &Gpu, x: &Buffer<f32>, y: &mut Buffer<f32>) -> Result<()> {
+    let n = check_same_len("gelu", x, y)?;
+    // SAFETY: x and y hold n floats (checked); mapping per the kernel's docs.
+    unsafe { gpu.launch::<k::gelu_fused>(vec_launch(n)?, (x.ptr(), y.ptr_mut(), n)) }
+}
+
+/// `y = 0.5·x·(1 + erf(x/√2))`, the exact GeLU, fused.
+pub fn gelu_erf(gpu: &Gpu, x: &Buffer<f32>, y: &mut Buffer<f32>) -> Result<()> {
+    let n = check_same_len("gelu_erf", x, y)?;
+    // SAFETY: as `gelu`.
+    unsafe { gpu.launch::<k::gelu_erf_fused>(vec_launch(n)?, (x.ptr(), y.ptr_mut(), n)) }
+}
+
+/// `y = gelu(x)` as PyTorch eager computes the formula: 7 kernels (see
+/// [`kernels::gelu::NAIVE_STAGES`]), each reading and writing the whole tensor,
+/// with `tmp` (same length) as the intermediate.
+pub fn gelu_naive(gpu: &Gpu, x: &Buffer<f32>, y: &mut Buffer<f32>, tmp: &mut Buffer<f32>) -> Result<()> {
+    let n = check_same_len("gelu_naive", x, y)?;
+    if tmp.len() != x.len() {
+        return Err(SimtError::Shape { op: "gelu_naive", detail: format!("tmp has {} elements, needs {}", tmp.len(), n) });
+    }
+    let v = vec_launch(n)?;
+    let s = LaunchConfig::linear(n as usize, ELEMENTWISE_THREADS)?;
+    let (xp, t, yp) = (x.ptr(), tmp.ptr_mut(), y.ptr_mut());
+    // SAFETY: x, tmp and y each hold n floats; elementwise kernels may run in place
+    // (each thread reads then writes the same indices); mappings per the docs.
+    unsafe {
+        gpu.launch::<k::ew_cube>(v, (xp, t, n))?;
+        gpu.launch::<k::ew_axpby>(s, (xp, t as *const f32, t, n, 1.0, k::GELU_CUBIC))?;
+        gpu.launch::<k::ew_affine>(v, (t as *const f32, t, n, k::SQRT_2_OVER_PI, 0.0))?;
+        gpu.launch::<k::ew_tanh>(v, (t as *const f32, t, n))?;
+        gpu.launch::<k::ew_affine>(v, (t as *const f32, t, n, 1.0, 1.0))?;
+        gpu.launch::<k::ew_mul>(s, (xp, t as *const f32, t, n))?;
+        gpu.launch::<k::ew_affine>(v, (t as *const f32, yp, n, 0.5, 0.0))?;
+    }
+    Ok(())
+}
+
+/// Host-slice convenience for [`gelu`].
+pub fn gelu_host(gpu: &Gpu, x: &[f32]) -> Result<Vec<f32>> {
+    let xb = gpu.upload(x)?;
+    let mut yb = gpu.alloc::<f32>(x.len())?;
+    gelu(gpu, &xb, &mut yb)?;
+    gpu.download(&yb)
+}
