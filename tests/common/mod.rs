@@ -1,0 +1,69 @@
+//! Test fixtures: the device, seeded inputs, NaN poisoning, float64 comparisons.
+#![allow(dead_code)]
+use rand::{Rng, SeedableRng};
+use rust_simt::emulator::{EmuConfig, Order};
+use rust_simt::{BackendKind, Buffer, Gpu};
+
+/// The device under test: the GPU when present, else the emulator (`SIMT_BACKEND` overrides).
+pub fn gpu() -> Gpu {
+    Gpu::new().unwrap_or_else(|e| panic!("no backend: {e}"))
+}
+
+/// The emulator with an explicit thread order.
+pub fn emulator(order: Order) -> Gpu {
+    Gpu::emulator(EmuConfig { order, ..EmuConfig::default() })
+}
+
+/// Whether tests run on a real GPU (larger shapes then).
+pub fn on_gpu(g: &Gpu) -> bool {
+    g.kind() == BackendKind::Cuda
+}
+
+/// A fresh seed per call (or `SIMT_TEST_SEED`), printed so a failure can be replayed.
+pub fn rng(test: &str) -> (rand::rngs::StdRng, u64) {
+    let seed = std::env::var("SIMT_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| rand::thread_rng().gen());
+    eprintln!("[{test}] seed {seed} (replay with SIMT_TEST_SEED={seed})");
+    (rand::rngs::StdRng::seed_from_u64(seed), seed)
+}
+
+/// `n` uniform values in `[lo, hi)`.
+pub fn uniform(r: &mut impl Rng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+    (0..n).map(|_| r.gen_range(lo..hi)).collect()
+}
+
+/// A buffer of `n` NaNs: outputs are poisoned before every run, so an element the
+/// kernel forgot to write fails the comparison.
+pub fn poisoned(g: &Gpu, n: usize) -> Buffer<f32> {
+    g.upload(&vec![f32::NAN; n]).unwrap()
+}
+
+/// Compares every element: `|out - ref| <= atol + rtol·|ref|` (NaN only where the
+/// reference is NaN, infinities equal), and the relative error norm against `max_rel`.
+/// On failure prints the op, the seed, the first bad indices and both values.
+pub fn assert_close(what: &str, seed: u64, out: &[f32], reference: &[f64], rtol: f64, atol: f64, max_rel: f64) {
+    assert_eq!(out.len(), reference.len(), "{what}: length");
+    let mut bad = Vec::new();
+    for (i, (&o, &r)) in out.iter().zip(reference).enumerate() {
+        let ok = if r.is_nan() {
+            o.is_nan()
+        } else if r.is_infinite() {
+            o as f64 == r
+        } else {
+            approx::relative_eq!(o as f64, r, epsilon = atol, max_relative = rtol) || (o as f64 - r).abs() <= atol + rtol * r.abs()
+        };
+        if !ok {
+            bad.push(i);
+        }
+    }
+    let rel = rust_simt::reference::rel_err(out, reference);
+    if !bad.is_empty() || !(rel <= max_rel) {
+        let show: Vec<String> = bad.iter().take(8).map(|&i| format!("[{i}] got {} want {}", out[i], reference[i])).collect();
+        panic!(
+            "{what} (seed {seed}): {} of {} elements outside |d| <= {atol:e} + {rtol:e}|ref|, rel. error norm {rel:e} (max {max_rel:e})\n  {}",
+            bad.len(),
+            out.len(),
+            show.join("\n  ")
+        );
+    }
+    eprintln!("[{what}] {} elements ok, rel. error norm {rel:.2e}", out.len());
+}

@@ -1,0 +1,309 @@
+//! The device library's primitives, each through a probe kernel that runs on the
+//! emulator in CI and on the GPU when present; plus the emulator's negative tests
+//! and the swizzle's bank arithmetic.
+mod common;
+use common::*;
+use kernels::selftest as p;
+use kernels::swizzle::{bank, conflict_degree, matmul_a, xor32};
+use rust_simt::emulator::{EmuError, Order};
+use rust_simt::{dim3, Gpu, LaunchConfig, SimtError};
+
+fn cfg(grid: (u32, u32, u32), block: (u32, u32, u32), shared: u32) -> LaunchConfig {
+    LaunchConfig { grid: dim3(grid.0, grid.1, grid.2), block: dim3(block.0, block.1, block.2), shared_bytes: shared }
+}
+
+#[test]
+fn thread_block_lane_and_warp_indices() {
+    let g = gpu();
+    let (grid, block) = ((3, 2, 2), (8, 4, 2)); // 64 threads per block: 2 warps
+    let threads = 12 * 64;
+    let mut out = g.upload(&vec![u32::MAX; threads * 8]).unwrap();
+    // SAFETY: 8 words per thread.
+    unsafe { g.launch::<p::probe_indices>(cfg(grid, block, 0), (out.ptr_mut(),)).unwrap() };
+    let out = g.download(&out).unwrap();
+    let mut g_id = 0;
+    for bz in 0..2 {
+        for by in 0..2 {
+            for bx in 0..3 {
+                for tz in 0..2 {
+                    for ty in 0..4 {
+                        for tx in 0..8 {
+                            let lin = tx + 8 * (ty + 4 * tz);
+                            let want = [tx, ty, tz, bx, by, bz, lin % 32, lin / 32];
+                            assert_eq!(&out[g_id * 8..g_id * 8 + 8], &want, "thread {g_id}");
+                            g_id += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn shuffles_all_modes() {
+    let g = gpu();
+    let n = 128;
+    let x: Vec<u32> = (0..n as u32).map(|i| i * 1000 + 7).collect();
+    let xb = g.upload(&x).unwrap();
+    for arg in [0u32, 1, 3, 16, 31] {
+        let mut out = g.upload(&vec![u32::MAX; 4 * n]).unwrap();
+        // SAFETY: one word in and four out per thread; 64-thread blocks.
+        unsafe { g.launch::<p::probe_shuffles>(cfg((2, 1, 1), (64, 1, 1), 0), (xb.ptr(), out.ptr_mut(), arg)).unwrap() };
+        let out = g.download(&out).unwrap();
+        for i in 0..n {
+            let (lane, base) = (i % 32, i - i % 32);
+            let at = |l: usize| x[base + l];
+            let xor = at(lane ^ arg as usize);
+            let down = if lane + (arg as usize) < 32 { at(lane + arg as usize) } else { x[i] };
+            let up = if lane >= arg as usize { at(lane - arg as usize) } else { x[i] };
+            let idx = at((lane * arg as usize) % 32);
+            assert_eq!(&out[4 * i..4 * i + 4], &[xor, down, up, idx], "thread {i}, arg {arg}");
+        }
+    }
+}
+
+#[test]
+fn warp_and_block_reductions() {
+    let g = gpu();
+    let (mut r, _) = rng("reductions");
+    let (blocks, threads) = (3usize, 256usize);
+    // small integers: every summation order gives the exact same f32
+    let x: Vec<f32> = (0..blocks * threads).map(|_| (r.gen_range(-50..50)) as f32).collect();
+    let xb = g.upload(&x).unwrap();
+    let mut out = poisoned(&g, 3 * x.len());
+    // SAFETY: one float in and three out per thread.
+    unsafe { g.launch::<p::probe_reductions>(cfg((blocks as u32, 1, 1), (threads as u32, 1, 1), 0), (xb.ptr(), out.ptr_mut())).unwrap() };
+    let out = g.download(&out).unwrap();
+    for i in 0..x.len() {
+        let w = &x[i - i % 32..i - i % 32 + 32];
+        let b = &x[i - i % threads..i - i % threads + threads];
+        assert_eq!(out[3 * i], w.iter().sum::<f32>(), "warp sum, thread {i}");
+        assert_eq!(out[3 * i + 1], w.iter().cloned().fold(f32::MIN, f32::max), "warp max, thread {i}");
+        assert_eq!(out[3 * i + 2], b.iter().sum::<f32>(), "block sum, thread {i}");
+    }
+}
+use rand::Rng;
+
+#[test]
+fn fast_math_within_documented_errors() {
+    let g = gpu();
+    let mut x: Vec<f32> = (0..2000).map(|i| -20.0 + i as f32 * 0.02).collect();
+    x.extend([0.0, 1e-3, -1e-3, 0.1, -0.1, 0.124, 0.126, 80.0, -80.0]);
+    let n = x.len();
+    let xb = g.upload(&x).unwrap();
+    let mut out = poisoned(&g, 7 * n);
+    // SAFETY: n in, 7n out.
+    unsafe { g.launch::<p::probe_math>(LaunchConfig::linear(n, 128).unwrap(), (xb.ptr(), out.ptr_mut(), n as u32)).unwrap() };
+    let out = g.download(&out).unwrap();
+    let rel = |got: f32, want: f64| ((got as f64 - want) / want.abs().max(1e-30)).abs();
+    for (i, &v) in x.iter().enumerate() {
+        let o = &out[7 * i..7 * i + 7];
+        let vd = v as f64;
+        let (e, e2, th, tha, rc, er, fm) = (o[0], o[1], o[2], o[3], o[4], o[5], o[6]);
+        // exp: 2 ulp + rounding of x·log2 e (|x|·2^-24)
+        assert!(rel(e, vd.exp()) <= 2.4e-7 + vd.abs() * 6e-8, "exp({v}) = {e}");
+        assert!(rel(e2, vd.exp2()) <= 2.4e-7, "exp2({v}) = {e2}");
+        assert!((th as f64 - vd.tanh()).abs() <= 2e-6 * vd.tanh().abs() + 3e-7, "tanh({v}) = {th}");
+        assert!((tha as f64 - vd.tanh()).abs() <= 1e-3 * vd.tanh().abs() + 1e-6, "tanh_approx({v}) = {tha}");
+        if v != 0.0 {
+            assert!(rel(rc, 1.0 / vd) <= 1.2e-7, "rcp({v}) = {rc}");
+        }
+        assert!((er as f64 - rust_simt::reference::erf(vd)).abs() <= 4e-7, "erf({v}) = {er}");
+        assert_eq!(fm, v.mul_add(v, 1.0), "fma({v}) is correctly rounded");
+    }
+}
+
+#[test]
+fn vector_loads_and_stores() {
+    let g = gpu();
+    let n = 1000;
+    let x: Vec<f32> = (0..4 * n).map(|i| i as f32).collect();
+    let xb = g.upload(&x).unwrap();
+    let mut y = poisoned(&g, 4 * n);
+    // SAFETY: 4n floats each, device allocations are 256-byte aligned.
+    unsafe { g.launch::<p::probe_vec4>(LaunchConfig::linear(n, 128).unwrap(), (xb.ptr(), y.ptr_mut(), n as u32)).unwrap() };
+    let y = g.download(&y).unwrap();
+    for i in 0..n {
+        assert_eq!(&y[4 * (n - 1 - i)..4 * (n - i)], &x[4 * i..4 * i + 4]);
+    }
+}
+
+#[test]
+fn misaligned_vector_access_is_reported_on_the_emulator() {
+    let g = emulator(Order::InOrder);
+    let x = g.upload(&[0f32; 12]).unwrap();
+    let mut y = g.alloc::<f32>(12).unwrap();
+    // SAFETY (of the emulator run): in bounds; deliberately misaligned by one float,
+    // which the emulator must report instead of running (a GPU would fault).
+    let e = unsafe { g.launch::<p::probe_vec4>(LaunchConfig::linear(2, 32).unwrap(), (x.ptr().add(1), y.ptr_mut(), 2)) }.unwrap_err();
+    assert!(e.to_string().contains("misaligned"), "{e}");
+}
+
+#[test]
+fn atomic_add() {
+    let g = gpu();
+    let n = 10_000usize;
+    let slots = 7usize;
+    let x: Vec<f32> = (0..n).map(|i| (i % 5) as f32).collect();
+    let xb = g.upload(&x).unwrap();
+    let mut acc = g.upload(&vec![0f32; slots]).unwrap();
+    // SAFETY: n inputs, `slots` zeroed accumulators.
+    unsafe { g.launch::<p::probe_atomic>(LaunchConfig::linear(n, 256).unwrap(), (xb.ptr(), acc.ptr_mut(), n as u32, slots as u32)).unwrap() };
+    let acc = g.download(&acc).unwrap();
+    for s in 0..slots {
+        let want: f32 = (s..n).step_by(slots).map(|i| x[i]).sum(); // small integers: exact
+        assert_eq!(acc[s], want, "slot {s}");
+    }
+}
+
+#[test]
+fn dynamic_shared_memory() {
+    let g = gpu();
+    let (blocks, threads) = (4usize, 96usize);
+    let x: Vec<f32> = (0..blocks * threads).map(|i| i as f32).collect();
+    let xb = g.upload(&x).unwrap();
+    let mut out = poisoned(&g, x.len() + 1);
+    let bytes = (threads * 4) as u32 + 64;
+    // SAFETY: sizes as the kernel documents.
+    unsafe { g.launch::<p::probe_dynamic_shared>(cfg((blocks as u32, 1, 1), (threads as u32, 1, 1), bytes), (xb.ptr(), out.ptr_mut())).unwrap() };
+    let out = g.download(&out).unwrap();
+    for b in 0..blocks {
+        for t in 0..threads {
+            assert_eq!(out[b * threads + t], x[b * threads + threads - 1 - t]);
+        }
+    }
+    assert_eq!(out[x.len()], bytes as f32, "%dynamic_smem_size");
+}
+
+#[test]
+fn shared_memory_sum_with_barrier_is_right_under_every_order() {
+    let orders = [Order::InOrder, Order::Reversed, Order::Random(1), Order::Random(2)];
+    let mut gpus: Vec<Gpu> = orders.iter().map(|&o| emulator(o)).collect();
+    gpus.push(gpu());
+    for g in &gpus {
+        let x: Vec<f32> = (0..4 * 256).map(|i| (i % 17) as f32).collect();
+        let xb = g.upload(&x).unwrap();
+        let mut out = poisoned(g, 4);
+        // SAFETY: 256 floats per block, one output per block.
+        unsafe { g.launch::<p::probe_shared_sum>(cfg((4, 1, 1), (256, 1, 1), 0), (xb.ptr(), out.ptr_mut())).unwrap() };
+        let out = g.download(&out).unwrap();
+        for b in 0..4 {
+            assert_eq!(out[b], x[b * 256..(b + 1) * 256].iter().sum::<f32>(), "{}", g.describe());
+        }
+    }
+}
+
+#[test]
+fn missing_barrier_gives_a_wrong_result_under_some_order() {
+    // The same reduction without its barrier: thread 0 reads slots the other threads
+    // have not written yet whenever it runs first (in-order). The emulator must show it.
+    let x: Vec<f32> = (0..256).map(|i| 1.0 + (i % 3) as f32).collect();
+    let want: f32 = x.iter().sum();
+    let mut wrong = Vec::new();
+    for order in [Order::InOrder, Order::Reversed, Order::Random(7)] {
+        let g = emulator(order);
+        let xb = g.upload(&x).unwrap();
+        let mut out = poisoned(&g, 1);
+        // SAFETY: sizes as documented; the race is the point of the test.
+        unsafe { g.launch::<p::probe_shared_sum_no_barrier>(cfg((1, 1, 1), (256, 1, 1), 0), (xb.ptr(), out.ptr_mut())).unwrap() };
+        let got = g.download(&out).unwrap()[0];
+        if got != want {
+            wrong.push(order);
+        }
+    }
+    assert!(wrong.contains(&Order::InOrder), "in-order must expose the missing barrier (wrong under {wrong:?})");
+}
+
+#[test]
+fn barrier_skipped_by_some_threads_is_an_error() {
+    let g = emulator(Order::InOrder);
+    let mut out = poisoned(&g, 64);
+    // SAFETY: one float per thread; the divergence is the point of the test.
+    let e = unsafe { g.launch::<p::probe_divergent_barrier>(cfg((1, 1, 1), (64, 1, 1), 0), (out.ptr_mut(), 40)) }.unwrap_err();
+    match &e {
+        SimtError::Emulator(EmuError::BarrierDivergence { kernel, other, .. }) => {
+            assert_eq!(*kernel, "probe_divergent_barrier");
+            assert!(other.x >= 40);
+        }
+        other => panic!("expected a barrier divergence, got {other}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains("probe_divergent_barrier") && msg.contains("block (0, 0, 0)") && msg.contains("has exited"), "{msg}");
+}
+
+#[test]
+fn shuffle_in_a_partial_warp_is_an_error() {
+    let g = emulator(Order::InOrder);
+    let x = g.upload(&[1u32; 48]).unwrap();
+    let mut out = g.upload(&[0u32; 4 * 48]).unwrap();
+    // SAFETY: sizes fine; 48 threads make a partial second warp, which is the point.
+    let e = unsafe { g.launch::<p::probe_shuffles>(cfg((1, 1, 1), (48, 1, 1), 0), (x.ptr(), out.ptr_mut(), 1)) }.unwrap_err();
+    assert!(matches!(e, SimtError::Emulator(EmuError::ShuffleDivergence { warp: 1, .. })), "{e}");
+}
+
+#[test]
+fn bad_launch_configurations_are_errors() {
+    let g = gpu();
+    let mut out = g.alloc::<f32>(4).unwrap();
+    for c in [cfg((1, 1, 1), (2048, 1, 1), 0), cfg((0, 1, 1), (32, 1, 1), 0), cfg((1, 70000, 1), (32, 1, 1), 0), cfg((1, 1, 1), (32, 1, 1), 1 << 20)] {
+        // SAFETY: rejected before launching.
+        let e = unsafe { g.launch::<p::probe_divergent_barrier>(c, (out.ptr_mut(), 0)) }.unwrap_err();
+        assert!(matches!(e, SimtError::BadLaunch { .. }), "{e}");
+    }
+}
+
+// ---- swizzle: bank arithmetic pinned ----------------------------------------
+
+/// Byte addresses a warp touches reading column `c` of a 32x32 f32 tile (lane i -> row i).
+fn column_read(c: u32, swizzled: bool) -> Vec<u32> {
+    (0..32).map(|i| 4 * (32 * i + if swizzled { xor32(i, c) } else { c })).collect()
+}
+
+#[test]
+fn swizzle_column_read_banks() {
+    for c in [0, 5, 31] {
+        let plain = column_read(c, false);
+        assert!(plain.iter().all(|&a| bank(a) == c), "unswizzled: every lane in bank {c}");
+        assert_eq!(conflict_degree(&plain), 32, "unswizzled column read: 32-way conflict");
+        let sw = column_read(c, true);
+        let mut banks: Vec<u32> = sw.iter().map(|&a| bank(a)).collect();
+        banks.sort();
+        assert_eq!(banks, (0..32).collect::<Vec<_>>(), "swizzled: 32 distinct banks");
+        assert_eq!(conflict_degree(&sw), 1, "swizzled column read: conflict-free");
+    }
+    // row reads stay conflict-free after swizzling
+    let row: Vec<u32> = (0..32).map(|j| 4 * (32 * 9 + xor32(9, j))).collect();
+    assert_eq!(conflict_degree(&row), 1);
+    // a broadcast (all lanes, one word) is one pass
+    assert_eq!(conflict_degree(&[64; 32]), 1);
+}
+
+#[test]
+fn matmul_a_tile_store_banks() {
+    // The tiled matmul's transposed A store: thread t writes As[kk][t/2] with
+    // kk = 4(t%2) + j, for j = 0..4 (one instruction per j). BM = 128 floats per row.
+    let bm = kernels::config::MM_BM;
+    for j in 0..4 {
+        let addrs = |sw: bool| -> Vec<u32> {
+            (0..32u32)
+                .map(|t| {
+                    let (row, kk) = (t / 2, 4 * (t % 2) + j);
+                    4 * (kk * bm + if sw { matmul_a(kk, row) } else { row })
+                })
+                .collect()
+        };
+        assert_eq!(conflict_degree(&addrs(false)), 2, "unswizzled A store: 2-way");
+        assert_eq!(conflict_degree(&addrs(true)), 1, "swizzled A store: conflict-free");
+    }
+    // and the inner loop's 16-byte reads of As[kk][4ty..4ty+4] stay contiguous and aligned
+    for kk in 0..8 {
+        for ty in 0..16 {
+            let m = matmul_a(kk, 4 * ty);
+            assert_eq!(m % 4, 0);
+            for q in 1..4 {
+                assert_eq!(matmul_a(kk, 4 * ty + q), m + q);
+            }
+        }
+    }
+}

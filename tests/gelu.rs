@@ -1,0 +1,96 @@
+//! GeLU: fused, naive (7 kernels) and exact, against float64 references.
+mod common;
+use common::*;
+use rust_simt::ops::gelu::{gelu, gelu_erf, gelu_naive};
+use rust_simt::{reference, SimtError};
+
+/// GeLU is elementwise with ~1e-6 relative error (fast tanh) on O(1) values.
+const RTOL: f64 = 2e-5;
+const ATOL: f64 = 1e-6;
+
+fn run_all(n: usize, lo: f32, hi: f32) {
+    let g = gpu();
+    let (mut r, seed) = rng("gelu");
+    let x = uniform(&mut r, n, lo, hi);
+    let xb = g.upload(&x).unwrap();
+    let want = reference::gelu_tanh(&x);
+    let mut y = poisoned(&g, n);
+    gelu(&g, &xb, &mut y).unwrap();
+    assert_close(&format!("gelu_fused n={n}"), seed, &g.download(&y).unwrap(), &want, RTOL, ATOL, 1e-4);
+    let mut y = poisoned(&g, n);
+    let mut tmp = poisoned(&g, n);
+    gelu_naive(&g, &xb, &mut y, &mut tmp).unwrap();
+    assert_close(&format!("gelu_naive n={n}"), seed, &g.download(&y).unwrap(), &want, RTOL, ATOL, 1e-4);
+    let mut y = poisoned(&g, n);
+    gelu_erf(&g, &xb, &mut y).unwrap();
+    assert_close(&format!("gelu_erf n={n}"), seed, &g.download(&y).unwrap(), &reference::gelu_erf(&x), RTOL, 2e-6, 1e-4);
+}
+
+#[test]
+fn hand_worked_values() {
+    // gelu(0) = 0; gelu(1) = 0.5·(1 + tanh(√(2/π)·1.044715)) = 0.5·(1 + tanh(0.833554)) = 0.841192;
+    // gelu(-1) = -1 + gelu(1) = -0.158808 (gelu(x) - gelu(-x) = x).
+    let g = gpu();
+    let y = rust_simt::ops::gelu::gelu_host(&g, &[0.0, 1.0, -1.0, 2.0]).unwrap();
+    assert_eq!(y[0], 0.0);
+    assert!((y[1] - 0.841192).abs() < 2e-6, "{}", y[1]);
+    assert!((y[2] + 0.158808).abs() < 2e-6, "{}", y[2]);
+    assert!((y[1] - y[2] - 1.0).abs() < 2e-6);
+    // gelu(2) = 2·0.5·(1 + tanh(√(2/π)·2.35772)) = 1.954598
+    assert!((y[3] - 1.954598).abs() < 4e-6, "{}", y[3]);
+}
+
+#[test]
+fn random_ragged_lengths() {
+    for n in [1, 3, 4, 5, 255, 1023, 1025, 4097] {
+        run_all(n, -6.0, 6.0);
+    }
+}
+
+#[test]
+fn large() {
+    let n = if on_gpu(&gpu()) { (1 << 24) + 3 } else { (1 << 18) + 3 };
+    run_all(n, -8.0, 8.0);
+}
+
+#[test]
+fn stability_at_large_inputs() {
+    // gelu(x) -> x for x >> 0 and -> 0 (from below) for x << 0; no NaN or inf from x^3.
+    let g = gpu();
+    let x = [-1e30f32, -1e4, -50.0, -10.0, 10.0, 50.0, 1e4, 1e30];
+    let y = rust_simt::ops::gelu::gelu_host(&g, &x).unwrap();
+    let want = reference::gelu_tanh(&x);
+    for (i, (&o, &w)) in y.iter().zip(&want).enumerate() {
+        let w = if w.is_nan() { if x[i] > 0.0 { x[i] as f64 } else { 0.0 } } else { w };
+        assert!(o.is_finite(), "gelu({}) = {o}", x[i]);
+        assert!((o as f64 - w).abs() <= 1e-6 * w.abs() + 1e-6, "gelu({}) = {o}, want {w}", x[i]);
+    }
+}
+
+#[test]
+fn approximation_error_tanh_vs_erf() {
+    // The tanh form differs from the exact GeLU by at most ~5e-4 (the lecture's point).
+    let g = gpu();
+    let x: Vec<f32> = (0..4001).map(|i| -8.0 + i as f32 * 0.004).collect();
+    let xb = g.upload(&x).unwrap();
+    let (mut a, mut b) = (poisoned(&g, x.len()), poisoned(&g, x.len()));
+    gelu(&g, &xb, &mut a).unwrap();
+    gelu_erf(&g, &xb, &mut b).unwrap();
+    let (a, b) = (g.download(&a).unwrap(), g.download(&b).unwrap());
+    let max = a.iter().zip(&b).map(|(p, q)| (p - q).abs()).fold(0.0f32, f32::max);
+    assert!(max > 1e-5 && max < 1e-3, "max |tanh form - erf form| = {max}");
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let g = gpu();
+    let x = g.upload(&[1.0f32; 8]).unwrap();
+    let mut y = g.alloc::<f32>(7).unwrap();
+    assert!(matches!(gelu(&g, &x, &mut y), Err(SimtError::Shape { .. })));
+    let e = g.alloc::<f32>(0).unwrap();
+    let mut e2 = g.alloc::<f32>(0).unwrap();
+    assert!(matches!(gelu(&g, &e, &mut e2), Err(SimtError::Empty { .. })));
+    let mut tmp = g.alloc::<f32>(3).unwrap();
+    let mut y8 = g.alloc::<f32>(8).unwrap();
+    assert!(matches!(gelu_naive(&g, &x, &mut y8, &mut tmp), Err(SimtError::Shape { .. })));
+}

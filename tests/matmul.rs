@@ -1,0 +1,94 @@
+//! Matmul + ReLU, naive and tiled, any shape and strides, against float64.
+mod common;
+use common::*;
+use rust_simt::ops::matmul::{matmul, MatmulKernel, MatmulShape};
+use rust_simt::ops::Layout;
+use rust_simt::{reference, SimtError};
+
+const KERNELS: [MatmulKernel; 2] = [MatmulKernel::Naive, MatmulKernel::Tiled];
+
+fn check(m: usize, n: usize, k: usize, pad: usize, relu: bool) {
+    let g = gpu();
+    let (mut r, seed) = rng("matmul");
+    let (lda, ldb, ldc) = (k + pad, n + pad, n + 2 * pad);
+    let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
+    let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
+    let want = reference::matmul(&a, &b, m, n, k, lda, ldb, relu);
+    let shape = MatmulShape { a: Layout { rows: m, cols: k, ld: lda }, b: Layout { rows: k, cols: n, ld: ldb }, c: Layout { rows: m, cols: n, ld: ldc } };
+    let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+    for kern in KERNELS {
+        let mut c = poisoned(&g, (m - 1) * ldc + n);
+        matmul(&g, kern, &ab, &bb, &mut c, shape, relu).unwrap();
+        let c = g.download(&c).unwrap();
+        let got: Vec<f32> = (0..m).flat_map(|i| c[i * ldc..i * ldc + n].to_vec()).collect();
+        // f32 FMA chains of length k on values in [-1, 1]: |error| ~ sqrt(k)·eps
+        let atol = 4.0 * (k as f64).sqrt() * 1.2e-7;
+        assert_close(&format!("{kern:?} {m}x{n}x{k} pad {pad} relu {relu}"), seed, &got, &want, 1e-5, atol, 1e-5);
+        if pad > 0 && m > 1 {
+            assert!(c[n].is_nan(), "{kern:?} wrote into C's row padding");
+        }
+    }
+}
+
+#[test]
+fn hand_worked() {
+    // [[1, 2], [3, 4]] · [[1, -1], [0, 1]] = [[1, 1], [3, 1]]; with a negative entry ReLU'd:
+    // [[1, 2], [3, 4]] · [[-1, 0], [0, 1]] = [[-1, 2], [-3, 4]] -> [[0, 2], [0, 4]]
+    let g = gpu();
+    for kern in KERNELS {
+        let c = rust_simt::ops::matmul::matmul_host(&g, kern, &[1., 2., 3., 4.], &[1., -1., 0., 1.], 2, 2, 2, false).unwrap();
+        assert_eq!(c, vec![1., 1., 3., 1.], "{kern:?}");
+        let c = rust_simt::ops::matmul::matmul_host(&g, kern, &[1., 2., 3., 4.], &[-1., 0., 0., 1.], 2, 2, 2, true).unwrap();
+        assert_eq!(c, vec![0., 2., 0., 4.], "{kern:?}");
+    }
+}
+
+#[test]
+fn small_and_ragged() {
+    for (m, n, k) in [(1, 1, 1), (3, 5, 7), (1, 129, 17), (129, 1, 9), (127, 129, 131), (128, 128, 8), (130, 260, 13)] {
+        check(m, n, k, 0, true);
+    }
+}
+
+#[test]
+fn strided_and_misaligned() {
+    for (m, n, k, pad) in [(33, 65, 17, 1), (128, 128, 128, 3), (70, 200, 35, 4)] {
+        check(m, n, k, pad, true);
+        check(m, n, k, pad, false);
+    }
+}
+
+#[test]
+fn k_not_multiple_of_block_k() {
+    for k in [1, 3, 9, 15, 33] {
+        check(64, 96, k, 0, true);
+    }
+}
+
+#[test]
+fn large() {
+    let g = gpu();
+    if on_gpu(&g) {
+        check(1000, 1001, 1000, 0, true);
+        check(2048, 2048, 2048, 0, true);
+    } else {
+        check(1000, 1001, 64, 0, true);
+        check(256, 256, 256, 0, false);
+    }
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let g = gpu();
+    let a = g.upload(&[1.0f32; 6]).unwrap();
+    let b = g.upload(&[1.0f32; 6]).unwrap();
+    let mut c = g.alloc::<f32>(4).unwrap();
+    // A 2x3 times B 2x3: inner dimensions differ
+    let s = MatmulShape { a: Layout::contiguous(2, 3), b: Layout::contiguous(2, 3), c: Layout::contiguous(2, 3) };
+    assert!(matches!(matmul(&g, MatmulKernel::Tiled, &a, &b, &mut c, s, true), Err(SimtError::Shape { .. })));
+    // C too small for 2x2? no: 2x2 fits in 4; 3x3 does not
+    let s = MatmulShape::contiguous(3, 3, 2);
+    assert!(matches!(matmul(&g, MatmulKernel::Naive, &a, &b, &mut c, s, true), Err(SimtError::Shape { .. })));
+    let s = MatmulShape::contiguous(0, 2, 3);
+    assert!(matches!(matmul(&g, MatmulKernel::Tiled, &a, &b, &mut c, s, true), Err(SimtError::Empty { .. })));
+}

@@ -1,0 +1,29 @@
+//! The generated PTX module assembles with ptxas for sm_80 and sm_90, with no
+//! errors and no register spills; prints the per-kernel resource report.
+use rust_simt::profile::{find_ptxas, kernel_names, kernel_ptx, ptxas_report, resource_table};
+
+#[test]
+fn every_kernel_is_in_the_module() {
+    let names = kernel_names();
+    for k in ["gelu_fused", "gelu_erf_fused", "softmax_fused", "row_sum", "row_max", "matmul_relu_naive", "matmul_relu_tiled", "fill_f32"] {
+        assert!(names.iter().any(|n| n == k), "{k} missing from the PTX module: {names:?}");
+        assert!(kernel_ptx(k).unwrap().contains(".entry"), "{k}");
+    }
+    assert!(rust_simt::PTX.contains(".target sm_"), "PTX has a .target");
+}
+
+#[test]
+fn ptxas_assembles_without_spills() {
+    let ptxas = find_ptxas().expect("ptxas not found: run scripts/setup.sh (it fetches it into .tools/cuda), or set SIMT_PTXAS");
+    for arch in ["sm_80", "sm_90"] {
+        let res = ptxas_report(&ptxas, arch).unwrap_or_else(|e| panic!("ptxas -arch={arch} failed:\n{e}"));
+        println!("ptxas -v -arch={arch}:\n{}", resource_table(&res));
+        assert_eq!(res.len(), kernel_names().len(), "one report line per kernel");
+        for r in &res {
+            assert_eq!(r.spill_stores + r.spill_loads, 0, "{arch}: {} spills registers", r.kernel);
+            assert_eq!(r.stack_bytes, 0, "{arch}: {} uses a stack frame (local memory)", r.kernel);
+        }
+        let tiled = res.iter().find(|r| r.kernel == "matmul_relu_tiled").unwrap();
+        assert_eq!(tiled.smem_bytes, 4 * 2 * 8 * 128, "two 8x128 f32 tiles");
+    }
+}

@@ -1,0 +1,63 @@
+//! Row sum for rows of any length (tiles, shuffles, shared memory, atomics across splits).
+mod common;
+use common::*;
+use rust_simt::ops::row_sum::{plan, row_sum, row_sum_strided};
+use rust_simt::ops::Layout;
+use rust_simt::{reference, SimtError};
+
+fn check(rows: usize, cols: usize, ld: usize, lo: f32, hi: f32) {
+    let g = gpu();
+    let (mut r, seed) = rng("row_sum");
+    let x = uniform(&mut r, (rows - 1) * ld + cols, lo, hi);
+    let xb = g.upload(&x).unwrap();
+    let mut out = poisoned(&g, rows);
+    row_sum_strided(&g, &xb, Layout { rows, cols, ld }, &mut out).unwrap();
+    let want = reference::row_sum(&x, rows, cols, ld);
+    // f32 accumulation of `cols` terms: error grows ~ sqrt(cols)·eps·Σ|x|
+    let atol = 1e-6 * (cols as f64).sqrt() * (hi.abs().max(lo.abs()) as f64) + 1e-6;
+    assert_close(&format!("row_sum {rows}x{cols} ld {ld}"), seed, &g.download(&out).unwrap(), &want, 1e-5, atol, 1e-5);
+}
+
+#[test]
+fn hand_worked() {
+    // rows [1..=4] and [0.5, -0.5, 2, 8]: 10 and 10
+    let g = gpu();
+    let s = rust_simt::ops::row_sum::row_sum_host(&g, &[1.0, 2.0, 3.0, 4.0, 0.5, -0.5, 2.0, 8.0], 2, 4).unwrap();
+    assert_eq!(s, vec![10.0, 10.0]);
+}
+
+#[test]
+fn shapes() {
+    for (rows, cols, ld) in [(1, 1, 1), (3, 5, 5), (127, 129, 129), (1000, 1001, 1001), (5, 77, 80), (9, 100, 101)] {
+        check(rows, cols, ld, -1.0, 1.0);
+    }
+}
+
+#[test]
+fn few_long_rows_split_across_blocks() {
+    let g = gpu();
+    let cols = if on_gpu(&g) { 1 << 24 } else { 1 << 20 };
+    assert!(plan(&g, 2, cols).0 > 1, "long rows must be split over several blocks");
+    check(2, cols, cols, -1.0, 1.0);
+    check(3, cols + 3, cols + 5, 0.0, 1.0);
+}
+
+#[test]
+fn many_short_rows() {
+    let g = gpu();
+    let rows = if on_gpu(&g) { 1 << 16 } else { 1 << 12 };
+    assert_eq!(plan(&g, rows, 64).0, 1);
+    check(rows, 64, 64, -1.0, 1.0);
+    check(rows, 7, 7, -1.0, 1.0);
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let g = gpu();
+    let x = g.upload(&[1.0f32; 10]).unwrap();
+    let mut out = g.alloc::<f32>(3).unwrap();
+    assert!(matches!(row_sum(&g, &x, 2, 5, &mut out), Err(SimtError::Shape { .. })));
+    let mut out2 = g.alloc::<f32>(2).unwrap();
+    assert!(matches!(row_sum(&g, &x, 2, 6, &mut out2), Err(SimtError::Shape { .. })));
+    assert!(matches!(row_sum(&g, &x, 2, 0, &mut out2), Err(SimtError::Empty { .. })));
+}
