@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds a self-contained GPU bundle: every example, test binary and bench binary in
+# release mode, with the CUDA backend forced on, into bundle/ (or $1). It runs on a
+# x86-64 Linux machine with the NVIDIA driver (R525 or newer: the PTX is .version 7.0
+# for sm_80 and is JIT-compiled by the driver) and no Rust toolchain.
+#
+#   scripts/bundle.sh            # -> bundle/
+#   bundle/run-tests.sh          # the correctness suite on the GPU
+#   bundle/bin/<example>         # any example, e.g. bundle/bin/rust-simt (the walk-through)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${1:-$root/bundle}
+cd "$root"
+bash scripts/setup.sh
+export SIMT_CUDA=1 CARGO_TARGET_DIR="$root/target/bundle"
+rm -rf "$out"; mkdir -p "$out/bin" "$out/tests" "$out/benches" "$out/peers"
+cargo build --release --bins --examples 2>&1 | grep -v "^\s*Compiling" >&2 || true
+cargo build --release --bins --examples -q
+for f in "$CARGO_TARGET_DIR"/release/rust-simt "$CARGO_TARGET_DIR"/release/examples/*; do
+  case "$f" in *.d) continue;; esac
+  [[ "$(basename "$f")" =~ -[0-9a-f]{16}$ ]] && continue
+  [ -x "$f" ] && [ -f "$f" ] && cp "$f" "$out/bin/"
+done
+list() { python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["target"]["kind"][0], m["target"]["name"], m["executable"])'; }
+cargo test --release --no-run --message-format=json 2>/dev/null | list | while read -r kind name exe; do
+  case "$kind" in test) cp "$exe" "$out/tests/$name";; esac
+done
+cargo bench --no-run --message-format=json 2>/dev/null | list | while read -r kind name exe; do
+  if [ "$kind" = bench ]; then cp "$exe" "$out/benches/$name"; fi
+done
+cp scripts/peers.py "$out/peers/" 2>/dev/null || true
+strip "$out"/bin/* "$out"/tests/* "$out"/benches/* 2>/dev/null || true
+cat >"$out/run-tests.sh" <<'SH'
+#!/usr/bin/env bash
+# Runs every test binary of the bundle; exits non-zero if any fails.
+cd "$(dirname "$0")"
+rc=0
+for t in tests/*; do
+  echo "=== $t"
+  "$t" --test-threads=4 "$@" || rc=1
+done
+exit $rc
+SH
+chmod +x "$out/run-tests.sh"
+git rev-parse --short HEAD >"$out/COMMIT" 2>/dev/null || true
+du -sh "$out" >&2
+ls "$out"/bin "$out"/tests "$out"/benches >&2
