@@ -231,6 +231,14 @@ fn unlinear(i: u32, dim: Dim3) -> Dim3 {
     Dim3 { x: i % dim.x, y: (i / dim.x) % dim.y, z: i / (dim.x * dim.y) }
 }
 
+/// Stacks kept for reuse by later launches (all workers together).
+static STACKS: Mutex<Vec<DefaultStack>> = Mutex::new(Vec::new());
+const MAX_POOLED_STACKS: usize = 4096;
+
+fn block_threads(b: Dim3) -> usize {
+    (b.x * b.y * b.z) as usize
+}
+
 /// Runs one launch of `K` on the emulator and returns when every block finished.
 ///
 /// # Safety
@@ -244,7 +252,13 @@ pub unsafe fn run<K: Kernel>(grid: Dim3, block: Dim3, shared_bytes: u32, args: K
     let args = SendArgs(args);
     let workers = cfg.workers.min(blocks).max(1);
     let work = || {
-        let mut pool: Vec<DefaultStack> = Vec::new();
+        // Coroutine stacks are mmap'd; reuse them across launches (a fresh mmap per
+        // emulated thread costs ~30 us, more than most kernels' work).
+        let mut pool: Vec<DefaultStack> = {
+            let mut g = STACKS.lock().unwrap();
+            let keep = g.len().saturating_sub(block_threads(block));
+            g.split_off(keep)
+        };
         loop {
             if stop.load(AtOrd::Relaxed) {
                 break;
@@ -261,6 +275,10 @@ pub unsafe fn run<K: Kernel>(grid: Dim3, block: Dim3, shared_bytes: u32, args: K
                 first_err.lock().unwrap().get_or_insert(e);
                 break;
             }
+        }
+        let mut g = STACKS.lock().unwrap();
+        if g.len() < MAX_POOLED_STACKS {
+            g.append(&mut pool);
         }
     };
     if workers == 1 {

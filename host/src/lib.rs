@@ -10,6 +10,7 @@
 #[cfg(simt_cuda)]
 mod cuda;
 pub mod bench;
+pub mod demo;
 pub mod emulator;
 pub mod error;
 pub mod gpu;
