@@ -38,7 +38,8 @@ pub fn poisoned(g: &Gpu, n: usize) -> Buffer<f32> {
 }
 
 /// Compares every element: `|out - ref| <= atol + rtol·|ref|` (NaN only where the
-/// reference is NaN, infinities equal), and the relative error norm against `max_rel`.
+/// reference is NaN, infinities equal), and the relative error norm against `max_rel`
+/// (its denominator floored at `atol·√n`).
 /// On failure prints the op, the seed, the first bad indices and both values.
 pub fn assert_close(what: &str, seed: u64, out: &[f32], reference: &[f64], rtol: f64, atol: f64, max_rel: f64) {
     assert_eq!(out.len(), reference.len(), "{what}: length");
@@ -55,7 +56,16 @@ pub fn assert_close(what: &str, seed: u64, out: &[f32], reference: &[f64], rtol:
             bad.push(i);
         }
     }
-    let rel = rust_simt::reference::rel_err(out, reference);
+    // ‖out − ref‖ / max(‖ref‖, atol·√n): a relative norm that does not blow up when
+    // the reference itself is within the absolute tolerance of zero.
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for (&o, &r) in out.iter().zip(reference) {
+        if r.is_finite() {
+            num += (o as f64 - r).powi(2);
+            den += r * r;
+        }
+    }
+    let rel = num.sqrt() / den.sqrt().max(atol * (out.len() as f64).sqrt());
     if !bad.is_empty() || !(rel <= max_rel) {
         let show: Vec<String> = bad.iter().take(8).map(|&i| format!("[{i}] got {} want {}", out[i], reference[i])).collect();
         panic!(
