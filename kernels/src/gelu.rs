@@ -8,7 +8,7 @@
 //! (see [`NAIVE_STAGES`]). Fused, it is one kernel, 8 bytes per element (4 in, 4 out):
 //! an 8x cut in traffic for a memory-bound function.
 use crate::kernel;
-use crate::math::{erf, fma, tanh};
+use crate::math::{erf, exp2, fma, rcp, tanh};
 use crate::memory::{is_aligned16, load4, store4};
 use crate::thread::global_index_x;
 
@@ -30,10 +30,15 @@ pub const NAIVE_STAGES: [(&str, u32); 7] = [
 ];
 
 /// GeLU (tanh form) of one value, as the fused kernel computes it.
+///
+/// Uses `0.5·(1 + tanh(u)) = 1 / (1 + e^{-2u})`: the same function without the
+/// cancellation of `1 + tanh(u)` for negative `x` (where tanh(u) → -1 and the
+/// composed form loses ~1e-4 relative accuracy in f32). One `ex2` and one `rcp`;
+/// `x → -inf` gives -0 and `x → +inf` gives `x`.
 #[inline(always)]
 pub fn gelu_tanh(x: f32) -> f32 {
-    let inner = SQRT_2_OVER_PI * fma(GELU_CUBIC * x, x * x, x);
-    0.5 * x * (1.0 + tanh(inner))
+    let u = SQRT_2_OVER_PI * fma(GELU_CUBIC * x, x * x, x);
+    x * rcp(1.0 + exp2(-2.0 * crate::math::LOG2_E * u))
 }
 
 /// Exact GeLU of one value.
