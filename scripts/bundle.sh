@@ -32,7 +32,8 @@ done
 cargo bench --no-run --message-format=json 2>/dev/null | list | while read -r kind name exe; do
   if [ "$kind" = bench ]; then cp "$exe" "$out/benches/$name"; fi
 done
-cp scripts/peers.py "$out/peers/" 2>/dev/null || true
+cp scripts/peers.py "$out/peers/"
+cp scripts/gpu-check.sh scripts/gpu-perf.sh "$out/"
 strip "$out"/bin/* "$out"/tests/* "$out"/benches/* 2>/dev/null || true
 cat >"$out/run-tests.sh" <<'SH'
 #!/usr/bin/env bash

@@ -32,7 +32,8 @@ fn verdict(rel: f64, tol: f64) -> String {
 impl<'g> Demo<'g> {
     /// Measures the copy ceiling and picks sizes (full on a GPU, small on the emulator).
     pub fn new(gpu: &'g Gpu) -> Result<Demo<'g>> {
-        let big = gpu.kind() == BackendKind::Cuda;
+        // SIMT_SMALL=1: emulator-sized problems on a GPU too (for compute-sanitizer runs).
+        let big = gpu.kind() == BackendKind::Cuda && std::env::var("SIMT_SMALL").map_or(true, |v| v != "1");
         let copy_gbps = copy_bandwidth(gpu, if big { 1 << 30 } else { 1 << 22 })?;
         let fp32_tflops = gpu.props().peak_fp32() / 1e12;
         Ok(Demo { gpu, copy_gbps, fp32_tflops, big, seed: 2026 })

@@ -19,6 +19,7 @@ pub mod ops;
 pub mod plot;
 pub mod profile;
 pub mod reference;
+pub mod sweep;
 
 pub use error::{Result, SimtError};
 pub use gpu::{dim3, BackendKind, Buffer, DeviceProps, Gpu, LaunchConfig, PTX};
