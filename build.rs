@@ -138,9 +138,24 @@ fn main() {
         .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
         .expect("nested kernel build emitted no PTX (kernels-*.s)")
         .path();
-    let text = std::fs::read_to_string(&ptx).unwrap();
+    let text = apply_launch_bounds(&std::fs::read_to_string(&ptx).unwrap());
     assert!(text.contains(".entry"), "the PTX module {} has no kernels", ptx.display());
     std::fs::write(out_dir.join("kernels.ptx"), text).unwrap();
     println!("cargo:rustc-env=SIMT_DEVICE_TOOLCHAIN={}", tc.what);
     println!("cargo:rustc-env=SIMT_PTX_TARGET={sm}");
+}
+
+/// Turns `// simt:launch_bounds NAME THREADS MIN_BLOCKS` markers (from the
+/// `launch_bounds!` macro) into `.maxntid`/`.minnctapersm` directives on the entry.
+fn apply_launch_bounds(ptx: &str) -> String {
+    let mut out = ptx.to_string();
+    for line in ptx.lines() {
+        let Some(rest) = line.trim().strip_prefix("// simt:launch_bounds ") else { continue };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let [name, threads, blocks] = f[..] else { panic!("malformed launch_bounds marker: {line}") };
+        let entry = out.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("launch_bounds!({name}, ..) names no kernel in the PTX module"));
+        let close = entry + out[entry..].find("\n)").expect("entry parameter list") + 2;
+        out.insert_str(close, &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}"));
+    }
+    out
 }

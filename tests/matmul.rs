@@ -5,7 +5,7 @@ use rust_simt::ops::matmul::{matmul, MatmulKernel, MatmulShape};
 use rust_simt::ops::Layout;
 use rust_simt::{reference, SimtError};
 
-const KERNELS: [MatmulKernel; 2] = [MatmulKernel::Naive, MatmulKernel::Tiled];
+const KERNELS: [MatmulKernel; 3] = MatmulKernel::ALL;
 
 fn check(m: usize, n: usize, k: usize, pad: usize, relu: bool) {
     let g = gpu();

@@ -10,6 +10,8 @@ fn every_kernel_is_in_the_module() {
         assert!(kernel_ptx(k).unwrap().contains(".entry"), "{k}");
     }
     assert!(rust_simt::PTX.contains(".target sm_"), "PTX has a .target");
+    let db = kernel_ptx("matmul_relu_tiled_db").unwrap();
+    assert!(db.contains(".maxntid 256, 1, 1") && db.contains(".minnctapersm 2"), "launch bounds applied by build.rs");
 }
 
 #[test]
@@ -25,5 +27,7 @@ fn ptxas_assembles_without_spills() {
         }
         let tiled = res.iter().find(|r| r.kernel == "matmul_relu_tiled").unwrap();
         assert_eq!(tiled.smem_bytes, 4 * 2 * 8 * 128, "two 8x128 f32 tiles");
+        let db = res.iter().find(|r| r.kernel == "matmul_relu_tiled_db").unwrap();
+        assert!(db.registers <= 128, "launch_bounds!(.., 256, 2) caps registers at 128, got {}", db.registers);
     }
 }

@@ -13,7 +13,7 @@ pub fn bench(c: &mut Criterion) {
         let mut out = gpu.alloc::<f32>(n * n).unwrap();
         let s = MatmulShape::contiguous(n, n, n);
         g.throughput(Throughput::Elements(2 * (n * n * n) as u64)); // FLOPs
-        for k in [MatmulKernel::Naive, MatmulKernel::Tiled] {
+        for k in MatmulKernel::ALL {
             g.bench_function(BenchmarkId::new(format!("{k:?}"), n), |bch| {
                 bch.iter_custom(|iters| device_time(&gpu, iters, || matmul(&gpu, k, &a, &b, &mut out, s, true)))
             });

@@ -143,8 +143,9 @@ pub fn run(gpu: &Gpu, ops: &[&str], quick: bool) -> Result<Vec<Row>> {
                     let bb = gpu.upload(&rand_vec(n * n, 5))?;
                     let mut c = gpu.alloc::<f32>(n * n)?;
                     let s = MatmulShape::contiguous(n, n, n);
-                    push(op, "rust-simt tiled", &shape, b.run(|| matmul(gpu, MatmulKernel::Tiled, &a, &bb, &mut c, s, true))?.median_ms);
-                    push(op, "rust-simt naive", &shape, b.run(|| matmul(gpu, MatmulKernel::Naive, &a, &bb, &mut c, s, true))?.median_ms);
+                    for k in MatmulKernel::ALL {
+                        push(op, &format!("rust-simt {}", k.name()), &shape, b.run(|| matmul(gpu, k, &a, &bb, &mut c, s, true))?.median_ms);
+                    }
                 }
                 _ => {}
             }

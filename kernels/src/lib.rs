@@ -50,6 +50,7 @@ pub mod warp;
 pub mod gelu;
 pub mod matmul_naive;
 pub mod matmul_tiled;
+pub mod matmul_tiled_db;
 pub mod row_sum;
 pub mod selftest;
 pub mod softmax;
@@ -158,4 +159,25 @@ macro_rules! unroll {
         { const $i: usize = 6; $body }
         { const $i: usize = 7; $body }
     }};
+}
+
+/// `__launch_bounds__` for a kernel: `launch_bounds!(name, max_threads, min_blocks_per_sm)`.
+///
+/// Tells ptxas the kernel never runs with more than `max_threads` threads per block
+/// and should fit `min_blocks_per_sm` blocks on an SM, so it caps registers at
+/// `65536 / (max_threads · min_blocks)`. rustc has no attribute for this: the macro
+/// leaves a marker comment in the PTX module, and `build.rs` turns it into the
+/// entry's `.maxntid` / `.minnctapersm` directives (checked by `tests/ptx.rs`).
+#[macro_export]
+macro_rules! launch_bounds {
+    ($name:ident, $threads:expr, $min_blocks:expr) => {
+        #[cfg(target_arch = "nvptx64")]
+        ::core::arch::global_asm!(
+            concat!("// simt:launch_bounds ", stringify!($name), " {t} {b}"),
+            t = const $threads,
+            b = const $min_blocks,
+        );
+        #[cfg(not(target_arch = "nvptx64"))]
+        const _: (u32, u32) = ($threads, $min_blocks);
+    };
 }

@@ -30,23 +30,184 @@ use crate::swizzle;
 use crate::thread::{block_idx, sync_threads, thread_idx};
 use crate::unroll;
 
-const BM: usize = MM_BM as usize;
-const BN: usize = MM_BN as usize;
-const BK: usize = MM_BK as usize;
-const TM: usize = MM_TM as usize;
-const TN: usize = MM_TN as usize;
+pub(crate) const BM: usize = MM_BM as usize;
+pub(crate) const BN: usize = MM_BN as usize;
+pub(crate) const BK: usize = MM_BK as usize;
+pub(crate) const TM: usize = MM_TM as usize;
+pub(crate) const TN: usize = MM_TN as usize;
 const _: () = assert!(MM_THREADS == 256 && BK == 8 && BM == 128 && BN == 128 && TM == 8 && TN == 8);
 
 /// Loads 4 floats `p[0..4]` of which the first `valid` exist; 16-byte when possible.
 #[inline(always)]
-unsafe fn load4_partial(p: *const f32, valid: usize, vec_ok: bool) -> F32x4 {
+unsafe fn load4_partial(p: *const f32, valid: u32, vec_ok: bool) -> F32x4 {
     if valid >= 4 && vec_ok {
         // SAFETY: caller: 4 readable floats, aligned when vec_ok.
         unsafe { load4(p) }
     } else {
         // SAFETY: caller: `valid` readable floats.
-        let g = |j: usize| if j < valid { unsafe { *p.add(j) } } else { 0.0 };
+        let g = |j: u32| if j < valid { unsafe { *p.add(j as usize) } } else { 0.0 };
         F32x4 { x: g(0), y: g(1), z: g(2), w: g(3) }
+    }
+}
+
+/// What one thread needs to stage and compute tiles: problem, block origin, mapping.
+///
+/// Index arithmetic is 32-bit (the host rejects matrices of 2^32 or more elements
+/// for the tiled kernels): 64-bit offsets cost two registers each, and registers
+/// decide how many blocks fit on an SM.
+#[derive(Clone, Copy)]
+pub(crate) struct Tiling {
+    a: *const f32,
+    b: *const f32,
+    m: u32,
+    n: u32,
+    pub k: u32,
+    lda: u32,
+    ldb: u32,
+    row0: u32,
+    col0: u32,
+    vec_a: bool,
+    vec_b: bool,
+    la_row: u32,
+    la_k: u32,
+    lb_k: u32,
+    lb_col: u32,
+    ty: u32,
+    tx: u32,
+}
+
+impl Tiling {
+    /// The mapping of thread `t` of the block at (`row0`, `col0`).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(a: *const f32, b: *const f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, row0: u32, col0: u32, t: u32) -> Self {
+        Tiling {
+            a,
+            b,
+            m,
+            n,
+            k,
+            lda,
+            ldb,
+            row0,
+            col0,
+            // 16-byte global loads are legal when every row start is aligned.
+            vec_a: is_aligned16(a) && lda % 4 == 0,
+            vec_b: is_aligned16(b) && ldb % 4 == 0,
+            la_row: t / 2,
+            la_k: 4 * (t % 2),
+            lb_k: t / 32,
+            lb_col: 4 * (t % 32),
+            ty: t / 16,
+            tx: t % 16,
+        }
+    }
+
+    /// This thread's share of the K step at `k0`: 4 values of A and 4 of B, zeros
+    /// outside the matrices.
+    ///
+    /// # Safety
+    /// The kernel's contract (A and B readable as described).
+    #[inline(always)]
+    pub unsafe fn load(&self, k0: u32) -> (F32x4, F32x4) {
+        let (gr, gk) = (self.row0 + self.la_row, k0 + self.la_k);
+        let av = if gr < self.m && gk < self.k {
+            // SAFETY: row gr < m, columns gk.. of which min(4, k-gk) exist.
+            unsafe { load4_partial(self.a.add((gr * self.lda + gk) as usize), self.k - gk, self.vec_a) }
+        } else {
+            F32x4::splat(0.0)
+        };
+        let (gk, gc) = (k0 + self.lb_k, self.col0 + self.lb_col);
+        let bv = if gk < self.k && gc < self.n {
+            // SAFETY: row gk < k, columns gc.. of which min(4, n-gc) exist.
+            unsafe { load4_partial(self.b.add((gk * self.ldb + gc) as usize), self.n - gc, self.vec_b) }
+        } else {
+            F32x4::splat(0.0)
+        };
+        (av, bv)
+    }
+
+    /// Stores a loaded share into the shared tiles: A transposed and swizzled, B as is.
+    ///
+    /// # Safety
+    /// `a_s` and `b_s` are 8x128-float shared tiles (16-byte aligned).
+    #[inline(always)]
+    pub unsafe fn store(&self, a_s: *mut f32, b_s: *mut f32, av: F32x4, bv: F32x4) {
+        let av = av.to_array();
+        unroll!(4, J => {
+            let kk = self.la_k + J as u32;
+            // SAFETY: kk < 8, swizzled column < 128: inside As.
+            unsafe { *a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.la_row)) as usize) = av[J] };
+        });
+        // SAFETY: lb_k < 8, lb_col + 4 <= 128, 16-aligned.
+        unsafe { store4(b_s.add((self.lb_k * MM_BN + self.lb_col) as usize), bv) };
+    }
+
+    /// 8 rank-1 updates of the thread's 8x8 accumulators from the shared tiles.
+    ///
+    /// # Safety
+    /// The tiles hold a fully stored K step (a barrier separates the stores from this).
+    #[inline(always)]
+    pub unsafe fn compute(&self, a_s: *const f32, b_s: *const f32, acc: &mut [[f32; TN]; TM]) {
+        let (ty, tx) = (self.ty, self.tx);
+        // A rolled loop: fully unrolling it lets the compiler hoist all 32 shared loads
+        // of a step, which costs ~25 registers and halves the blocks per SM.
+        let mut kk = 0u32;
+        while kk < MM_BK {
+            // SAFETY: offsets inside the 8x128 tiles and 16-aligned (the swizzle flips
+            // bit 4 only, keeping groups of 4 contiguous).
+            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+                (
+                    load4(a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 4 * ty)) as usize)),
+                    load4(a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 64 + 4 * ty)) as usize)),
+                    load4(b_s.add((kk * MM_BN + 4 * tx) as usize)),
+                    load4(b_s.add((kk * MM_BN + 64 + 4 * tx) as usize)),
+                )
+            };
+            let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
+            let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
+            unroll!(8, I => {
+                unroll!(8, J => {
+                    acc[I][J] = fma(af[I], bf[J], acc[I][J]);
+                });
+            });
+            kk += 1;
+        }
+    }
+
+    /// Epilogue: optional ReLU, bounds-checked (vector) stores of the 8x8 tile into C.
+    ///
+    /// # Safety
+    /// The kernel's contract (C writable as described).
+    #[inline(always)]
+    pub unsafe fn write(&self, c: *mut f32, ldc: u32, relu: u32, acc: &[[f32; TN]; TM]) {
+        let vec_c = is_aligned16(c) && ldc % 4 == 0;
+        unroll!(8, I => {
+            let r = self.row0 + if I < 4 { 4 * self.ty + I as u32 } else { 64 + 4 * self.ty + (I as u32 - 4) };
+            if r < self.m {
+                unroll!(2, H => {
+                    let c0 = self.col0 + 64 * H as u32 + 4 * self.tx;
+                    let mut v = F32x4 { x: acc[I][4 * H], y: acc[I][4 * H + 1], z: acc[I][4 * H + 2], w: acc[I][4 * H + 3] };
+                    if relu != 0 {
+                        v = v.map(|x| if x > 0.0 { x } else { 0.0 });
+                    }
+                    // SAFETY: r < m; columns c0.. checked against n below.
+                    unsafe {
+                        let p = c.add((r * ldc + c0) as usize);
+                        if c0 + 4 <= self.n && vec_c {
+                            store4(p, v);
+                        } else {
+                            let vs = v.to_array();
+                            for (j, x) in vs.iter().enumerate() {
+                                if c0 + (j as u32) < self.n {
+                                    *p.add(j) = *x;
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+        });
     }
 }
 
@@ -55,7 +216,8 @@ kernel! {
     /// [`matmul_relu_naive()`](crate::matmul_naive::matmul_relu_naive()).
     ///
     /// # Safety
-    /// As `matmul_relu_naive`; the launch uses `MM_THREADS` (256) threads, 1-D.
+    /// As `matmul_relu_naive`, and every matrix has fewer than 2^32 elements
+    /// (32-bit index arithmetic); the launch uses `MM_THREADS` (256) threads, 1-D.
     ///
     /// # Parameters
     /// * `a`: `[m, k]`, `b`: `[k, n]`, `c`: `[m, n]`, row-major with row strides
@@ -63,7 +225,8 @@ kernel! {
     ///
     /// # Tiling
     /// Block tile 128x128 of C, K steps of 8; shared `As[8][128]` (transposed,
-    /// swizzled) and `Bs[8][128]`; thread tile 8x8 in registers.
+    /// swizzled) and `Bs[8][128]`; thread tile 8x8 in registers. Per K step:
+    /// load, store, barrier, compute, barrier.
     ///
     /// # Thread Mapping
     /// `grid = (ceil(n/128), ceil(m/128))`. Loading: thread `t` loads A row `t/2`,
@@ -73,106 +236,21 @@ kernel! {
     pub unsafe fn matmul_relu_tiled(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, relu: u32) {
         let a_s = shared_array!(MM_A_TILE, f32, BK * BM);
         let b_s = shared_array!(MM_B_TILE, f32, BK * BN);
-        let (m, n, k) = (m as usize, n as usize, k as usize);
-        let (lda, ldb, ldc) = (lda as usize, ldb as usize, ldc as usize);
-        let t = thread_idx().x as usize;
-        let row0 = block_idx().y as usize * BM;
-        let col0 = block_idx().x as usize * BN;
-
-        // Which 16-byte global accesses are legal: every row start must be aligned.
-        let vec_a = is_aligned16(a) && lda % 4 == 0;
-        let vec_b = is_aligned16(b) && ldb % 4 == 0;
-        let vec_c = is_aligned16(c) && ldc % 4 == 0;
-
-        let (la_row, la_k) = (t / 2, 4 * (t % 2));
-        let (lb_k, lb_col) = (t / 32, 4 * (t % 32));
-        let (ty, tx) = (t / 16, t % 16);
-
+        let tl = Tiling::new(a, b, m, n, k, lda, ldb, block_idx().y * MM_BM, block_idx().x * MM_BN, thread_idx().x);
         let mut acc = [[0.0f32; TN]; TM];
-        let mut k0 = 0usize;
-        while k0 < k {
-            // ---- stage A (transposed, swizzled) and B into shared memory ----
-            let gr = row0 + la_row;
-            let gk = k0 + la_k;
-            let av = if gr < m && gk < k {
-                // SAFETY: row gr < m, columns gk.. of which min(4, k-gk) exist.
-                unsafe { load4_partial(a.add(gr * lda + gk), k - gk, vec_a) }
-            } else {
-                F32x4::splat(0.0)
-            };
-            let av = av.to_array();
-            let mut j = 0;
-            while j < 4 {
-                let kk = la_k + j;
-                // SAFETY: kk < 8, column < 128: inside As.
-                unsafe { *a_s.add(kk * BM + swizzle::matmul_a(kk as u32, la_row as u32) as usize) = av[j] };
-                j += 1;
-            }
-            let gk = k0 + lb_k;
-            let gc = col0 + lb_col;
-            let bv = if gk < k && gc < n {
-                // SAFETY: row gk < k, columns gc.. of which min(4, n-gc) exist.
-                unsafe { load4_partial(b.add(gk * ldb + gc), n - gc, vec_b) }
-            } else {
-                F32x4::splat(0.0)
-            };
-            // SAFETY: lb_k < 8, lb_col + 4 <= 128, 16-aligned.
-            unsafe { store4(b_s.add(lb_k * BN + lb_col), bv) };
-            sync_threads();
-
-            // ---- 8 rank-1 updates of the 8x8 register tile from shared memory ----
-            let mut kk = 0;
-            while kk < BK {
-                let ak = kk as u32;
-                // SAFETY: all offsets are inside the 8x128 tiles and 16-aligned
-                // (the swizzle flips bit 4 only, keeping groups of 4 contiguous).
-                let (a_lo, a_hi, b_lo, b_hi) = unsafe {
-                    (
-                        load4(a_s.add(kk * BM + swizzle::matmul_a(ak, 4 * ty as u32) as usize)),
-                        load4(a_s.add(kk * BM + swizzle::matmul_a(ak, (64 + 4 * ty) as u32) as usize)),
-                        load4(b_s.add(kk * BN + 4 * tx)),
-                        load4(b_s.add(kk * BN + 64 + 4 * tx)),
-                    )
-                };
-                let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
-                let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
-                unroll!(8, I => {
-                    unroll!(8, J => {
-                        acc[I][J] = fma(af[I], bf[J], acc[I][J]);
-                    });
-                });
-                kk += 1;
+        let mut k0 = 0u32;
+        while k0 < tl.k {
+            // SAFETY: kernel contract; tiles are this kernel's own shared arrays.
+            unsafe {
+                let (av, bv) = tl.load(k0);
+                tl.store(a_s, b_s, av, bv);
+                sync_threads();
+                tl.compute(a_s, b_s, &mut acc);
             }
             sync_threads();
-            k0 += BK;
+            k0 += MM_BK;
         }
-
-        // ---- epilogue: fused ReLU, bounds-checked (vector) stores ----
-        unroll!(8, I => {
-            let r = row0 + if I < 4 { 4 * ty + I } else { 64 + 4 * ty + (I - 4) };
-            if r < m {
-                unroll!(2, H => {
-                    let c0 = col0 + 64 * H + 4 * tx;
-                    let mut v = F32x4 { x: acc[I][4 * H], y: acc[I][4 * H + 1], z: acc[I][4 * H + 2], w: acc[I][4 * H + 3] };
-                    if relu != 0 {
-                        v = v.map(|x| if x > 0.0 { x } else { 0.0 });
-                    }
-                    // SAFETY: r < m; columns c0.. checked against n below.
-                    unsafe {
-                        let p = c.add(r * ldc + c0);
-                        if c0 + 4 <= n && vec_c {
-                            store4(p, v);
-                        } else {
-                            let vs = v.to_array();
-                            for (j, x) in vs.iter().enumerate() {
-                                if c0 + j < n {
-                                    *p.add(j) = *x;
-                                }
-                            }
-                        }
-                    }
-                });
-            }
-        });
+        // SAFETY: kernel contract.
+        unsafe { tl.write(c, ldc, relu, &acc) };
     }
 }

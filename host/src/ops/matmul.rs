@@ -1,6 +1,6 @@
 //! `C = relu?(A·B)`: naive and tiled kernels, any shape, row-major with strides.
 use kernels::config::{MM_BM, MM_BN, MM_THREADS, NAIVE_TILE};
-use kernels::{matmul_naive, matmul_tiled};
+use kernels::{matmul_naive, matmul_tiled, matmul_tiled_db};
 
 use super::{check_matrix, Layout};
 use crate::error::{Result, SimtError};
@@ -13,6 +13,22 @@ pub enum MatmulKernel {
     Naive,
     /// 128x128x8 shared-memory tiles, 8x8 outputs per thread, swizzled A tile.
     Tiled,
+    /// `Tiled`, double-buffered: next K step's loads in flight during compute,
+    /// two shared stages, one barrier per step, launch bounds (256, 2).
+    TiledDoubleBuffered,
+}
+
+impl MatmulKernel {
+    /// All stages, slowest first.
+    pub const ALL: [MatmulKernel; 3] = [MatmulKernel::Naive, MatmulKernel::Tiled, MatmulKernel::TiledDoubleBuffered];
+    /// Short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            MatmulKernel::Naive => "naive",
+            MatmulKernel::Tiled => "tiled",
+            MatmulKernel::TiledDoubleBuffered => "tiled+db",
+        }
+    }
 }
 
 /// Shapes of one product: `A: m x k`, `B: k x n`, `C: m x n`, each with a row stride.
@@ -60,14 +76,28 @@ pub fn matmul(gpu: &Gpu, kernel: MatmulKernel, a: &Buffer<f32>, b: &Buffer<f32>,
             // SAFETY: all three views checked against their buffers; mapping per the docs.
             unsafe { gpu.launch::<matmul_naive::matmul_relu_naive>(cfg, args) }
         }
-        MatmulKernel::Tiled => {
+        MatmulKernel::Tiled | MatmulKernel::TiledDoubleBuffered => {
+            for (what, l) in [("A", s.a), ("B", s.b), ("C", s.c)] {
+                if l.min_len() as u64 > u32::MAX as u64 {
+                    return Err(SimtError::TooLarge {
+                        op,
+                        detail: format!("{what} spans {} elements; the tiled kernels index in 32 bits (< 2^32); use MatmulKernel::Naive or split the product", l.min_len()),
+                    });
+                }
+            }
             let gy = m.div_ceil(MM_BM as usize) as u64;
             if gy > grid_y_limit {
                 return Err(SimtError::TooLarge { op, detail: format!("m = {m} needs {gy} block rows, over 65535") });
             }
             let cfg = LaunchConfig { grid: dim3(n.div_ceil(MM_BN as usize) as u32, gy as u32, 1), block: dim3(MM_THREADS, 1, 1), shared_bytes: 0 };
-            // SAFETY: as above.
-            unsafe { gpu.launch::<matmul_tiled::matmul_relu_tiled>(cfg, args) }
+            // SAFETY: as above; both tiled stages share the mapping.
+            unsafe {
+                if kernel == MatmulKernel::Tiled {
+                    gpu.launch::<matmul_tiled::matmul_relu_tiled>(cfg, args)
+                } else {
+                    gpu.launch::<matmul_tiled_db::matmul_relu_tiled_db>(cfg, args)
+                }
+            }
         }
     }
 }
