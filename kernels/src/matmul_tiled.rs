@@ -175,6 +175,42 @@ impl Tiling {
         }
     }
 
+    /// [`Tiling::compute`] unrolled by 2, so the compiler can issue step `kk+1`'s
+    /// shared loads under step `kk`'s FMAs: 4.45 ms against 4.59 ms at 4096^3 on an
+    /// H100 (2026-11-22). Unrolled by 8 (with or without constant-offset addressing)
+    /// it needs more than the 128 registers two blocks per SM allow, and spills.
+    ///
+    /// # Safety
+    /// The tiles hold a fully stored K step (a barrier separates the stores from this).
+    #[inline(always)]
+    pub unsafe fn compute_unrolled(&self, a_s: *const f32, b_s: *const f32, acc: &mut [[f32; TN]; TM]) {
+        let (ty, tx) = (self.ty, self.tx);
+        let mut k2 = 0u32;
+        while k2 < MM_BK {
+          unroll!(2, KK => {
+            let kk = k2 + KK as u32;
+            // SAFETY: offsets inside the 8x128 tiles and 16-aligned (the swizzle flips
+            // bit 4 only, keeping groups of 4 contiguous).
+            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+                (
+                    load4(a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 4 * ty)) as usize)),
+                    load4(a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 64 + 4 * ty)) as usize)),
+                    load4(b_s.add((kk * MM_BN + 4 * tx) as usize)),
+                    load4(b_s.add((kk * MM_BN + 64 + 4 * tx) as usize)),
+                )
+            };
+            let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
+            let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
+            unroll!(8, I => {
+                unroll!(8, J => {
+                    acc[I][J] = fma(af[I], bf[J], acc[I][J]);
+                });
+            });
+          });
+          k2 += 2;
+        }
+    }
+
     /// Epilogue: optional ReLU, bounds-checked (vector) stores of the 8x8 tile into C.
     ///
     /// # Safety

@@ -53,7 +53,7 @@ kernel! {
             // 1. issue the next step's global loads (registers; no one waits on them yet)
             let next = if more { unsafe { tl.load((s + 1) * MM_BK) } } else { Default::default() };
             // 2. compute this step from shared memory
-            unsafe { tl.compute(a_s.add(cur), b_s.add(cur), &mut acc) };
+            unsafe { tl.compute_unrolled(a_s.add(cur), b_s.add(cur), &mut acc) };
             // 3. store the next step into the other stage: its last readers finished
             //    step s-1, before the barrier that ended it
             if more {
