@@ -28,7 +28,8 @@ fn hand_worked() {
 
 #[test]
 fn shapes() {
-    for (rows, cols, ld) in [(1, 1, 1), (3, 5, 5), (127, 129, 129), (1000, 1001, 1001), (5, 77, 80), (9, 100, 101)] {
+    // up to WARP_ROW_MAX_COLS columns: a warp per row; beyond: a block (or several) per row
+    for (rows, cols, ld) in [(1, 1, 1), (3, 5, 5), (127, 129, 129), (1000, 1001, 1001), (5, 77, 80), (9, 100, 101), (64, 3000, 3001), (300, 2048, 2048), (33, 1025, 1025)] {
         check(rows, cols, ld, -1.0, 1.0);
     }
 }

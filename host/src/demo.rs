@@ -161,7 +161,12 @@ impl<'g> Demo<'g> {
             let mut out = g.upload(&vec![f32::NAN; rows])?;
             row_sum::row_sum(g, &xb, rows, cols, &mut out)?;
             let (splits, chunk) = row_sum::plan(g, rows, cols);
-            println!("  {rows} x {cols}: {splits} block(s) per row ({chunk} columns each), {}", verdict(reference::rel_err(&g.download(&out)?, &want), 1e-5));
+            let how = if cols <= kernels::config::WARP_ROW_MAX_COLS as usize {
+                "a warp per row (row_sum_warp, no barriers)".to_string()
+            } else {
+                format!("{splits} block(s) per row ({chunk} columns each)")
+            };
+            println!("  {rows} x {cols}: {how}, {}", verdict(reference::rel_err(&g.download(&out)?, &want), 1e-5));
             let s = b.run(|| row_sum::row_sum(g, &xb, rows, cols, &mut out))?;
             println!("{}", self.mem_line(&format!("{rows} x {cols}"), &s, 4.0 * (rows * cols + rows) as f64));
         }

@@ -34,3 +34,9 @@ pub const MM_THREADS: u32 = (MM_BM / MM_TM) * (MM_BN / MM_TN);
 
 /// Warp width.
 pub const WARP_SIZE: u32 = 32;
+
+/// Threads per block of the warp-per-row kernels (8 rows per block).
+pub const WARP_ROWS_THREADS: u32 = 256;
+/// Rows up to this length take the warp-per-row kernels (`softmax_warp`,
+/// `row_sum_warp`): no barriers, only shuffles. Longer rows take a block per row.
+pub const WARP_ROW_MAX_COLS: u32 = 1024;

@@ -49,3 +49,58 @@ kernel! {
         }
     }
 }
+
+kernel! {
+    /// `out[r] = Σ_c x[r, c]` for short rows: one warp per row, no barriers.
+    ///
+    /// A block per row wastes a 256-thread block and two barriers on a 16-float row;
+    /// here each warp owns a row, its lanes stride over it (16-byte loads when the
+    /// row is aligned) and 5 xor-shuffles finish the sum.
+    ///
+    /// # Safety
+    /// `x` readable at `x[r*ld + c]` for `r < rows, c < cols`; `out` writable for
+    /// `rows` floats; the block has a multiple of 32 threads.
+    ///
+    /// # Thread Mapping
+    /// Warp `w` of block `b` takes row `b·(blockDim.x/32) + w`;
+    /// `grid.x = ceil(rows / (WARP_ROWS_THREADS/32))`.
+    pub unsafe fn row_sum_warp(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32) {
+        let r = (block_idx().x * (crate::thread::block_dim().x / 32) + crate::warp::warp_id()) as usize;
+        // The whole warp leaves together (same r): no shuffle is left half-reached.
+        if r >= rows as usize {
+            return;
+        }
+        // SAFETY: r < rows; the loop reads only [0, cols) of row r.
+        let s = unsafe { warp_range_sum(x.add(r * ld as usize), cols as usize) };
+        let s = crate::warp::warp_sum(s);
+        if crate::warp::lane_id() == 0 {
+            // SAFETY: r < rows.
+            unsafe { *out.add(r) = s };
+        }
+    }
+}
+
+/// One lane's partial sum of a row of `len` floats, lanes striding 4 floats apart.
+///
+/// # Safety
+/// `row[0..len]` is readable.
+#[inline(always)]
+unsafe fn warp_range_sum(row: *const f32, len: usize) -> f32 {
+    let lane = crate::warp::lane_id() as usize;
+    let mut acc = 0.0f32;
+    let len4 = if crate::memory::is_aligned16(row) { len & !3 } else { 0 };
+    let mut c = 4 * lane;
+    while c < len4 {
+        // SAFETY: c + 4 <= len4 <= len, aligned.
+        let v = unsafe { crate::memory::load4(row.add(c)) };
+        acc += (v.x + v.y) + (v.z + v.w);
+        c += 128;
+    }
+    let mut c = len4 + lane;
+    while c < len {
+        // SAFETY: c < len.
+        acc += unsafe { *row.add(c) };
+        c += 32;
+    }
+    acc
+}

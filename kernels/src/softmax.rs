@@ -225,3 +225,85 @@ kernel! {
     }
 }
 
+
+kernel! {
+    /// Row softmax for rows of at most `WARP_ROW_MAX_COLS`: one warp per row, the
+    /// row in the warp's slice of dynamic shared memory, max and sum by shuffles,
+    /// no barriers (each lane re-reads only what it wrote itself).
+    ///
+    /// # Safety
+    /// As [`softmax_fused()`], with `cols <= WARP_ROW_MAX_COLS`, blocks of
+    /// `WARP_ROWS_THREADS` threads and `(WARP_ROWS_THREADS/32) · ceil4(cols) · 4`
+    /// bytes of dynamic shared memory.
+    ///
+    /// # Thread Mapping
+    /// Warp `w` of block `b` takes row `b·8 + w`; lane `l` handles columns `4l..4l+4`
+    /// of every 128-wide chunk; `grid.x = ceil(rows / 8)`.
+    pub unsafe fn softmax_warp(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32) {
+        let w = crate::warp::warp_id() as usize;
+        let lane = crate::warp::lane_id() as usize;
+        let r = block_idx().x as usize * (crate::thread::block_dim().x as usize / 32) + w;
+        if r >= rows as usize {
+            return; // the whole warp (same r): no shuffle is left half-reached
+        }
+        let n = cols as usize;
+        let stride = (n + 3) & !3;
+        // SAFETY: warp w's slice of the dynamic shared memory (launch contract).
+        let s = unsafe { dynamic_shared::<f32>().add(w * stride) };
+        // SAFETY: r < rows.
+        let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
+        let n4 = n & !3;
+        let (vec_x, vec_y) = (is_aligned16(xr), is_aligned16(yr));
+        let mut m = f32::NEG_INFINITY;
+        let mut c = 4 * lane;
+        while c < n4 {
+            // SAFETY: c + 4 <= n4 <= cols; `s` slice is 16-aligned (stride % 4 == 0).
+            let v = unsafe { if vec_x { load4(xr.add(c)) } else { F32x4 { x: *xr.add(c), y: *xr.add(c + 1), z: *xr.add(c + 2), w: *xr.add(c + 3) } } };
+            unsafe { store4(s.add(c), v) };
+            m = max_nan(max_nan(m, v.x), max_nan(v.y, max_nan(v.z, v.w)));
+            c += 128;
+        }
+        let mut c = n4 + lane;
+        while c < n {
+            // SAFETY: c < cols.
+            let v = unsafe { *xr.add(c) };
+            unsafe { *s.add(c) = v };
+            m = max_nan(m, v);
+            c += 32;
+        }
+        let m = crate::warp::warp_max(m);
+        let mut sum = 0.0f32;
+        let mut c = 4 * lane;
+        while c < n4 {
+            // SAFETY: as above; own columns only.
+            let e = unsafe { load4(s.add(c)) }.map(|v| exp(v - m));
+            unsafe { store4(s.add(c), e) };
+            sum += (e.x + e.y) + (e.z + e.w);
+            c += 128;
+        }
+        let mut c = n4 + lane;
+        while c < n {
+            // SAFETY: c < cols.
+            let e = exp(unsafe { *s.add(c) } - m);
+            unsafe { *s.add(c) = e };
+            sum += e;
+            c += 32;
+        }
+        let inv = rcp(crate::warp::warp_sum(sum));
+        let mut c = 4 * lane;
+        while c < n4 {
+            // SAFETY: as above.
+            let o = unsafe { load4(s.add(c)) }.map(|v| v * inv);
+            unsafe {
+                if vec_y { store4(yr.add(c), o) } else { *yr.add(c) = o.x; *yr.add(c + 1) = o.y; *yr.add(c + 2) = o.z; *yr.add(c + 3) = o.w; }
+            }
+            c += 128;
+        }
+        let mut c = n4 + lane;
+        while c < n {
+            // SAFETY: c < cols.
+            unsafe { *yr.add(c) = *s.add(c) * inv };
+            c += 32;
+        }
+    }
+}

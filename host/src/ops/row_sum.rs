@@ -1,5 +1,5 @@
 //! Row sums of rows of any length.
-use kernels::config::ROW_REDUCE_THREADS;
+use kernels::config::{ROW_REDUCE_THREADS, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS};
 use kernels::{row_sum as k, util};
 
 use super::{check_matrix, Layout};
@@ -22,12 +22,20 @@ pub fn plan(gpu: &Gpu, rows: usize, cols: usize) -> (u32, u32) {
     (splits as u32, chunk as u32)
 }
 
-/// `out[r] = Σ_c x[r, c]` for a `rows x cols` view with row stride `ld`.
+/// `out[r] = Σ_c x[r, c]` for a `rows x cols` view with row stride `ld`: a warp per
+/// row up to `WARP_ROW_MAX_COLS` columns, else blocks per row as [`plan`] says.
 pub fn row_sum_strided(gpu: &Gpu, x: &Buffer<f32>, l: Layout, out: &mut Buffer<f32>) -> Result<()> {
     let op = "row_sum";
     check_matrix(op, "x", l, x)?;
     if out.len() != l.rows {
         return Err(SimtError::Shape { op, detail: format!("out has {} elements for {} rows", out.len(), l.rows) });
+    }
+    if l.cols <= WARP_ROW_MAX_COLS as usize {
+        // Short rows: a warp per row, no barriers.
+        let rows = l.rows as u32;
+        let cfg = LaunchConfig { grid: dim3(rows.div_ceil(WARP_ROWS_THREADS / 32), 1, 1), block: dim3(WARP_ROWS_THREADS, 1, 1), shared_bytes: 0 };
+        // SAFETY: view checked; out holds rows floats; a warp per row.
+        return unsafe { gpu.launch::<k::row_sum_warp>(cfg, (x.ptr(), out.ptr_mut(), rows, l.cols as u32, l.ld as u32)) };
     }
     let (splits, chunk) = plan(gpu, l.rows, l.cols);
     let blocks = l.rows as u64 * splits as u64;

@@ -1,5 +1,5 @@
 //! Row softmax: fused (one block per row, row on chip) and naive (5 kernels).
-use kernels::config::{ELEMENTWISE_THREADS, ROW_REDUCE_THREADS, SOFTMAX_MAX_COLS, SOFTMAX_THREADS};
+use kernels::config::{ELEMENTWISE_THREADS, ROW_REDUCE_THREADS, SOFTMAX_MAX_COLS, SOFTMAX_THREADS, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS};
 use kernels::{row_sum as rs, softmax as k};
 
 use super::{check_matrix, fits_u32, Layout};
@@ -12,8 +12,9 @@ pub fn max_cols(gpu: &Gpu) -> usize {
     (SOFTMAX_MAX_COLS as usize).min(gpu.props().smem_per_block_optin as usize / 4)
 }
 
-/// `y = softmax(x)` over each row, fused. `x` and `y` are `rows x cols` views with
-/// their own row strides; `cols` at most [`max_cols`].
+/// `y = softmax(x)` over each row, fused: a warp per row up to `WARP_ROW_MAX_COLS`
+/// columns, a block per row beyond. `x` and `y` are `rows x cols` views with their
+/// own row strides; `cols` at most [`max_cols`].
 pub fn softmax_strided(gpu: &Gpu, x: &Buffer<f32>, lx: Layout, y: &mut Buffer<f32>, ly: Layout) -> Result<()> {
     let op = "softmax";
     check_matrix(op, "x", lx, x)?;
@@ -31,10 +32,22 @@ pub fn softmax_strided(gpu: &Gpu, x: &Buffer<f32>, lx: Layout, y: &mut Buffer<f3
     if rows > i32::MAX as u32 {
         return Err(SimtError::TooLarge { op, detail: "more than 2^31-1 rows".into() });
     }
+    let args = (x.ptr(), y.ptr_mut(), rows, lx.cols as u32, lx.ld as u32, ly.ld as u32);
+    if lx.cols <= WARP_ROW_MAX_COLS as usize {
+        // Short rows: a warp per row, no barriers.
+        let warps = WARP_ROWS_THREADS / 32;
+        let cfg = LaunchConfig {
+            grid: dim3(rows.div_ceil(warps), 1, 1),
+            block: dim3(WARP_ROWS_THREADS, 1, 1),
+            shared_bytes: warps * (lx.cols.next_multiple_of(4) * 4) as u32,
+        };
+        // SAFETY: views checked; a warp per row with its ceil4(cols) floats of shared memory.
+        return unsafe { gpu.launch::<k::softmax_warp>(cfg, args) };
+    }
     let cfg = LaunchConfig { grid: dim3(rows, 1, 1), block: dim3(SOFTMAX_THREADS, 1, 1), shared_bytes: (lx.cols * 4) as u32 };
     // SAFETY: both views checked against their buffers; one block per row with
     // cols*4 bytes of dynamic shared memory, as the kernel requires.
-    unsafe { gpu.launch::<k::softmax_fused>(cfg, (x.ptr(), y.ptr_mut(), rows, lx.cols as u32, lx.ld as u32, ly.ld as u32)) }
+    unsafe { gpu.launch::<k::softmax_fused>(cfg, args) }
 }
 
 /// Contiguous [`softmax_strided`].
