@@ -25,6 +25,7 @@ use crate::config::{MM_BK, MM_BM, MM_BN, MM_THREADS, MM_TM, MM_TN};
 use crate::kernel;
 use crate::math::fma;
 use crate::memory::{is_aligned16, load4, store4, F32x4};
+use crate::shared::Smem;
 use crate::shared_array;
 use crate::swizzle;
 use crate::thread::{block_idx, sync_threads, thread_idx};
@@ -132,15 +133,15 @@ impl Tiling {
     /// # Safety
     /// `a_s` and `b_s` are 8x128-float shared tiles (16-byte aligned).
     #[inline(always)]
-    pub unsafe fn store(&self, a_s: *mut f32, b_s: *mut f32, av: F32x4, bv: F32x4) {
+    pub unsafe fn store(&self, a_s: Smem<f32>, b_s: Smem<f32>, av: F32x4, bv: F32x4) {
         let av = av.to_array();
         unroll!(4, J => {
             let kk = self.la_k + J as u32;
             // SAFETY: kk < 8, swizzled column < 128: inside As.
-            unsafe { *a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.la_row)) as usize) = av[J] };
+            unsafe { a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.la_row)) as usize).write(av[J]) };
         });
         // SAFETY: lb_k < 8, lb_col + 4 <= 128, 16-aligned.
-        unsafe { store4(b_s.add((self.lb_k * MM_BN + self.lb_col) as usize), bv) };
+        unsafe { b_s.add((self.lb_k * MM_BN + self.lb_col) as usize).store4(bv) };
     }
 
     /// 8 rank-1 updates of the thread's 8x8 accumulators from the shared tiles.
@@ -148,7 +149,7 @@ impl Tiling {
     /// # Safety
     /// The tiles hold a fully stored K step (a barrier separates the stores from this).
     #[inline(always)]
-    pub unsafe fn compute(&self, a_s: *const f32, b_s: *const f32, acc: &mut [[f32; TN]; TM]) {
+    pub unsafe fn compute(&self, a_s: Smem<f32>, b_s: Smem<f32>, acc: &mut [[f32; TN]; TM]) {
         let (ty, tx) = (self.ty, self.tx);
         // A rolled loop: fully unrolling it lets the compiler hoist all 32 shared loads
         // of a step, which costs ~25 registers and halves the blocks per SM.
@@ -158,10 +159,10 @@ impl Tiling {
             // bit 4 only, keeping groups of 4 contiguous).
             let (a_lo, a_hi, b_lo, b_hi) = unsafe {
                 (
-                    load4(a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 4 * ty)) as usize)),
-                    load4(a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 64 + 4 * ty)) as usize)),
-                    load4(b_s.add((kk * MM_BN + 4 * tx) as usize)),
-                    load4(b_s.add((kk * MM_BN + 64 + 4 * tx) as usize)),
+                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 4 * ty)) as usize).load4(),
+                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 64 + 4 * ty)) as usize).load4(),
+                    b_s.add((kk * MM_BN + 4 * tx) as usize).load4(),
+                    b_s.add((kk * MM_BN + 64 + 4 * tx) as usize).load4(),
                 )
             };
             let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
@@ -175,28 +176,27 @@ impl Tiling {
         }
     }
 
-    /// [`Tiling::compute`] unrolled by 2, so the compiler can issue step `kk+1`'s
-    /// shared loads under step `kk`'s FMAs: 4.45 ms against 4.59 ms at 4096^3 on an
-    /// H100 (2026-11-22). Unrolled by 8 (with or without constant-offset addressing)
-    /// it needs more than the 128 registers two blocks per SM allow, and spills.
+    /// [`Tiling::compute`] with the 8 steps unrolled, so the compiler can issue step
+    /// `kk+1`'s shared loads under step `kk`'s FMAs. Affordable (120-128 registers, no
+    /// spills) since shared accesses use 32-bit [`Smem`] addresses; with generic
+    /// 64-bit pointers it needed more than 128 and spilled, and unrolled by 2 it gave
+    /// 4.45 ms against stage 2's 4.59 ms at 4096^3 (H100, 2026-11-22).
     ///
     /// # Safety
-    /// The tiles hold a fully stored K step (a barrier separates the stores from this).
+    /// As [`Tiling::compute`].
     #[inline(always)]
-    pub unsafe fn compute_unrolled(&self, a_s: *const f32, b_s: *const f32, acc: &mut [[f32; TN]; TM]) {
+    pub unsafe fn compute_unrolled(&self, a_s: Smem<f32>, b_s: Smem<f32>, acc: &mut [[f32; TN]; TM]) {
         let (ty, tx) = (self.ty, self.tx);
-        let mut k2 = 0u32;
-        while k2 < MM_BK {
-          unroll!(2, KK => {
-            let kk = k2 + KK as u32;
+        unroll!(8, KK => {
+            let kk = KK as u32;
             // SAFETY: offsets inside the 8x128 tiles and 16-aligned (the swizzle flips
             // bit 4 only, keeping groups of 4 contiguous).
             let (a_lo, a_hi, b_lo, b_hi) = unsafe {
                 (
-                    load4(a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 4 * ty)) as usize)),
-                    load4(a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 64 + 4 * ty)) as usize)),
-                    load4(b_s.add((kk * MM_BN + 4 * tx) as usize)),
-                    load4(b_s.add((kk * MM_BN + 64 + 4 * tx) as usize)),
+                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 4 * ty)) as usize).load4(),
+                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 64 + 4 * ty)) as usize).load4(),
+                    b_s.add((kk * MM_BN + 4 * tx) as usize).load4(),
+                    b_s.add((kk * MM_BN + 64 + 4 * tx) as usize).load4(),
                 )
             };
             let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
@@ -206,9 +206,7 @@ impl Tiling {
                     acc[I][J] = fma(af[I], bf[J], acc[I][J]);
                 });
             });
-          });
-          k2 += 2;
-        }
+        });
     }
 
     /// Epilogue: optional ReLU, bounds-checked (vector) stores of the 8x8 tile into C.

@@ -127,7 +127,7 @@ unsafe fn shared_sum(x: *const f32, out: *mut f32, with_barrier: bool) {
     let b = block_idx().x as usize;
     let n = block_dim().x as usize;
     // SAFETY: caller's sizes; t < 1024.
-    unsafe { *s.add(t) = *x.add(b * n + t) };
+    unsafe { s.add(t).write(*x.add(b * n + t)) };
     if with_barrier {
         sync_threads();
     }
@@ -135,7 +135,7 @@ unsafe fn shared_sum(x: *const f32, out: *mut f32, with_barrier: bool) {
         let mut acc = 0.0;
         for j in 0..n {
             // SAFETY: j < n <= 1024.
-            acc += unsafe { *s.add(j) };
+            acc += unsafe { s.add(j).read() };
         }
         // SAFETY: one output per block.
         unsafe { *out.add(b) = acc };
@@ -195,9 +195,9 @@ kernel! {
         let n = block_dim().x as usize;
         let b = block_idx().x as usize;
         // SAFETY: t < n floats of dynamic shared memory (caller).
-        unsafe { *s.add(t) = *x.add(b * n + t) };
+        unsafe { s.add(t).write(*x.add(b * n + t)) };
         sync_threads();
-        unsafe { *out.add(b * n + t) = *s.add(n - 1 - t) };
+        unsafe { *out.add(b * n + t) = s.add(n - 1 - t).read() };
         if b == 0 && t == 0 {
             unsafe { *out.add(grid_dim().x as usize * n) = dynamic_shared_bytes() as f32 };
         }

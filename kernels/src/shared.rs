@@ -9,9 +9,16 @@
 //! * **static** arrays, sized at compile time: [`shared_array!`](crate::shared_array);
 //! * **dynamic** shared memory, sized by the host at launch: [`dynamic_shared`].
 //!
+//! Kernels address it through [`Smem<T>`]: on the GPU a 32-bit address in the
+//! shared window, accessed with `ld.shared`/`st.shared` (`LDS`/`STS` in SASS). A
+//! generic 64-bit pointer would also work, but every access would then be a generic
+//! `LD`/`ST` plus 64-bit address arithmetic: measured on the tiled matmul's inner
+//! loop, that was the difference between 30 and (see docs/PERFORMANCE.md) TFLOP/s.
+//! On the emulator `Smem<T>` is a plain pointer into the block's shared buffer.
+//!
 //! # Soundness rules
-//! Shared memory is a raw pointer into memory that every thread of the block can
-//! write, so the type system cannot prove accesses race-free. The rules are:
+//! Shared memory is memory that every thread of the block can write, so the type
+//! system cannot prove accesses race-free. The rules are:
 //! 1. A location written by one thread and read by another needs a
 //!    [`sync_threads`](crate::thread::sync_threads) between the write and the read,
 //!    reached by every thread of the block.
@@ -21,7 +28,126 @@
 //!    [`dynamic_shared_bytes`]).
 //! 4. Pointers do not outlive the block (never store them to global memory).
 
-/// Declares a block-wide static shared array and evaluates to a `*mut T` to its
+use crate::memory::F32x4;
+
+/// A pointer into the block's shared memory (see the module docs).
+#[derive(Clone, Copy, Debug)]
+pub struct Smem<T> {
+    #[cfg(target_arch = "nvptx64")]
+    addr: u32,
+    #[cfg(not(target_arch = "nvptx64"))]
+    ptr: *mut T,
+    #[cfg(target_arch = "nvptx64")]
+    _t: core::marker::PhantomData<*mut T>,
+}
+
+impl<T> Smem<T> {
+    /// From a shared-window address (GPU).
+    #[cfg(target_arch = "nvptx64")]
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn from_addr(addr: u32) -> Self {
+        Smem { addr, _t: core::marker::PhantomData }
+    }
+    /// From a pointer into the block's shared buffer (emulator).
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn from_ptr(ptr: *mut T) -> Self {
+        Smem { ptr }
+    }
+    /// The element `n` places further (no bounds check: see the soundness rules).
+    #[inline(always)]
+    pub fn add(self, n: usize) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            Smem::from_addr(self.addr + (n * core::mem::size_of::<T>()) as u32)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            Smem::from_ptr(self.ptr.wrapping_add(n))
+        }
+    }
+}
+
+impl Smem<f32> {
+    /// Reads one `f32` (`ld.shared.f32`).
+    ///
+    /// # Safety
+    /// In bounds, and ordered after the write that produced it (module rules).
+    #[inline(always)]
+    pub unsafe fn read(self) -> f32 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let v: f32;
+            // SAFETY: caller's contract; a shared-window address.
+            unsafe { core::arch::asm!("ld.shared.f32 {v}, [{a}];", v = out(reg32) v, a = in(reg32) self.addr, options(pure, readonly, nostack)) };
+            v
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: caller's contract.
+        unsafe {
+            *self.ptr
+        }
+    }
+    /// Writes one `f32` (`st.shared.f32`).
+    ///
+    /// # Safety
+    /// In bounds; no other thread accesses it until a barrier (module rules).
+    #[inline(always)]
+    pub unsafe fn write(self, v: f32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: caller's contract.
+        unsafe {
+            core::arch::asm!("st.shared.f32 [{a}], {v};", a = in(reg32) self.addr, v = in(reg32) v, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: caller's contract.
+        unsafe {
+            *self.ptr = v
+        };
+    }
+    /// Reads 4 consecutive `f32` (`ld.shared.v4.f32`, 16-byte aligned).
+    ///
+    /// # Safety
+    /// As [`read`](Self::read), for 4 elements, and 16-byte aligned.
+    #[inline(always)]
+    pub unsafe fn load4(self) -> F32x4 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let (x, y, z, w): (f32, f32, f32, f32);
+            // SAFETY: caller's contract.
+            unsafe {
+                core::arch::asm!("ld.shared.v4.f32 {{{x}, {y}, {z}, {w}}}, [{a}];", x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w, a = in(reg32) self.addr, options(pure, readonly, nostack))
+            };
+            F32x4 { x, y, z, w }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: caller's contract (load4 checks the alignment on the emulator).
+        unsafe {
+            crate::memory::load4(self.ptr)
+        }
+    }
+    /// Writes 4 consecutive `f32` (`st.shared.v4.f32`, 16-byte aligned).
+    ///
+    /// # Safety
+    /// As [`write`](Self::write), for 4 elements, and 16-byte aligned.
+    #[inline(always)]
+    pub unsafe fn store4(self, v: F32x4) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: caller's contract.
+        unsafe {
+            core::arch::asm!("st.shared.v4.f32 [{a}], {{{x}, {y}, {z}, {w}}};", a = in(reg32) self.addr, x = in(reg32) v.x, y = in(reg32) v.y, z = in(reg32) v.z, w = in(reg32) v.w, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: caller's contract.
+        unsafe {
+            crate::memory::store4(self.ptr, v)
+        };
+    }
+}
+
+/// Declares a block-wide static shared array and evaluates to an [`Smem`] to its
 /// first element, 16-byte aligned.
 ///
 /// `shared_array!(NAME, f32, 1024)`: `NAME` must be unique within the kernel crate
@@ -41,25 +167,24 @@ macro_rules! shared_array {
                     bytes = const (::core::mem::size_of::<$ty>() * ($len)),
                 );
             }
-            let p: u64;
-            // SAFETY: converts the address of the shared array declared just above to a
-            // generic pointer; no memory is accessed.
+            let a: u32;
+            // SAFETY: reads the shared-window address of the array declared above.
             unsafe {
                 ::core::arch::asm!(
-                    concat!("cvta.shared.u64 {p}, simt_smem_", stringify!($name), ";"),
-                    p = out(reg64) p,
+                    concat!("mov.u32 {a}, simt_smem_", stringify!($name), ";"),
+                    a = out(reg32) a,
                     options(pure, nomem, nostack)
                 )
             };
-            p as *mut $ty
+            $crate::shared::Smem::<$ty>::from_addr(a)
         }
         #[cfg(not(target_arch = "nvptx64"))]
         {
             static KEY: u8 = 0;
-            $crate::emu::env().static_shared(
+            $crate::shared::Smem::<$ty>::from_ptr($crate::emu::env().static_shared(
                 &KEY as *const u8 as usize,
                 ::core::mem::size_of::<$ty>() * ($len),
-            ) as *mut $ty
+            ) as *mut $ty)
         }
     }};
 }
@@ -67,20 +192,20 @@ macro_rules! shared_array {
 #[cfg(target_arch = "nvptx64")]
 core::arch::global_asm!(".extern .shared .align 16 .b8 simt_dynamic_smem[];");
 
-/// The block's dynamic shared memory, as `*mut T` (16-byte aligned). Its size is
-/// the `shared_bytes` of the launch; see [`dynamic_shared_bytes`].
+/// The block's dynamic shared memory (16-byte aligned). Its size is the
+/// `shared_bytes` of the launch; see [`dynamic_shared_bytes`].
 #[inline(always)]
-pub fn dynamic_shared<T>() -> *mut T {
+pub fn dynamic_shared<T>() -> Smem<T> {
     #[cfg(target_arch = "nvptx64")]
     {
-        let p: u64;
-        // SAFETY: address conversion only.
-        unsafe { core::arch::asm!("cvta.shared.u64 {p}, simt_dynamic_smem;", p = out(reg64) p, options(pure, nomem, nostack)) };
-        p as *mut T
+        let a: u32;
+        // SAFETY: reads the shared-window address of the dynamic array.
+        unsafe { core::arch::asm!("mov.u32 {a}, simt_dynamic_smem;", a = out(reg32) a, options(pure, nomem, nostack)) };
+        Smem::from_addr(a)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::emu::env().dynamic_shared().0 as *mut T
+        Smem::from_ptr(crate::emu::env().dynamic_shared().0 as *mut T)
     }
 }
 

@@ -7,6 +7,7 @@
 //! lane of the warp must execute them, so blocks that use them have a multiple of
 //! 32 threads (the emulator reports a shuffle in a partial or divergent warp).
 use crate::config::WARP_SIZE;
+use crate::shared::Smem;
 use crate::thread::{block_threads, sync_threads, thread_linear};
 
 /// Which lane of its warp this thread is (0..32).
@@ -152,7 +153,7 @@ pub fn max_nan(a: f32, b: f32) -> f32 {
 /// # Safety
 /// `scratch` is valid shared memory for 32 `f32`s, reserved for this call.
 #[inline(always)]
-pub unsafe fn block_reduce(v: f32, scratch: *mut f32, op: fn(f32, f32) -> f32, identity: f32) -> f32 {
+pub unsafe fn block_reduce(v: f32, scratch: Smem<f32>, op: fn(f32, f32) -> f32, identity: f32) -> f32 {
     let mut v = v;
     let mut m = WARP_SIZE / 2;
     while m > 0 {
@@ -162,12 +163,12 @@ pub unsafe fn block_reduce(v: f32, scratch: *mut f32, op: fn(f32, f32) -> f32, i
     let warps = block_threads().div_ceil(WARP_SIZE);
     if lane_id() == 0 {
         // SAFETY: warp_id() < 32 because the block has at most 1024 threads.
-        unsafe { *scratch.add(warp_id() as usize) = v };
+        unsafe { scratch.add(warp_id() as usize).write(v) };
     }
     sync_threads();
     let lane = lane_id();
     // SAFETY: lane < warps <= 32 slots, each written above before the barrier.
-    let mut r = if lane < warps { unsafe { *scratch.add(lane as usize) } } else { identity };
+    let mut r = if lane < warps { unsafe { scratch.add(lane as usize).read() } } else { identity };
     let mut m = WARP_SIZE / 2;
     while m > 0 {
         r = op(r, shfl_xor_f32(r, m));
@@ -183,7 +184,7 @@ pub unsafe fn block_reduce(v: f32, scratch: *mut f32, op: fn(f32, f32) -> f32, i
 /// # Safety
 /// As [`block_reduce`].
 #[inline(always)]
-pub unsafe fn block_sum(v: f32, scratch: *mut f32) -> f32 {
+pub unsafe fn block_sum(v: f32, scratch: Smem<f32>) -> f32 {
     // SAFETY: forwarded.
     unsafe { block_reduce(v, scratch, |a, b| a + b, 0.0) }
 }
@@ -193,7 +194,7 @@ pub unsafe fn block_sum(v: f32, scratch: *mut f32) -> f32 {
 /// # Safety
 /// As [`block_reduce`].
 #[inline(always)]
-pub unsafe fn block_max(v: f32, scratch: *mut f32) -> f32 {
+pub unsafe fn block_max(v: f32, scratch: Smem<f32>) -> f32 {
     // SAFETY: forwarded.
     unsafe { block_reduce(v, scratch, max_nan, f32::NEG_INFINITY) }
 }
