@@ -42,7 +42,9 @@ kernel! {
     /// then max, exp-and-sum and the final scale read it on chip.
     pub unsafe fn softmax_fused(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32) {
         let scratch = shared_array!(SOFTMAX_SCRATCH, f32, 32);
-        let s = dynamic_shared::<f32>();
+        // Per-thread scratch (each thread re-reads only what it wrote): generic pointer,
+        // see `Smem::generic`.
+        let s = dynamic_shared::<f32>().generic();
         let r = block_idx().x as usize;
         let t = thread_idx().x as usize;
         let n = cols as usize;
@@ -61,7 +63,7 @@ kernel! {
             // SAFETY: c+4 <= n4 <= cols: inside the row and inside `s` (cols floats).
             let v = unsafe { if vec_x { load4(xr.add(c)) } else { F32x4 { x: *xr.add(c), y: *xr.add(c + 1), z: *xr.add(c + 2), w: *xr.add(c + 3) } } };
             // SAFETY: `s` is 16-aligned and c % 4 == 0.
-            unsafe { s.add(c).store4(v) };
+            unsafe { store4(s.add(c), v) };
             m = max_nan(max_nan(m, v.x), max_nan(v.y, max_nan(v.z, v.w)));
             c += step;
         }
@@ -69,7 +71,7 @@ kernel! {
         if tail < n {
             // SAFETY: tail < cols.
             let v = unsafe { *xr.add(tail) };
-            unsafe { s.add(tail).write(v) };
+            unsafe { *s.add(tail) = v };
             m = max_nan(m, v);
         }
         // SAFETY: scratch is this kernel's own 32-float shared array.
@@ -80,15 +82,15 @@ kernel! {
         let mut c = 4 * t;
         while c < n4 {
             // SAFETY: as in step 1; each thread touches only its own columns.
-            let e = unsafe { s.add(c).load4() }.map(|v| exp(v - m));
-            unsafe { s.add(c).store4(e) };
+            let e = unsafe { load4(s.add(c)) }.map(|v| exp(v - m));
+            unsafe { store4(s.add(c), e) };
             sum += (e.x + e.y) + (e.z + e.w);
             c += step;
         }
         if tail < n {
             // SAFETY: tail < cols.
-            let e = exp(unsafe { s.add(tail).read() } - m);
-            unsafe { s.add(tail).write(e) };
+            let e = exp(unsafe { *s.add(tail) } - m);
+            unsafe { *s.add(tail) = e };
             sum += e;
         }
         // SAFETY: as above.
@@ -99,7 +101,7 @@ kernel! {
         let mut c = 4 * t;
         while c < n4 {
             // SAFETY: as in step 1.
-            let o = unsafe { s.add(c).load4() }.map(|v| v * inv);
+            let o = unsafe { load4(s.add(c)) }.map(|v| v * inv);
             unsafe {
                 if vec_y { store4(yr.add(c), o) } else { *yr.add(c) = o.x; *yr.add(c + 1) = o.y; *yr.add(c + 2) = o.z; *yr.add(c + 3) = o.w; }
             }
@@ -107,7 +109,7 @@ kernel! {
         }
         if tail < n {
             // SAFETY: tail < cols.
-            unsafe { *yr.add(tail) = s.add(tail).read() * inv };
+            unsafe { *yr.add(tail) = *s.add(tail) * inv };
         }
     }
 }
@@ -249,7 +251,7 @@ kernel! {
         let n = cols as usize;
         let stride = (n + 3) & !3;
         // SAFETY: warp w's slice of the dynamic shared memory (launch contract).
-        let s = dynamic_shared::<f32>().add(w * stride);
+        let s = dynamic_shared::<f32>().add(w * stride).generic();
         // SAFETY: r < rows.
         let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
         let n4 = n & !3;
@@ -259,7 +261,7 @@ kernel! {
         while c < n4 {
             // SAFETY: c + 4 <= n4 <= cols; `s` slice is 16-aligned (stride % 4 == 0).
             let v = unsafe { if vec_x { load4(xr.add(c)) } else { F32x4 { x: *xr.add(c), y: *xr.add(c + 1), z: *xr.add(c + 2), w: *xr.add(c + 3) } } };
-            unsafe { s.add(c).store4(v) };
+            unsafe { store4(s.add(c), v) };
             m = max_nan(max_nan(m, v.x), max_nan(v.y, max_nan(v.z, v.w)));
             c += 128;
         }
@@ -267,7 +269,7 @@ kernel! {
         while c < n {
             // SAFETY: c < cols.
             let v = unsafe { *xr.add(c) };
-            unsafe { s.add(c).write(v) };
+            unsafe { *s.add(c) = v };
             m = max_nan(m, v);
             c += 32;
         }
@@ -276,16 +278,16 @@ kernel! {
         let mut c = 4 * lane;
         while c < n4 {
             // SAFETY: as above; own columns only.
-            let e = unsafe { s.add(c).load4() }.map(|v| exp(v - m));
-            unsafe { s.add(c).store4(e) };
+            let e = unsafe { load4(s.add(c)) }.map(|v| exp(v - m));
+            unsafe { store4(s.add(c), e) };
             sum += (e.x + e.y) + (e.z + e.w);
             c += 128;
         }
         let mut c = n4 + lane;
         while c < n {
             // SAFETY: c < cols.
-            let e = exp(unsafe { s.add(c).read() } - m);
-            unsafe { s.add(c).write(e) };
+            let e = exp(unsafe { *s.add(c) } - m);
+            unsafe { *s.add(c) = e };
             sum += e;
             c += 32;
         }
@@ -293,7 +295,7 @@ kernel! {
         let mut c = 4 * lane;
         while c < n4 {
             // SAFETY: as above.
-            let o = unsafe { s.add(c).load4() }.map(|v| v * inv);
+            let o = unsafe { load4(s.add(c)) }.map(|v| v * inv);
             unsafe {
                 if vec_y { store4(yr.add(c), o) } else { *yr.add(c) = o.x; *yr.add(c + 1) = o.y; *yr.add(c + 2) = o.z; *yr.add(c + 3) = o.w; }
             }
@@ -302,7 +304,7 @@ kernel! {
         let mut c = n4 + lane;
         while c < n {
             // SAFETY: c < cols.
-            unsafe { *yr.add(c) = s.add(c).read() * inv };
+            unsafe { *yr.add(c) = *s.add(c) * inv };
             c += 32;
         }
     }
