@@ -7,6 +7,8 @@
 //!     [--ops gelu,softmax]   a subset of gelu, softmax, row_sum, matmul
 //!     [--peers FILE]         merge scripts/peers.py's CSV (PyTorch, Triton, cuBLAS) into tables and plots
 //!     [--out DIR]            output folder (default results/)
+//! cargo run --release --example benchmarking -- --from results/merged.csv --copy-gbps 3002 --fp32-tflops 66.9 --device NAME
+//!                            tables and plots of an earlier run, without running anything
 //! ```
 use std::path::PathBuf;
 
@@ -24,6 +26,20 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |f: &str| args.iter().any(|a| a == f);
     let value = |f: &str| args.iter().position(|a| a == f).and_then(|i| args.get(i + 1)).cloned();
+    if let Some(csv) = value("--from") {
+        let rows = sweep::read_csv(std::path::Path::new(&csv))?;
+        let num = |f: &str| value(f).and_then(|v| v.parse::<f64>().ok()).ok_or_else(|| format!("--from needs {f} N"));
+        let c = Ceilings { copy_gbps: num("--copy-gbps")?, fp32_tflops: num("--fp32-tflops")? };
+        let out = PathBuf::from(value("--out").unwrap_or_else(|| "results".into()));
+        std::fs::create_dir_all(&out)?;
+        let device = value("--device").unwrap_or_else(|| "GPU".into());
+        let table = sweep::summary(&rows, c);
+        println!("{table}");
+        std::fs::write(out.join("summary.md"), format!("# Sweeps on {device}\n\n{table}"))?;
+        let files = sweep::plot_all(&rows, &out, &device)?;
+        println!("plots: {}", files.join(", "));
+        return Ok(());
+    }
     let gpu = Gpu::new()?;
     println!("{}", gpu.describe());
     if !flag("--sweep") {

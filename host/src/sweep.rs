@@ -218,7 +218,7 @@ pub fn plot_all(rows: &[Row], dir: &Path, device: &str) -> std::result::Result<V
 }
 
 /// The markdown summary: for each op and shape, the floor, our best variant, the
-/// best peer, and the ratios.
+/// best peer of the same precision, and the ratios.
 pub fn summary(rows: &[Row], c: Ceilings) -> String {
     let mut s = String::from("| op | shape | floor ms | ours (best) ms | ours / floor | best peer | peer ms | ours vs best peer |\n|---|---|---|---|---|---|---|---|\n");
     let mut keys: Vec<(String, String)> = rows.iter().map(|r| (r.op.clone(), r.shape.clone())).collect();
@@ -229,7 +229,10 @@ pub fn summary(rows: &[Row], c: Ceilings) -> String {
             continue;
         }
         let here: Vec<&Row> = rows.iter().filter(|r| r.op == op && r.shape == shape && r.ms.is_finite()).collect();
-        let best = |ours: bool| here.iter().filter(|r| r.variant.starts_with("rust-simt") == ours).min_by(|a, b| a.ms.total_cmp(&b.ms)).copied();
+        // Peers in another precision (variants tagged "[tf32] ...") are plotted but never
+        // the comparison for an FP32 kernel.
+        let comparable = |r: &&&Row| !r.variant.starts_with('[');
+        let best = |ours: bool| here.iter().filter(comparable).filter(|r| r.variant.starts_with("rust-simt") == ours).min_by(|a, b| a.ms.total_cmp(&b.ms)).copied();
         let floor = c.floor_ms(&op, &shape);
         let (o, p) = (best(true), best(false));
         let _ = writeln!(
