@@ -13,7 +13,7 @@ done
 echo "== walk-through"; bin/rust-simt >"$LOG/demo.log" 2>&1; echo "rc=$?"
 echo "== criterion"; benches/kernels --bench >"$LOG/criterion.log" 2>&1; echo "rc=$?"; grep -E "time:" -B1 "$LOG/criterion.log" | grep -v "^--" | paste - - | sed 's/  */ /g'
 if command -v compute-sanitizer >/dev/null; then
-  for ex in gpu_info gelu softmax row_sum matmul_relu benchmarking profiling rust-simt; do
+  for ex in gpu_info gelu softmax row_sum matmul_relu benchmarking profiling; do
     for tool in memcheck racecheck synccheck; do
       r=$(SIMT_SMALL=1 compute-sanitizer --tool $tool --error-exitcode 9 bin/$ex 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tail -1)
       echo "sanitizer $tool $ex: $r"
