@@ -294,3 +294,17 @@ fn indent(s: &str) -> String {
     s.lines().map(|l| format!("    {l}\n")).collect()
 }
 
+
+/// `main` of a one-section example: picks the device, prints the backend, runs the
+/// section, and exits with status 1 and the error's message on failure.
+pub fn run_section(section: impl FnOnce(&mut Demo<'_>) -> Result<()>) {
+    let run = || -> Result<()> {
+        let gpu = Gpu::new()?;
+        println!("{}", gpu.describe());
+        section(&mut Demo::new(&gpu)?)
+    };
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}

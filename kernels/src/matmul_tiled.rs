@@ -144,34 +144,45 @@ impl Tiling {
         unsafe { b_s.add((self.lb_k * MM_BN + self.lb_col) as usize).store4(bv) };
     }
 
-    /// 8 rank-1 updates of the thread's 8x8 accumulators from the shared tiles.
+    /// One K step `kk` (0..8) of the block tile: 4 shared loads of 16 bytes and 64 FMAs
+    /// into the thread's 8x8 accumulators.
+    ///
+    /// # Safety
+    /// The tiles hold a fully stored K step (a barrier separates the stores from this).
+    #[inline(always)]
+    unsafe fn step(&self, a_s: Smem<f32>, b_s: Smem<f32>, kk: u32, acc: &mut [[f32; TN]; TM]) {
+        let (ty, tx) = (self.ty, self.tx);
+        // SAFETY: offsets inside the 8x128 tiles and 16-aligned (the swizzle flips bit 4
+        // only, keeping groups of 4 contiguous).
+        let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+            (
+                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 4 * ty)) as usize).load4(),
+                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 64 + 4 * ty)) as usize).load4(),
+                b_s.add((kk * MM_BN + 4 * tx) as usize).load4(),
+                b_s.add((kk * MM_BN + 64 + 4 * tx) as usize).load4(),
+            )
+        };
+        let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
+        let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
+        unroll!(8, I => {
+            unroll!(8, J => {
+                acc[I][J] = fma(af[I], bf[J], acc[I][J]);
+            });
+        });
+    }
+
+    /// 8 rank-1 updates of the thread's 8x8 accumulators from the shared tiles, as a
+    /// rolled loop (fully unrolled, the stage-2 kernel would hoist all 32 shared loads
+    /// of a step and need more registers than two blocks per SM allow).
     ///
     /// # Safety
     /// The tiles hold a fully stored K step (a barrier separates the stores from this).
     #[inline(always)]
     pub unsafe fn compute(&self, a_s: Smem<f32>, b_s: Smem<f32>, acc: &mut [[f32; TN]; TM]) {
-        let (ty, tx) = (self.ty, self.tx);
-        // A rolled loop: fully unrolling it lets the compiler hoist all 32 shared loads
-        // of a step, which costs ~25 registers and halves the blocks per SM.
         let mut kk = 0u32;
         while kk < MM_BK {
-            // SAFETY: offsets inside the 8x128 tiles and 16-aligned (the swizzle flips
-            // bit 4 only, keeping groups of 4 contiguous).
-            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
-                (
-                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 4 * ty)) as usize).load4(),
-                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 64 + 4 * ty)) as usize).load4(),
-                    b_s.add((kk * MM_BN + 4 * tx) as usize).load4(),
-                    b_s.add((kk * MM_BN + 64 + 4 * tx) as usize).load4(),
-                )
-            };
-            let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
-            let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
-            unroll!(8, I => {
-                unroll!(8, J => {
-                    acc[I][J] = fma(af[I], bf[J], acc[I][J]);
-                });
-            });
+            // SAFETY: forwarded.
+            unsafe { self.step(a_s, b_s, kk, acc) };
             kk += 1;
         }
     }
@@ -186,26 +197,9 @@ impl Tiling {
     /// As [`Tiling::compute`].
     #[inline(always)]
     pub unsafe fn compute_unrolled(&self, a_s: Smem<f32>, b_s: Smem<f32>, acc: &mut [[f32; TN]; TM]) {
-        let (ty, tx) = (self.ty, self.tx);
         unroll!(8, KK => {
-            let kk = KK as u32;
-            // SAFETY: offsets inside the 8x128 tiles and 16-aligned (the swizzle flips
-            // bit 4 only, keeping groups of 4 contiguous).
-            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
-                (
-                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 4 * ty)) as usize).load4(),
-                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 64 + 4 * ty)) as usize).load4(),
-                    b_s.add((kk * MM_BN + 4 * tx) as usize).load4(),
-                    b_s.add((kk * MM_BN + 64 + 4 * tx) as usize).load4(),
-                )
-            };
-            let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
-            let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
-            unroll!(8, I => {
-                unroll!(8, J => {
-                    acc[I][J] = fma(af[I], bf[J], acc[I][J]);
-                });
-            });
+            // SAFETY: forwarded.
+            unsafe { self.step(a_s, b_s, KK as u32, acc) };
         });
     }
 

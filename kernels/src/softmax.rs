@@ -51,66 +51,96 @@ kernel! {
         let _ = rows;
         // SAFETY: r < rows (grid.x = rows), offsets stay in the row.
         let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
-        let step = 4 * SOFTMAX_THREADS as usize;
-        let n4 = n & !3;
-        let vec_x = is_aligned16(xr);
-        let vec_y = is_aligned16(yr);
-
-        // 1. load the row into shared memory, tracking the thread's max.
-        let mut m = f32::NEG_INFINITY;
-        let mut c = 4 * t;
-        while c < n4 {
-            // SAFETY: c+4 <= n4 <= cols: inside the row and inside `s` (cols floats).
-            let v = unsafe { if vec_x { load4(xr.add(c)) } else { F32x4 { x: *xr.add(c), y: *xr.add(c + 1), z: *xr.add(c + 2), w: *xr.add(c + 3) } } };
-            // SAFETY: `s` is 16-aligned and c % 4 == 0.
-            unsafe { store4(s.add(c), v) };
-            m = max_nan(max_nan(m, v.x), max_nan(v.y, max_nan(v.z, v.w)));
-            c += step;
-        }
-        let tail = n4 + t;
-        if tail < n {
-            // SAFETY: tail < cols.
-            let v = unsafe { *xr.add(tail) };
-            unsafe { *s.add(tail) = v };
-            m = max_nan(m, v);
-        }
+        let lanes = SOFTMAX_THREADS as usize;
+        // SAFETY (all three passes): row r is readable/writable for `cols` and `s` holds
+        // `cols` floats (launch contract); each thread touches only its own columns.
+        let m = unsafe { stage_row(xr, s, n, t, lanes) };
         // SAFETY: scratch is this kernel's own 32-float shared array.
-        let m = unsafe { block_max(m, scratch) }; // (its barriers also publish `s`)
+        let m = unsafe { block_max(m, scratch) };
+        let sum = unsafe { exp_in_place(s, n, t, lanes, m) };
+        let inv = rcp(unsafe { block_sum(sum, scratch) });
+        unsafe { write_scaled(s, yr, n, t, lanes, inv) };
+    }
+}
 
-        // 2. exponentiate in place, summing.
-        let mut sum = 0.0f32;
-        let mut c = 4 * t;
-        while c < n4 {
-            // SAFETY: as in step 1; each thread touches only its own columns.
-            let e = unsafe { load4(s.add(c)) }.map(|v| exp(v - m));
-            unsafe { store4(s.add(c), e) };
-            sum += (e.x + e.y) + (e.z + e.w);
-            c += step;
-        }
-        if tail < n {
-            // SAFETY: tail < cols.
-            let e = exp(unsafe { *s.add(tail) } - m);
-            unsafe { *s.add(tail) = e };
-            sum += e;
-        }
-        // SAFETY: as above.
-        let sum = unsafe { block_sum(sum, scratch) };
-        let inv = rcp(sum);
+/// Softmax pass 1: copies a row into the scratch `s`, returning the lane's maximum.
+/// Lane `lane` of `lanes` takes the 4-float groups `4·lane, 4·lane + 4·lanes, ...`
+/// (16-byte loads when the row is aligned), then the tail floats `n4 + lane, ...`.
+///
+/// # Safety
+/// `xr[0..n]` readable, `s[0..n]` writable and 16-byte aligned.
+#[inline(always)]
+unsafe fn stage_row(xr: *const f32, s: *mut f32, n: usize, lane: usize, lanes: usize) -> f32 {
+    let (n4, vec) = (n & !3, is_aligned16(xr));
+    let mut m = f32::NEG_INFINITY;
+    let mut c = 4 * lane;
+    while c < n4 {
+        // SAFETY: c + 4 <= n4 <= n; `s + c` is 16-aligned (c % 4 == 0).
+        let v = unsafe { if vec { load4(xr.add(c)) } else { F32x4 { x: *xr.add(c), y: *xr.add(c + 1), z: *xr.add(c + 2), w: *xr.add(c + 3) } } };
+        unsafe { store4(s.add(c), v) };
+        m = max_nan(max_nan(m, v.x), max_nan(v.y, max_nan(v.z, v.w)));
+        c += 4 * lanes;
+    }
+    let mut c = n4 + lane;
+    while c < n {
+        // SAFETY: c < n.
+        let v = unsafe { *xr.add(c) };
+        unsafe { *s.add(c) = v };
+        m = max_nan(m, v);
+        c += lanes;
+    }
+    m
+}
 
-        // 3. scale and write out (each thread re-reads only what it wrote).
-        let mut c = 4 * t;
-        while c < n4 {
-            // SAFETY: as in step 1.
-            let o = unsafe { load4(s.add(c)) }.map(|v| v * inv);
-            unsafe {
-                if vec_y { store4(yr.add(c), o) } else { *yr.add(c) = o.x; *yr.add(c + 1) = o.y; *yr.add(c + 2) = o.z; *yr.add(c + 3) = o.w; }
-            }
-            c += step;
+/// Softmax pass 2: `s = exp(s - m)` over the lane's columns (as [`stage_row`]),
+/// returning the lane's sum.
+///
+/// # Safety
+/// `s[0..n]` readable and writable, 16-byte aligned, written by this lane in pass 1.
+#[inline(always)]
+unsafe fn exp_in_place(s: *mut f32, n: usize, lane: usize, lanes: usize, m: f32) -> f32 {
+    let n4 = n & !3;
+    let mut sum = 0.0f32;
+    let mut c = 4 * lane;
+    while c < n4 {
+        // SAFETY: as `stage_row`.
+        let e = unsafe { load4(s.add(c)) }.map(|v| exp(v - m));
+        unsafe { store4(s.add(c), e) };
+        sum += (e.x + e.y) + (e.z + e.w);
+        c += 4 * lanes;
+    }
+    let mut c = n4 + lane;
+    while c < n {
+        // SAFETY: c < n.
+        let e = exp(unsafe { *s.add(c) } - m);
+        unsafe { *s.add(c) = e };
+        sum += e;
+        c += lanes;
+    }
+    sum
+}
+
+/// Softmax pass 3: `y = s · inv` over the lane's columns (as [`stage_row`]).
+///
+/// # Safety
+/// `s[0..n]` as in pass 2, `yr[0..n]` writable.
+#[inline(always)]
+unsafe fn write_scaled(s: *const f32, yr: *mut f32, n: usize, lane: usize, lanes: usize, inv: f32) {
+    let (n4, vec) = (n & !3, is_aligned16(yr));
+    let mut c = 4 * lane;
+    while c < n4 {
+        // SAFETY: as `stage_row`.
+        let o = unsafe { load4(s.add(c)) }.map(|v| v * inv);
+        unsafe {
+            if vec { store4(yr.add(c), o) } else { *yr.add(c) = o.x; *yr.add(c + 1) = o.y; *yr.add(c + 2) = o.z; *yr.add(c + 3) = o.w; }
         }
-        if tail < n {
-            // SAFETY: tail < cols.
-            unsafe { *yr.add(tail) = *s.add(tail) * inv };
-        }
+        c += 4 * lanes;
+    }
+    let mut c = n4 + lane;
+    while c < n {
+        // SAFETY: c < n.
+        unsafe { *yr.add(c) = *s.add(c) * inv };
+        c += lanes;
     }
 }
 
@@ -250,62 +280,15 @@ kernel! {
         }
         let n = cols as usize;
         let stride = (n + 3) & !3;
-        // SAFETY: warp w's slice of the dynamic shared memory (launch contract).
+        // Per-lane scratch (each lane re-reads only what it wrote): generic pointer, see
+        // `Smem::generic`. Warp w's slice of the dynamic shared memory (launch contract).
         let s = dynamic_shared::<f32>().add(w * stride).generic();
         // SAFETY: r < rows.
         let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
-        let n4 = n & !3;
-        let (vec_x, vec_y) = (is_aligned16(xr), is_aligned16(yr));
-        let mut m = f32::NEG_INFINITY;
-        let mut c = 4 * lane;
-        while c < n4 {
-            // SAFETY: c + 4 <= n4 <= cols; `s` slice is 16-aligned (stride % 4 == 0).
-            let v = unsafe { if vec_x { load4(xr.add(c)) } else { F32x4 { x: *xr.add(c), y: *xr.add(c + 1), z: *xr.add(c + 2), w: *xr.add(c + 3) } } };
-            unsafe { store4(s.add(c), v) };
-            m = max_nan(max_nan(m, v.x), max_nan(v.y, max_nan(v.z, v.w)));
-            c += 128;
-        }
-        let mut c = n4 + lane;
-        while c < n {
-            // SAFETY: c < cols.
-            let v = unsafe { *xr.add(c) };
-            unsafe { *s.add(c) = v };
-            m = max_nan(m, v);
-            c += 32;
-        }
-        let m = crate::warp::warp_max(m);
-        let mut sum = 0.0f32;
-        let mut c = 4 * lane;
-        while c < n4 {
-            // SAFETY: as above; own columns only.
-            let e = unsafe { load4(s.add(c)) }.map(|v| exp(v - m));
-            unsafe { store4(s.add(c), e) };
-            sum += (e.x + e.y) + (e.z + e.w);
-            c += 128;
-        }
-        let mut c = n4 + lane;
-        while c < n {
-            // SAFETY: c < cols.
-            let e = exp(unsafe { *s.add(c) } - m);
-            unsafe { *s.add(c) = e };
-            sum += e;
-            c += 32;
-        }
+        // SAFETY (all three passes): row r has `cols` floats, the slice `stride >= cols`.
+        let m = crate::warp::warp_max(unsafe { stage_row(xr, s, n, lane, 32) });
+        let sum = unsafe { exp_in_place(s, n, lane, 32, m) };
         let inv = rcp(crate::warp::warp_sum(sum));
-        let mut c = 4 * lane;
-        while c < n4 {
-            // SAFETY: as above.
-            let o = unsafe { load4(s.add(c)) }.map(|v| v * inv);
-            unsafe {
-                if vec_y { store4(yr.add(c), o) } else { *yr.add(c) = o.x; *yr.add(c + 1) = o.y; *yr.add(c + 2) = o.z; *yr.add(c + 3) = o.w; }
-            }
-            c += 128;
-        }
-        let mut c = n4 + lane;
-        while c < n {
-            // SAFETY: c < cols.
-            unsafe { *yr.add(c) = *s.add(c) * inv };
-            c += 32;
-        }
+        unsafe { write_scaled(s, yr, n, lane, 32, inv) };
     }
 }
