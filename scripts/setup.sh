@@ -32,7 +32,9 @@ if [ -n "${SIMT_DEVICE_RUSTC:-}" ] || have_debian_rustc || have_nightly; then
   :
 elif command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || command -v sudo >/dev/null 2>&1; }; then
   say "installing Debian's rustc-web, rust-web-src and cargo-web (the NVPTX device toolchain)"
-  if ! apt-cache show rust-web-src >/dev/null 2>&1; then $SUDO apt-get update -qq; fi
+  # Always refresh first: stale lists can offer an older rustc-web (seen: 1.85 before,
+  # 1.96 after an update on Debian 12).
+  $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq rustc-web rust-web-src cargo-web >/dev/null
   have_debian_rustc || die "rustc-web was installed but its library source is missing"
 elif command -v rustup >/dev/null 2>&1; then
