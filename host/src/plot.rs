@@ -36,6 +36,7 @@ pub fn line_plot(path: &Path, title: &str, x_label: &str, y_label: &str, series:
         .configure_mesh()
         .x_desc(if log_x { format!("{x_label} (log2)") } else { x_label.to_string() })
         .y_desc(y_label)
+        .x_labels(if log_x { (x1 - x0).round() as usize + 1 } else { 10 })
         .x_label_formatter(&|v| if log_x { format!("2^{v:.0}") } else { format!("{v:.0}") })
         .label_style(("sans-serif", 14))
         .draw()

@@ -183,7 +183,9 @@ pub fn plot_all(rows: &[Row], dir: &Path, device: &str) -> std::result::Result<V
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let mut files = Vec::new();
     let mut by_op: BTreeMap<&str, BTreeMap<String, Vec<(f64, f64)>>> = BTreeMap::new();
-    for r in rows {
+    // Other-precision peers ("[tf32] ...") stay in the CSV and tables; plotted next to
+    // FP32 kernels they only flatten the comparison.
+    for r in rows.iter().filter(|r| !r.variant.starts_with('[')) {
         let (bytes, flops) = work(&r.op, &r.shape);
         let y = if r.op == "matmul" { flops / (r.ms * 1e-3) / 1e12 } else { bytes / (r.ms * 1e-3) / 1e9 };
         // row_sum has two sweeps (4 long rows; 2^24 elements in short rows): one line each
