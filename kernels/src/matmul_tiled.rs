@@ -4,8 +4,8 @@
 //! A block computes a `MM_BM x MM_BN` (128x128) tile of C. For each `MM_BK` (8)
 //! deep step it stages a 128x8 slice of A and an 8x128 slice of B in shared memory
 //! (8 KiB), then every thread multiplies an 8-row strip of A by an 8-column strip
-//! of B into its 64 register accumulators: per step a thread does 8 shared loads of
-//! 16 bytes (4 of A, 4 of B) for 512 FMAs' worth of data reuse... 64 FMAs per k.
+//! of B into its 64 register accumulators: per K step a thread does 32 shared loads
+//! of 16 bytes (4 per k, 2 of A and 2 of B) and 512 FMAs (64 per k).
 //! Each value loaded from HBM is reused 128 times inside the block, which moves the
 //! kernel from the memory roof towards the FP32 roof.
 //!

@@ -12,8 +12,9 @@
 //! Kernels address it through [`Smem<T>`]: on the GPU a 32-bit address in the
 //! shared window, accessed with `ld.shared`/`st.shared` (`LDS`/`STS` in SASS). A
 //! generic 64-bit pointer would also work, but every access would then be a generic
-//! `LD`/`ST` plus 64-bit address arithmetic: measured on the tiled matmul's inner
-//! loop, that was the difference between 30 and (see docs/PERFORMANCE.md) TFLOP/s.
+//! `LD`/`ST` plus 64-bit address arithmetic: measured on the double-buffered matmul at
+//! 4096^3 on an H100, 4.45 ms with generic pointers and 4.07 ms with `Smem`.
+//! (Where LLVM's scheduling of global loads matters more, see [`Smem::generic`].)
 //! On the emulator `Smem<T>` is a plain pointer into the block's shared buffer.
 //!
 //! # Soundness rules
