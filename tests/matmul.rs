@@ -5,7 +5,7 @@ use rust_simt::ops::matmul::{matmul, MatmulKernel, MatmulShape};
 use rust_simt::ops::Layout;
 use rust_simt::{reference, SimtError};
 
-const KERNELS: [MatmulKernel; 3] = MatmulKernel::ALL;
+const KERNELS: [MatmulKernel; MatmulKernel::ALL.len()] = MatmulKernel::ALL;
 
 fn check(m: usize, n: usize, k: usize, pad: usize, relu: bool) {
     let g = gpu();
@@ -47,7 +47,7 @@ fn hand_worked() {
 
 #[test]
 fn small_and_ragged() {
-    for (m, n, k) in [(1, 1, 1), (3, 5, 7), (1, 129, 17), (129, 1, 9), (127, 129, 131), (128, 128, 8), (130, 260, 13)] {
+    for (m, n, k) in [(1, 1, 1), (3, 5, 7), (1, 129, 17), (129, 1, 9), (127, 129, 131), (128, 128, 8), (130, 260, 13), (256, 384, 40), (260, 300, 48)] {
         check(m, n, k, 0, true);
     }
 }

@@ -51,6 +51,7 @@ pub mod gelu;
 pub mod matmul_naive;
 pub mod matmul_tiled;
 pub mod matmul_tiled_db;
+pub mod matmul_warptiled;
 pub mod row_sum;
 pub mod selftest;
 pub mod softmax;

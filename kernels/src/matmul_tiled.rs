@@ -24,7 +24,7 @@
 use crate::config::{MM_BK, MM_BM, MM_BN, MM_THREADS, MM_TM, MM_TN};
 use crate::kernel;
 use crate::math::fma;
-use crate::memory::{is_aligned16, load4, store4, F32x4};
+use crate::memory::{is_aligned16, load4_first, store4_first, F32x4};
 use crate::shared::Smem;
 use crate::shared_array;
 use crate::swizzle;
@@ -37,19 +37,6 @@ pub(crate) const BK: usize = MM_BK as usize;
 pub(crate) const TM: usize = MM_TM as usize;
 pub(crate) const TN: usize = MM_TN as usize;
 const _: () = assert!(MM_THREADS == 256 && BK == 8 && BM == 128 && BN == 128 && TM == 8 && TN == 8);
-
-/// Loads 4 floats `p[0..4]` of which the first `valid` exist; 16-byte when possible.
-#[inline(always)]
-unsafe fn load4_partial(p: *const f32, valid: u32, vec_ok: bool) -> F32x4 {
-    if valid >= 4 && vec_ok {
-        // SAFETY: caller: 4 readable floats, aligned when vec_ok.
-        unsafe { load4(p) }
-    } else {
-        // SAFETY: caller: `valid` readable floats.
-        let g = |j: u32| if j < valid { unsafe { *p.add(j as usize) } } else { 0.0 };
-        F32x4 { x: g(0), y: g(1), z: g(2), w: g(3) }
-    }
-}
 
 /// What one thread needs to stage and compute tiles: problem, block origin, mapping.
 ///
@@ -114,14 +101,14 @@ impl Tiling {
         let (gr, gk) = (self.row0 + self.la_row, k0 + self.la_k);
         let av = if gr < self.m && gk < self.k {
             // SAFETY: row gr < m, columns gk.. of which min(4, k-gk) exist.
-            unsafe { load4_partial(self.a.add((gr * self.lda + gk) as usize), self.k - gk, self.vec_a) }
+            unsafe { load4_first(self.a.add((gr * self.lda + gk) as usize), self.k - gk, self.vec_a) }
         } else {
             F32x4::splat(0.0)
         };
         let (gk, gc) = (k0 + self.lb_k, self.col0 + self.lb_col);
         let bv = if gk < self.k && gc < self.n {
             // SAFETY: row gk < k, columns gc.. of which min(4, n-gc) exist.
-            unsafe { load4_partial(self.b.add((gk * self.ldb + gc) as usize), self.n - gc, self.vec_b) }
+            unsafe { load4_first(self.b.add((gk * self.ldb + gc) as usize), self.n - gc, self.vec_b) }
         } else {
             F32x4::splat(0.0)
         };
@@ -219,20 +206,8 @@ impl Tiling {
                     if relu != 0 {
                         v = v.map(|x| if x > 0.0 { x } else { 0.0 });
                     }
-                    // SAFETY: r < m; columns c0.. checked against n below.
-                    unsafe {
-                        let p = c.add((r * ldc + c0) as usize);
-                        if c0 + 4 <= self.n && vec_c {
-                            store4(p, v);
-                        } else {
-                            let vs = v.to_array();
-                            for (j, x) in vs.iter().enumerate() {
-                                if c0 + (j as u32) < self.n {
-                                    *p.add(j) = *x;
-                                }
-                            }
-                        }
-                    }
+                    // SAFETY: r < m; of the columns c0.., those below n are written.
+                    unsafe { store4_first(c.add((r * ldc + c0) as usize), v, self.n.saturating_sub(c0), vec_c) };
                 });
             }
         });

@@ -70,3 +70,43 @@ pub unsafe fn store4(p: *mut f32, v: F32x4) {
     // SAFETY: caller guarantees validity and alignment.
     unsafe { *(p as *mut F32x4) = v }
 }
+
+/// Loads the 4 floats `p[0..4]` of which only the first `valid` exist (the rest read
+/// as 0): one 16-byte load when all 4 exist and `vec_ok`, scalar loads otherwise.
+/// The edge-tile load of the tiled matmuls.
+///
+/// # Safety
+/// `p[0..min(valid, 4)]` is readable; `p` is 16-byte aligned when `vec_ok`.
+#[inline(always)]
+pub unsafe fn load4_first(p: *const f32, valid: u32, vec_ok: bool) -> F32x4 {
+    if valid >= 4 && vec_ok {
+        // SAFETY: caller: 4 readable floats, aligned when vec_ok.
+        unsafe { load4(p) }
+    } else {
+        // SAFETY: caller: `valid` readable floats.
+        let g = |j: u32| if j < valid { unsafe { *p.add(j as usize) } } else { 0.0 };
+        F32x4 { x: g(0), y: g(1), z: g(2), w: g(3) }
+    }
+}
+
+/// Stores the first `valid` (at most 4) lanes of `v` to `p[0..]`: one 16-byte store
+/// when all 4 fit and `vec_ok`, scalar stores otherwise. The edge-tile store of the
+/// tiled matmuls.
+///
+/// # Safety
+/// `p[0..min(valid, 4)]` is writable; `p` is 16-byte aligned when `vec_ok`.
+#[inline(always)]
+pub unsafe fn store4_first(p: *mut f32, v: F32x4, valid: u32, vec_ok: bool) {
+    if valid >= 4 && vec_ok {
+        // SAFETY: caller: 4 writable floats, aligned when vec_ok.
+        unsafe { store4(p, v) }
+    } else {
+        let vs = v.to_array();
+        crate::unroll!(4, J => {
+            if (J as u32) < valid {
+                // SAFETY: caller: `valid` writable floats.
+                unsafe { *p.add(J) = vs[J] };
+            }
+        });
+    }
+}

@@ -1,6 +1,6 @@
 //! `C = relu?(A·B)`: naive and tiled kernels, any shape, row-major with strides.
 use kernels::config::{MM_BM, MM_BN, MM_THREADS, NAIVE_TILE};
-use kernels::{matmul_naive, matmul_tiled, matmul_tiled_db};
+use kernels::{matmul_naive, matmul_tiled, matmul_tiled_db, matmul_warptiled};
 
 use super::{check_matrix, Layout};
 use crate::error::{Result, SimtError};
@@ -16,17 +16,27 @@ pub enum MatmulKernel {
     /// `Tiled`, double-buffered: next K step's loads in flight during compute,
     /// two shared stages, one barrier per step, launch bounds (256, 2).
     TiledDoubleBuffered,
+    /// `TiledDoubleBuffered` with warp tiling (32x64 per warp: 4 shared passes per
+    /// k instead of 10), K steps of 16, unchecked loads/stores in interior blocks.
+    WarpTiled,
+    /// `WarpTiled` with K steps of 8 (candidate under measurement).
+    WarpTiledK8,
 }
 
 impl MatmulKernel {
     /// All stages, slowest first.
-    pub const ALL: [MatmulKernel; 3] = [MatmulKernel::Naive, MatmulKernel::Tiled, MatmulKernel::TiledDoubleBuffered];
+    pub const ALL: [MatmulKernel; 5] =
+        [MatmulKernel::Naive, MatmulKernel::Tiled, MatmulKernel::TiledDoubleBuffered, MatmulKernel::WarpTiled, MatmulKernel::WarpTiledK8];
+    /// The fastest stage at large sizes: what [`matmul_host`] users should pick.
+    pub const BEST: MatmulKernel = MatmulKernel::WarpTiled;
     /// Short name for tables.
     pub fn name(self) -> &'static str {
         match self {
             MatmulKernel::Naive => "naive",
             MatmulKernel::Tiled => "tiled",
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
+            MatmulKernel::WarpTiled => "warptiled",
+            MatmulKernel::WarpTiledK8 => "warptiled-k8",
         }
     }
 }
@@ -76,7 +86,7 @@ pub fn matmul(gpu: &Gpu, kernel: MatmulKernel, a: &Buffer<f32>, b: &Buffer<f32>,
             // SAFETY: all three views checked against their buffers; mapping per the docs.
             unsafe { gpu.launch::<matmul_naive::matmul_relu_naive>(cfg, args) }
         }
-        MatmulKernel::Tiled | MatmulKernel::TiledDoubleBuffered => {
+        MatmulKernel::Tiled | MatmulKernel::TiledDoubleBuffered | MatmulKernel::WarpTiled | MatmulKernel::WarpTiledK8 => {
             for (what, l) in [("A", s.a), ("B", s.b), ("C", s.c)] {
                 if l.min_len() as u64 > u32::MAX as u64 {
                     return Err(SimtError::TooLarge {
@@ -90,12 +100,13 @@ pub fn matmul(gpu: &Gpu, kernel: MatmulKernel, a: &Buffer<f32>, b: &Buffer<f32>,
                 return Err(SimtError::TooLarge { op, detail: format!("m = {m} needs {gy} block rows, over 65535") });
             }
             let cfg = LaunchConfig { grid: dim3(n.div_ceil(MM_BN as usize) as u32, gy as u32, 1), block: dim3(MM_THREADS, 1, 1), shared_bytes: 0 };
-            // SAFETY: as above; both tiled stages share the mapping.
+            // SAFETY: as above; the tiled stages share the grid, block and contract.
             unsafe {
-                if kernel == MatmulKernel::Tiled {
-                    gpu.launch::<matmul_tiled::matmul_relu_tiled>(cfg, args)
-                } else {
-                    gpu.launch::<matmul_tiled_db::matmul_relu_tiled_db>(cfg, args)
+                match kernel {
+                    MatmulKernel::Tiled => gpu.launch::<matmul_tiled::matmul_relu_tiled>(cfg, args),
+                    MatmulKernel::TiledDoubleBuffered => gpu.launch::<matmul_tiled_db::matmul_relu_tiled_db>(cfg, args),
+                    MatmulKernel::WarpTiled => gpu.launch::<matmul_warptiled::matmul_relu_warptiled>(cfg, args),
+                    _ => gpu.launch::<matmul_warptiled::matmul_relu_warptiled_k8>(cfg, args),
                 }
             }
         }
