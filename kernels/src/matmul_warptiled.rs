@@ -73,8 +73,6 @@ struct WarpTiling<const L: usize> {
     ldb: u32,
     row0: u32,
     col0: u32,
-    vec_a: bool,
-    vec_b: bool,
     /// The block tile lies inside A, B and C and all rows are 16-byte aligned.
     interior: bool,
     la_row: u32,
@@ -108,8 +106,6 @@ impl<const L: usize> WarpTiling<L> {
             ldb,
             row0,
             col0,
-            vec_a,
-            vec_b,
             interior: vec_a && vec_b && vec_c && row0 + MM_BM <= m && col0 + MM_BN <= n,
             la_row: t / 2,
             la_k: 4 * (t % 2),
@@ -139,11 +135,13 @@ impl<const L: usize> WarpTiling<L> {
             let mut bv = F32x4::default();
             if gr < self.m && ka < self.k {
                 // SAFETY: row gr < m; columns ka.. of which min(4, k - ka) exist.
-                av = unsafe { load4_first(self.a.add((gr * self.lda + ka) as usize), self.k - ka, self.vec_a) };
+                let vec_a = is_aligned16(self.a) && self.lda % 4 == 0;
+                av = unsafe { load4_first(self.a.add((gr * self.lda + ka) as usize), self.k - ka, vec_a) };
             }
             if kb < self.k && gc < self.n {
                 // SAFETY: row kb < k; columns gc.. of which min(4, n - gc) exist.
-                bv = unsafe { load4_first(self.b.add((kb * self.ldb + gc) as usize), self.n - gc, self.vec_b) };
+                let vec_b = is_aligned16(self.b) && self.ldb % 4 == 0;
+                bv = unsafe { load4_first(self.b.add((kb * self.ldb + gc) as usize), self.n - gc, vec_b) };
             }
             (av, bv)
         }
@@ -156,11 +154,15 @@ impl<const L: usize> WarpTiling<L> {
     /// reads until a barrier.
     #[inline(always)]
     unsafe fn store(&self, a_s: Smem<f32>, b_s: Smem<f32>, l: u32, (av, bv): (F32x4, F32x4)) {
+        // Slice l's rows start 8l rows into the stage. The swizzle depends on bit 2 of
+        // the row only, which `8l + J` (J < 4) shares with `la_k` (0 or 4): one
+        // swizzled column for all four stores.
+        let a_l = a_s.add((8 * l * MM_BM) as usize);
+        let col = swizzle::matmul_a(self.la_k, self.la_row);
         let a4 = av.to_array();
         unroll!(4, J => {
-            let kk = 8 * l + self.la_k + J as u32;
-            // SAFETY: kk < BK, swizzled column < 128: inside the A stage.
-            unsafe { a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.la_row)) as usize).write(a4[J]) };
+            // SAFETY: row 8l + la_k + J < BK, swizzled column < 128: inside the A stage.
+            unsafe { a_l.add(((self.la_k + J as u32) * MM_BM + col) as usize).write(a4[J]) };
         });
         // SAFETY: row 8l + lb_k < BK, lb_col + 4 <= 128, 16-aligned.
         unsafe { b_s.add(((8 * l + self.lb_k) * MM_BN + self.lb_col) as usize).store4(bv) };
@@ -173,17 +175,20 @@ impl<const L: usize> WarpTiling<L> {
     /// The stage holds a fully stored K step (a barrier separates the stores from this).
     #[inline(always)]
     unsafe fn compute(&self, a_s: Smem<f32>, b_s: Smem<f32>, l: u32, acc: &mut [[f32; TN]; TM]) {
+        // Slice l's rows start 8l rows into the stage; the swizzle depends on k % 8
+        // only, so every offset below is a constant plus `rm` or `cn`.
+        let (a_l, b_l) = (a_s.add((8 * l * MM_BM) as usize), b_s.add((8 * l * MM_BN) as usize));
         {
             unroll!(8, KK => {
-                let kk = 8 * l + KK as u32;
+                let kk = KK as u32;
                 // SAFETY: offsets inside the stage; the swizzle flips bit 4 only, so
                 // 4-aligned groups stay contiguous and 16-byte aligned.
                 let (a_lo, a_hi, b_lo, b_hi) = unsafe {
                     (
-                        a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm)) as usize).load4(),
-                        a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + WARP_M / 2)) as usize).load4(),
-                        b_s.add((kk * MM_BN + self.cn) as usize).load4(),
-                        b_s.add((kk * MM_BN + self.cn + WARP_N / 2) as usize).load4(),
+                        a_l.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm)) as usize).load4(),
+                        a_l.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + WARP_M / 2)) as usize).load4(),
+                        b_l.add((kk * MM_BN + self.cn) as usize).load4(),
+                        b_l.add((kk * MM_BN + self.cn + WARP_N / 2) as usize).load4(),
                     )
                 };
                 let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
@@ -261,18 +266,20 @@ unsafe fn warptiled<const L: usize>(
     while s < steps {
         let cur = (s as usize % 2) * stage;
         let nxt = stage - cur;
-        let more = s + 1 < steps;
         // Per slice: issue the next step's loads for it (registers), compute this
         // step's slice from shared memory while they fly, then store them into the
         // other stage. Its last readers finished step s-1, before the barrier that
         // ended it. Loading one slice at a time holds 8 floats in flight, not 8L.
-        for l in 0..L as u32 {
-            let next = if more { unsafe { tl.load((s + 1) * WarpTiling::<L>::BK, l) } } else { Default::default() };
-            unsafe { tl.compute(a_s.add(cur), b_s.add(cur), l, &mut acc) };
-            if more {
+        // The last step "loads" step `steps`, past K: zeros, stored where no one
+        // reads them; cheaper than a branch that doubles the loop's code.
+        unroll!(2, LI => {
+            if LI < L {
+                let l = LI as u32;
+                let next = unsafe { tl.load((s + 1) * WarpTiling::<L>::BK, l) };
+                unsafe { tl.compute(a_s.add(cur), b_s.add(cur), l, &mut acc) };
                 unsafe { tl.store(a_s.add(nxt), b_s.add(nxt), l, next) };
             }
-        }
+        });
         sync_threads();
         s += 1;
     }
