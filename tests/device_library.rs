@@ -352,3 +352,37 @@ fn matmul_warp_tiling_shared_passes() {
     }
     assert!(seen.iter().all(|&s| s == 1), "every output of the block tile is owned by exactly one thread");
 }
+
+#[test]
+fn async_copies_land_after_wait_and_zero_fill() {
+    let g = gpu();
+    let x: Vec<f32> = (0..256).map(|i| 1.0 + i as f32).collect();
+    let xb = g.upload(&x).unwrap();
+    for src_floats in [4u32, 3, 0] {
+        let mut out = poisoned(&g, 256);
+        // SAFETY: 256 floats each, aligned device allocations, one 64-thread block.
+        unsafe { g.launch::<p::probe_copy_async>(cfg((1, 1, 1), (64, 1, 1), 0), (xb.ptr(), out.ptr_mut(), src_floats, 1)).unwrap() };
+        let got = g.download(&out).unwrap();
+        for t in 0..64 {
+            let u = (t + 1) % 64;
+            for j in 0..4 {
+                let want = if (j as u32) < src_floats { x[4 * u + j] } else { 0.0 };
+                assert_eq!(got[4 * t + j], want, "src_floats {src_floats}, thread {t}, float {j}");
+            }
+        }
+    }
+}
+
+#[test]
+fn async_copy_without_wait_is_caught_by_the_emulator() {
+    // The emulator lands a copy only at the `wait` that covers it, so a kernel that
+    // forgets the wait reads fresh shared memory: NaN poison, under every order.
+    for order in [Order::InOrder, Order::Reversed, Order::Random(3)] {
+        let g = emulator(order);
+        let xb = g.upload(&vec![1.0f32; 256]).unwrap();
+        let mut out = poisoned(&g, 256);
+        // SAFETY: sizes as documented; the missing wait is the point of the test.
+        unsafe { g.launch::<p::probe_copy_async>(cfg((1, 1, 1), (64, 1, 1), 0), (xb.ptr(), out.ptr_mut(), 4, 0)).unwrap() };
+        assert!(g.download(&out).unwrap().iter().all(|v| v.is_nan()), "{order:?}: unwaited copies must not be visible");
+    }
+}

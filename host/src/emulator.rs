@@ -22,6 +22,7 @@
 //! Blocks run concurrently on the workers, as on a GPU: blocks that communicate
 //! other than through atomics are a bug there and here.
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtOrd};
@@ -157,6 +158,16 @@ struct Ctx {
     gdim: Dim3,
     yielder: Cell<*const Yielder<u32, Event>>,
     mem: *const BlockMem,
+    /// Async copies issued but not committed, and committed groups, oldest first.
+    copies: RefCell<(Vec<AsyncCopy>, VecDeque<Vec<AsyncCopy>>)>,
+}
+
+/// One `cp.async`: performed when a `wait` covers its group.
+struct AsyncCopy {
+    dst: *mut u8,
+    src: *const u8,
+    bytes: usize,
+    src_bytes: usize,
 }
 
 impl Ctx {
@@ -203,6 +214,28 @@ impl ThreadEnv for Ctx {
         // SAFETY: as above.
         let mem = unsafe { &*self.mem };
         (mem.dynamic.as_ptr() as *mut u8, mem.dynamic_bytes)
+    }
+    fn copy_async(&self, dst: *mut u8, src: *const u8, bytes: usize, src_bytes: usize) {
+        self.copies.borrow_mut().0.push(AsyncCopy { dst, src, bytes, src_bytes });
+    }
+    fn copy_commit(&self) {
+        let mut c = self.copies.borrow_mut();
+        let group = std::mem::take(&mut c.0);
+        c.1.push_back(group);
+    }
+    fn copy_wait(&self, pending: usize) {
+        let mut c = self.copies.borrow_mut();
+        while c.1.len() > pending {
+            for cp in c.1.pop_front().unwrap() {
+                // SAFETY: `pipeline::copy_async`'s contract: the source is readable for
+                // `src_bytes` and the destination is `bytes` inside a shared array of
+                // this block, which outlives its threads.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(cp.src, cp.dst, cp.src_bytes);
+                    std::ptr::write_bytes(cp.dst.add(cp.src_bytes), 0, cp.bytes - cp.src_bytes);
+                }
+            }
+        }
     }
 }
 
@@ -319,7 +352,15 @@ unsafe fn run_block<K: Kernel>(
     let n = (bdim.x * bdim.y * bdim.z) as usize;
     let mem = BlockMem::new(shared_bytes as usize);
     let ctxs: Box<[Ctx]> = (0..n as u32)
-        .map(|i| Ctx { tid: unlinear(i, bdim), bid, bdim, gdim: grid, yielder: Cell::new(std::ptr::null()), mem: &mem })
+        .map(|i| Ctx {
+            tid: unlinear(i, bdim),
+            bid,
+            bdim,
+            gdim: grid,
+            yielder: Cell::new(std::ptr::null()),
+            mem: &mem,
+            copies: RefCell::new((Vec::new(), VecDeque::new())),
+        })
         .collect();
     let mut cos: Vec<Option<Coroutine<u32, Event, (), DefaultStack>>> = Vec::with_capacity(n);
     for ctx in ctxs.iter() {

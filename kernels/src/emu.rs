@@ -40,6 +40,13 @@ pub trait ThreadEnv {
     fn static_shared(&self, key: usize, bytes: usize) -> *mut u8;
     /// The block's dynamic shared memory and its size in bytes.
     fn dynamic_shared(&self) -> (*mut u8, usize);
+    /// Queues an asynchronous copy of `bytes` bytes to shared `dst`: `src_bytes` from
+    /// `src`, then zeros. It lands at the [`copy_wait`](ThreadEnv::copy_wait) that covers it.
+    fn copy_async(&self, dst: *mut u8, src: *const u8, bytes: usize, src_bytes: usize);
+    /// Closes the queued copies into a group.
+    fn copy_commit(&self);
+    /// Performs every committed group except the `pending` newest.
+    fn copy_wait(&self, pending: usize);
 }
 
 thread_local! {

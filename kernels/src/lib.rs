@@ -42,6 +42,7 @@ pub mod config;
 pub mod emu;
 pub mod math;
 pub mod memory;
+pub mod pipeline;
 pub mod shared;
 pub mod swizzle;
 pub mod thread;
@@ -49,6 +50,7 @@ pub mod warp;
 
 pub mod gelu;
 pub mod matmul_naive;
+pub mod matmul_pipelined;
 pub mod matmul_tiled;
 pub mod matmul_tiled_db;
 pub mod matmul_warptiled;

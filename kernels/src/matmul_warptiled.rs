@@ -63,34 +63,34 @@ pub const fn warp_tile_origin(t: u32) -> (u32, u32) {
 
 /// One thread's view of the problem for `L` 8-deep slices per K step.
 #[derive(Clone, Copy)]
-struct WarpTiling<const L: usize> {
-    a: *const f32,
-    b: *const f32,
-    m: u32,
-    n: u32,
-    k: u32,
-    lda: u32,
-    ldb: u32,
-    row0: u32,
-    col0: u32,
+pub(crate) struct WarpTiling<const L: usize> {
+    pub(crate) a: *const f32,
+    pub(crate) b: *const f32,
+    pub(crate) m: u32,
+    pub(crate) n: u32,
+    pub(crate) k: u32,
+    pub(crate) lda: u32,
+    pub(crate) ldb: u32,
+    pub(crate) row0: u32,
+    pub(crate) col0: u32,
     /// The block tile lies inside A, B and C and all rows are 16-byte aligned.
-    interior: bool,
-    la_row: u32,
-    la_k: u32,
-    lb_k: u32,
-    lb_col: u32,
-    rm: u32,
-    cn: u32,
+    pub(crate) interior: bool,
+    pub(crate) la_row: u32,
+    pub(crate) la_k: u32,
+    pub(crate) lb_k: u32,
+    pub(crate) lb_col: u32,
+    pub(crate) rm: u32,
+    pub(crate) cn: u32,
 }
 
 impl<const L: usize> WarpTiling<L> {
-    const BK: u32 = 8 * L as u32;
+    pub(crate) const BK: u32 = 8 * L as u32;
     /// Floats per shared stage of A (and of B).
-    const STAGE: usize = 8 * L * MM_BM as usize;
+    pub(crate) const STAGE: usize = 8 * L * MM_BM as usize;
 
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn new(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, t: u32) -> Self {
+    pub(crate) fn new(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, t: u32) -> Self {
         let (row0, col0) = (block_idx().y * MM_BM, block_idx().x * MM_BN);
         let vec_a = is_aligned16(a) && lda % 4 == 0;
         let vec_b = is_aligned16(b) && ldb % 4 == 0;
@@ -174,7 +174,7 @@ impl<const L: usize> WarpTiling<L> {
     /// # Safety
     /// The stage holds a fully stored K step (a barrier separates the stores from this).
     #[inline(always)]
-    unsafe fn compute(&self, a_s: Smem<f32>, b_s: Smem<f32>, l: u32, acc: &mut [[f32; TN]; TM]) {
+    pub(crate) unsafe fn compute(&self, a_s: Smem<f32>, b_s: Smem<f32>, l: u32, acc: &mut [[f32; TN]; TM]) {
         // Slice l's rows start 8l rows into the stage; the swizzle depends on k % 8
         // only, so every offset below is a constant plus `rm` or `cn`.
         let (a_l, b_l) = (a_s.add((8 * l * MM_BM) as usize), b_s.add((8 * l * MM_BN) as usize));
@@ -208,7 +208,7 @@ impl<const L: usize> WarpTiling<L> {
     /// # Safety
     /// The kernel's contract (C writable as described).
     #[inline(always)]
-    unsafe fn write(&self, c: *mut f32, ldc: u32, relu: u32, acc: &[[f32; TN]; TM]) {
+    pub(crate) unsafe fn write(&self, c: *mut f32, ldc: u32, relu: u32, acc: &[[f32; TN]; TM]) {
         let vec_c = is_aligned16(c) && ldc % 4 == 0;
         unroll!(8, I => {
             let r = self.row0 + self.rm + (I as u32 % 4) + if I < 4 { 0 } else { WARP_M / 2 };

@@ -203,3 +203,28 @@ kernel! {
         }
     }
 }
+
+kernel! {
+    /// One 64-thread block. Thread `t` copies `x[4t..4t+4]` into shared memory with
+    /// one 16-byte `cp.async` that reads only `src_floats` (0..=4) of them (the rest
+    /// zero-filled), commits, waits if `wait != 0`, meets the block at a barrier and
+    /// writes the 4 floats of thread `(t+1) % 64` to `out[4t..4t+4]`.
+    ///
+    /// # Safety
+    /// `x` and `out` hold 256 floats, 16-byte aligned; `src_floats <= 4`. With
+    /// `wait == 0` the shared reads race with the copies (the point of the probe).
+    pub unsafe fn probe_copy_async(x: *const f32, out: *mut f32, src_floats: u32, wait: u32) {
+        let s = shared_array!(PROBE_ASYNC, f32, 256);
+        let t = thread_idx().x as usize;
+        // SAFETY: as documented; 16-byte aligned on both sides.
+        unsafe { crate::pipeline::copy_async::<16>(s.add(4 * t), x.add(4 * t), 4 * src_floats) };
+        crate::pipeline::commit();
+        if wait != 0 {
+            crate::pipeline::wait::<0>();
+        }
+        sync_threads();
+        let u = (t + 1) % 64;
+        // SAFETY: in bounds; the copy landed (wait + barrier) unless wait == 0.
+        unsafe { store4(out.add(4 * t), s.add(4 * u).load4()) };
+    }
+}

@@ -57,6 +57,18 @@ impl<T> Smem<T> {
     pub fn from_ptr(ptr: *mut T) -> Self {
         Smem { ptr }
     }
+    /// The 32-bit shared-window address (GPU).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn addr(self) -> u32 {
+        self.addr
+    }
+    /// The pointer into the block's shared buffer (emulator).
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[inline(always)]
+    pub(crate) fn ptr(self) -> *mut T {
+        self.ptr
+    }
     /// The element `n` places further (no bounds check: see the soundness rules).
     #[inline(always)]
     pub fn add(self, n: usize) -> Self {

@@ -1,6 +1,6 @@
 //! `C = relu?(A·B)`: naive and tiled kernels, any shape, row-major with strides.
 use kernels::config::{MM_BM, MM_BN, MM_THREADS, NAIVE_TILE};
-use kernels::{matmul_naive, matmul_tiled, matmul_tiled_db, matmul_warptiled};
+use kernels::{matmul_naive, matmul_pipelined, matmul_tiled, matmul_tiled_db, matmul_warptiled};
 
 use super::{check_matrix, Layout};
 use crate::error::{Result, SimtError};
@@ -21,12 +21,24 @@ pub enum MatmulKernel {
     WarpTiled,
     /// `WarpTiled` with K steps of 8 (candidate under measurement).
     WarpTiledK8,
+    /// `WarpTiledK8` fed by a 4-stage `cp.async` pipeline: global to shared memory
+    /// with no registers in between, 3 K steps in flight.
+    Pipelined,
+    /// `Pipelined` with K steps of 16 and 3 stages (candidate under measurement).
+    PipelinedK16,
 }
 
 impl MatmulKernel {
     /// All stages, slowest first.
-    pub const ALL: [MatmulKernel; 5] =
-        [MatmulKernel::Naive, MatmulKernel::Tiled, MatmulKernel::TiledDoubleBuffered, MatmulKernel::WarpTiled, MatmulKernel::WarpTiledK8];
+    pub const ALL: [MatmulKernel; 7] = [
+        MatmulKernel::Naive,
+        MatmulKernel::Tiled,
+        MatmulKernel::TiledDoubleBuffered,
+        MatmulKernel::WarpTiled,
+        MatmulKernel::WarpTiledK8,
+        MatmulKernel::Pipelined,
+        MatmulKernel::PipelinedK16,
+    ];
     /// The fastest stage at large sizes: what [`matmul_host`] users should pick.
     pub const BEST: MatmulKernel = MatmulKernel::WarpTiled;
     /// Short name for tables.
@@ -37,6 +49,8 @@ impl MatmulKernel {
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
             MatmulKernel::WarpTiled => "warptiled",
             MatmulKernel::WarpTiledK8 => "warptiled-k8",
+            MatmulKernel::Pipelined => "pipelined",
+            MatmulKernel::PipelinedK16 => "pipelined-k16",
         }
     }
 }
@@ -86,7 +100,7 @@ pub fn matmul(gpu: &Gpu, kernel: MatmulKernel, a: &Buffer<f32>, b: &Buffer<f32>,
             // SAFETY: all three views checked against their buffers; mapping per the docs.
             unsafe { gpu.launch::<matmul_naive::matmul_relu_naive>(cfg, args) }
         }
-        MatmulKernel::Tiled | MatmulKernel::TiledDoubleBuffered | MatmulKernel::WarpTiled | MatmulKernel::WarpTiledK8 => {
+        _ => {
             for (what, l) in [("A", s.a), ("B", s.b), ("C", s.c)] {
                 if l.min_len() as u64 > u32::MAX as u64 {
                     return Err(SimtError::TooLarge {
@@ -106,7 +120,10 @@ pub fn matmul(gpu: &Gpu, kernel: MatmulKernel, a: &Buffer<f32>, b: &Buffer<f32>,
                     MatmulKernel::Tiled => gpu.launch::<matmul_tiled::matmul_relu_tiled>(cfg, args),
                     MatmulKernel::TiledDoubleBuffered => gpu.launch::<matmul_tiled_db::matmul_relu_tiled_db>(cfg, args),
                     MatmulKernel::WarpTiled => gpu.launch::<matmul_warptiled::matmul_relu_warptiled>(cfg, args),
-                    _ => gpu.launch::<matmul_warptiled::matmul_relu_warptiled_k8>(cfg, args),
+                    MatmulKernel::WarpTiledK8 => gpu.launch::<matmul_warptiled::matmul_relu_warptiled_k8>(cfg, args),
+                    MatmulKernel::Pipelined => gpu.launch::<matmul_pipelined::matmul_relu_pipelined>(cfg, args),
+                    MatmulKernel::PipelinedK16 => gpu.launch::<matmul_pipelined::matmul_relu_pipelined_k16>(cfg, args),
+                    MatmulKernel::Naive => unreachable!("handled above"),
                 }
             }
         }
