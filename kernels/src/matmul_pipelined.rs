@@ -110,7 +110,7 @@ unsafe fn issue<const L: usize>(tl: &WarpTiling<L>, a_st: Smem<f32>, b_st: Smem<
 /// `S * WarpTiling::<L>::STAGE` floats each.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn pipelined<const L: usize, const S: usize>(
+unsafe fn pipelined<const L: usize, const S: usize, const SPLIT: usize>(
     a: *const f32,
     b: *const f32,
     c: *mut f32,
@@ -124,6 +124,7 @@ unsafe fn pipelined<const L: usize, const S: usize>(
     a_s: Smem<f32>,
     b_s: Smem<f32>,
 ) {
+    const { assert!(L == 1 || L == 2, "1 or 2 slices per K step") };
     let stage = WarpTiling::<L>::STAGE;
     let bk = WarpTiling::<L>::BK;
     let tl = WarpTiling::<L>::new(a, b, c, m, n, k, lda, ldb, ldc, thread_idx().x);
@@ -145,15 +146,17 @@ unsafe fn pipelined<const L: usize, const S: usize>(
         wait_for_stage::<S>();
         sync_threads();
         let ahead = s + S as u32 - 1;
+        // The first SPLIT k rows are computed before the copies are issued, so their
+        // shared loads are not queued behind the copies in the memory pipe.
+        unsafe { tl.compute_range::<0, SPLIT>(a_s.add(cur * stage), b_s.add(cur * stage), 0, &mut acc) };
         if ahead < steps {
             unsafe { issue(&tl, a_s.add(nxt * stage), b_s.add(nxt * stage), ahead * bk) };
         }
         commit();
-        unroll!(2, LI => {
-            if LI < L {
-                unsafe { tl.compute(a_s.add(cur * stage), b_s.add(cur * stage), LI as u32, &mut acc) };
-            }
-        });
+        unsafe { tl.compute_range::<SPLIT, 8>(a_s.add(cur * stage), b_s.add(cur * stage), 0, &mut acc) };
+        if L > 1 {
+            unsafe { tl.compute(a_s.add(cur * stage), b_s.add(cur * stage), 1, &mut acc) };
+        }
         cur = if cur + 1 == S { 0 } else { cur + 1 };
         nxt = if nxt + 1 == S { 0 } else { nxt + 1 };
         s += 1;
@@ -200,7 +203,7 @@ kernel! {
         let a_s = shared_array!(MM_PL_A, f32, STAGES * WarpTiling::<1>::STAGE);
         let b_s = shared_array!(MM_PL_B, f32, STAGES * WarpTiling::<1>::STAGE);
         // SAFETY: kernel contract; the arrays are this kernel's own.
-        unsafe { pipelined::<1, STAGES>(a, b, c, m, n, k, lda, ldb, ldc, relu, a_s, b_s) };
+        unsafe { pipelined::<1, STAGES, 2>(a, b, c, m, n, k, lda, ldb, ldc, relu, a_s, b_s) };
     }
 }
 
@@ -213,6 +216,6 @@ kernel! {
         let a_s = shared_array!(MM_PL16_A, f32, STAGES_K16 * WarpTiling::<2>::STAGE);
         let b_s = shared_array!(MM_PL16_B, f32, STAGES_K16 * WarpTiling::<2>::STAGE);
         // SAFETY: kernel contract; the arrays are this kernel's own.
-        unsafe { pipelined::<2, STAGES_K16>(a, b, c, m, n, k, lda, ldb, ldc, relu, a_s, b_s) };
+        unsafe { pipelined::<2, STAGES_K16, 2>(a, b, c, m, n, k, lda, ldb, ldc, relu, a_s, b_s) };
     }
 }

@@ -81,6 +81,10 @@ pub(crate) struct WarpTiling<const L: usize> {
     pub(crate) lb_col: u32,
     pub(crate) rm: u32,
     pub(crate) cn: u32,
+    /// Row distance of the thread's second 4-row group.
+    pub(crate) dm: u32,
+    /// Column distance of the thread's second 4-column group.
+    pub(crate) dn: u32,
 }
 
 impl<const L: usize> WarpTiling<L> {
@@ -91,11 +95,19 @@ impl<const L: usize> WarpTiling<L> {
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, t: u32) -> Self {
+        Self::with_layout(a, b, c, m, n, k, lda, ldb, ldc, t, true)
+    }
+
+    /// As [`new`](Self::new); `warp_tiles = false` gives stage 3's row-major thread
+    /// layout instead (16x16 threads, groups 64 apart), for the ablation kernel.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn with_layout(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, t: u32, warp_tiles: bool) -> Self {
         let (row0, col0) = (block_idx().y * MM_BM, block_idx().x * MM_BN);
         let vec_a = is_aligned16(a) && lda % 4 == 0;
         let vec_b = is_aligned16(b) && ldb % 4 == 0;
         let vec_c = is_aligned16(c) && ldc % 4 == 0;
-        let (rm, cn) = warp_tile_origin(t);
+        let ((rm, cn), (dm, dn)) = if warp_tiles { (warp_tile_origin(t), (WARP_M / 2, WARP_N / 2)) } else { ((4 * (t / 16), 4 * (t % 16)), (64, 64)) };
         WarpTiling {
             a,
             b,
@@ -113,6 +125,8 @@ impl<const L: usize> WarpTiling<L> {
             lb_col: 4 * (t % 32),
             rm,
             cn,
+            dm,
+            dn,
         }
     }
 
@@ -175,20 +189,31 @@ impl<const L: usize> WarpTiling<L> {
     /// The stage holds a fully stored K step (a barrier separates the stores from this).
     #[inline(always)]
     pub(crate) unsafe fn compute(&self, a_s: Smem<f32>, b_s: Smem<f32>, l: u32, acc: &mut [[f32; TN]; TM]) {
+        // SAFETY: forwarded.
+        unsafe { self.compute_range::<0, 8>(a_s, b_s, l, acc) }
+    }
+
+    /// [`compute`](Self::compute) for the k rows `FROM..TO` of the slice only.
+    ///
+    /// # Safety
+    /// As `compute`.
+    #[inline(always)]
+    pub(crate) unsafe fn compute_range<const FROM: usize, const TO: usize>(&self, a_s: Smem<f32>, b_s: Smem<f32>, l: u32, acc: &mut [[f32; TN]; TM]) {
         // Slice l's rows start 8l rows into the stage; the swizzle depends on k % 8
         // only, so every offset below is a constant plus `rm` or `cn`.
         let (a_l, b_l) = (a_s.add((8 * l * MM_BM) as usize), b_s.add((8 * l * MM_BN) as usize));
         {
             unroll!(8, KK => {
+              if KK >= FROM && KK < TO {
                 let kk = KK as u32;
                 // SAFETY: offsets inside the stage; the swizzle flips bit 4 only, so
                 // 4-aligned groups stay contiguous and 16-byte aligned.
                 let (a_lo, a_hi, b_lo, b_hi) = unsafe {
                     (
                         a_l.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm)) as usize).load4(),
-                        a_l.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + WARP_M / 2)) as usize).load4(),
+                        a_l.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + self.dm)) as usize).load4(),
                         b_l.add((kk * MM_BN + self.cn) as usize).load4(),
-                        b_l.add((kk * MM_BN + self.cn + WARP_N / 2) as usize).load4(),
+                        b_l.add((kk * MM_BN + self.cn + self.dn) as usize).load4(),
                     )
                 };
                 let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
@@ -198,6 +223,7 @@ impl<const L: usize> WarpTiling<L> {
                         acc[I][J] = crate::math::fma(af[I], bf[J], acc[I][J]);
                     });
                 });
+              }
             });
         }
     }
@@ -211,9 +237,9 @@ impl<const L: usize> WarpTiling<L> {
     pub(crate) unsafe fn write(&self, c: *mut f32, ldc: u32, relu: u32, acc: &[[f32; TN]; TM]) {
         let vec_c = is_aligned16(c) && ldc % 4 == 0;
         unroll!(8, I => {
-            let r = self.row0 + self.rm + (I as u32 % 4) + if I < 4 { 0 } else { WARP_M / 2 };
+            let r = self.row0 + self.rm + (I as u32 % 4) + if I < 4 { 0 } else { self.dm };
             unroll!(2, H => {
-                let c0 = self.col0 + self.cn + H as u32 * (WARP_N / 2);
+                let c0 = self.col0 + self.cn + H as u32 * self.dn;
                 let mut v = F32x4 { x: acc[I][4 * H], y: acc[I][4 * H + 1], z: acc[I][4 * H + 2], w: acc[I][4 * H + 3] };
                 if relu != 0 {
                     v = v.map(|x| if x > 0.0 { x } else { 0.0 });
@@ -238,7 +264,7 @@ impl<const L: usize> WarpTiling<L> {
 /// The kernel's contract; `a_s`, `b_s` are the calling kernel's own shared arrays.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn warptiled<const L: usize>(
+unsafe fn warptiled<const L: usize, const WARP_TILES: bool>(
     a: *const f32,
     b: *const f32,
     c: *mut f32,
@@ -253,7 +279,7 @@ unsafe fn warptiled<const L: usize>(
     b_s: Smem<f32>,
 ) {
     let stage = WarpTiling::<L>::STAGE;
-    let tl = WarpTiling::<L>::new(a, b, c, m, n, k, lda, ldb, ldc, thread_idx().x);
+    let tl = WarpTiling::<L>::with_layout(a, b, c, m, n, k, lda, ldb, ldc, thread_idx().x, WARP_TILES);
     let mut acc = [[0.0f32; TN]; TM];
     let steps = k.div_ceil(WarpTiling::<L>::BK);
     // SAFETY (all blocks below): kernel contract; stage offsets stay inside the
@@ -288,6 +314,7 @@ unsafe fn warptiled<const L: usize>(
 
 launch_bounds!(matmul_relu_warptiled, MM_THREADS, 2);
 launch_bounds!(matmul_relu_warptiled_k8, MM_THREADS, 2);
+launch_bounds!(matmul_relu_warptiled_k8_rowmajor, MM_THREADS, 2);
 
 kernel! {
     /// `C = relu?(A · B)`, warp-tiled, K steps of 16, double-buffered. Same formula,
@@ -313,7 +340,7 @@ kernel! {
         let a_s = shared_array!(MM_WT_A, f32, 2 * WarpTiling::<2>::STAGE);
         let b_s = shared_array!(MM_WT_B, f32, 2 * WarpTiling::<2>::STAGE);
         // SAFETY: kernel contract; the arrays are this kernel's own.
-        unsafe { warptiled::<2>(a, b, c, m, n, k, lda, ldb, ldc, relu, a_s, b_s) };
+        unsafe { warptiled::<2, true>(a, b, c, m, n, k, lda, ldb, ldc, relu, a_s, b_s) };
     }
 }
 
@@ -326,6 +353,20 @@ kernel! {
         let a_s = shared_array!(MM_WT8_A, f32, 2 * WarpTiling::<1>::STAGE);
         let b_s = shared_array!(MM_WT8_B, f32, 2 * WarpTiling::<1>::STAGE);
         // SAFETY: kernel contract; the arrays are this kernel's own.
-        unsafe { warptiled::<1>(a, b, c, m, n, k, lda, ldb, ldc, relu, a_s, b_s) };
+        unsafe { warptiled::<1, true>(a, b, c, m, n, k, lda, ldb, ldc, relu, a_s, b_s) };
+    }
+}
+
+kernel! {
+    /// Ablation: [`matmul_relu_warptiled_k8()`] with stage 3's row-major thread layout
+    /// (16x16 threads, groups 64 apart) instead of warp tiles.
+    ///
+    /// # Safety
+    /// As `matmul_relu_tiled`.
+    pub unsafe fn matmul_relu_warptiled_k8_rowmajor(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, relu: u32) {
+        let a_s = shared_array!(MM_WT8R_A, f32, 2 * WarpTiling::<1>::STAGE);
+        let b_s = shared_array!(MM_WT8R_B, f32, 2 * WarpTiling::<1>::STAGE);
+        // SAFETY: kernel contract; the arrays are this kernel's own.
+        unsafe { warptiled::<1, false>(a, b, c, m, n, k, lda, ldb, ldc, relu, a_s, b_s) };
     }
 }

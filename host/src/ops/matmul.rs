@@ -21,6 +21,8 @@ pub enum MatmulKernel {
     WarpTiled,
     /// `WarpTiled` with K steps of 8 (candidate under measurement).
     WarpTiledK8,
+    /// Ablation: `WarpTiledK8` with `TiledDoubleBuffered`'s row-major thread layout.
+    WarpTiledK8RowMajor,
     /// `WarpTiledK8` fed by a 4-stage `cp.async` pipeline: global to shared memory
     /// with no registers in between, 3 K steps in flight.
     Pipelined,
@@ -30,12 +32,13 @@ pub enum MatmulKernel {
 
 impl MatmulKernel {
     /// All stages, slowest first.
-    pub const ALL: [MatmulKernel; 7] = [
+    pub const ALL: [MatmulKernel; 8] = [
         MatmulKernel::Naive,
         MatmulKernel::Tiled,
         MatmulKernel::TiledDoubleBuffered,
         MatmulKernel::WarpTiled,
         MatmulKernel::WarpTiledK8,
+        MatmulKernel::WarpTiledK8RowMajor,
         MatmulKernel::Pipelined,
         MatmulKernel::PipelinedK16,
     ];
@@ -49,6 +52,7 @@ impl MatmulKernel {
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
             MatmulKernel::WarpTiled => "warptiled",
             MatmulKernel::WarpTiledK8 => "warptiled-k8",
+            MatmulKernel::WarpTiledK8RowMajor => "warptiled-k8-rowmajor",
             MatmulKernel::Pipelined => "pipelined",
             MatmulKernel::PipelinedK16 => "pipelined-k16",
         }
@@ -121,6 +125,7 @@ pub fn matmul(gpu: &Gpu, kernel: MatmulKernel, a: &Buffer<f32>, b: &Buffer<f32>,
                     MatmulKernel::TiledDoubleBuffered => gpu.launch::<matmul_tiled_db::matmul_relu_tiled_db>(cfg, args),
                     MatmulKernel::WarpTiled => gpu.launch::<matmul_warptiled::matmul_relu_warptiled>(cfg, args),
                     MatmulKernel::WarpTiledK8 => gpu.launch::<matmul_warptiled::matmul_relu_warptiled_k8>(cfg, args),
+                    MatmulKernel::WarpTiledK8RowMajor => gpu.launch::<matmul_warptiled::matmul_relu_warptiled_k8_rowmajor>(cfg, args),
                     MatmulKernel::Pipelined => gpu.launch::<matmul_pipelined::matmul_relu_pipelined>(cfg, args),
                     MatmulKernel::PipelinedK16 => gpu.launch::<matmul_pipelined::matmul_relu_pipelined_k16>(cfg, args),
                     MatmulKernel::Naive => unreachable!("handled above"),
