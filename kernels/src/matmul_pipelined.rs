@@ -219,3 +219,75 @@ kernel! {
         unsafe { pipelined::<2, STAGES_K16, 2>(a, b, c, m, n, k, lda, ldb, ldc, relu, a_s, b_s) };
     }
 }
+
+/// Issues slice `l` of B for the K step at `k0` into one stage: one 16-byte copy
+/// when B's rows are aligned (zero-filled past the edges), else 4 of 4 bytes.
+///
+/// # Safety
+/// As [`issue`].
+#[inline(always)]
+unsafe fn issue_b<const L: usize>(tl: &WarpTiling<L>, b_st: Smem<f32>, k0: u32, l: u32) {
+    let gc = tl.col0 + tl.lb_col;
+    let kr = 8 * l + tl.lb_k;
+    let kb = k0 + kr;
+    let dst = b_st.add((kr * MM_BN + tl.lb_col) as usize);
+    if tl.interior && k0 + WarpTiling::<L>::BK <= tl.k {
+        // SAFETY: row kb < k, columns gc..gc+4 <= n, 16-aligned (interior block).
+        unsafe { copy_async::<16>(dst, tl.b.wrapping_add((kb * tl.ldb + gc) as usize), 16) };
+    } else if is_aligned16(tl.b) && tl.ldb % 4 == 0 {
+        let valid = if kb < tl.k && gc < tl.n { (tl.n - gc).min(4) } else { 0 };
+        let src = if valid > 0 { tl.b.wrapping_add((kb * tl.ldb + gc) as usize) } else { tl.b };
+        // SAFETY: `valid` floats of row kb from column gc are in B, 16-byte aligned;
+        // else B's base with 0 bytes read.
+        unsafe { copy_async::<16>(dst, src, 4 * valid) };
+    } else {
+        unroll!(4, J => {
+            let ok = kb < tl.k && gc + (J as u32) < tl.n;
+            let src = if ok { tl.b.wrapping_add((kb * tl.ldb + gc + J as u32) as usize) } else { tl.b };
+            // SAFETY: as above, one float at a time.
+            unsafe { copy_async::<4>(dst.add(J), src, if ok { 4 } else { 0 }) };
+        });
+    }
+}
+
+launch_bounds!(matmul_relu_hybrid, MM_THREADS, 2);
+
+kernel! {
+    /// Candidate: stage 4 (K steps of 8, two stages) with B copied by `cp.async` and
+    /// A still through registers (its transpose needs them).
+    ///
+    /// # Safety
+    /// As `matmul_relu_tiled`.
+    pub unsafe fn matmul_relu_hybrid(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, relu: u32) {
+        let a_s = shared_array!(MM_HY_A, f32, 2 * WarpTiling::<1>::STAGE);
+        let b_s = shared_array!(MM_HY_B, f32, 2 * WarpTiling::<1>::STAGE);
+        let stage = WarpTiling::<1>::STAGE;
+        let tl = WarpTiling::<1>::new(a, b, c, m, n, k, lda, ldb, ldc, thread_idx().x);
+        let mut acc = [[0.0f32; TN]; TM];
+        let steps = k.div_ceil(8);
+        // SAFETY (all blocks below): kernel contract; stage offsets stay inside this
+        // kernel's own arrays. Step s+1's B copies land by the wait at the end of step
+        // s, and the barrier after it publishes them with A's stores.
+        unsafe {
+            tl.store_a(a_s, 0, tl.load_a(0, 0));
+            issue_b(&tl, b_s, 0, 0);
+        }
+        commit();
+        wait::<0>();
+        sync_threads();
+        let mut s = 0u32;
+        while s < steps {
+            let cur = (s as usize % 2) * stage;
+            let nxt = stage - cur;
+            let na = unsafe { tl.load_a((s + 1) * 8, 0) };
+            unsafe { issue_b(&tl, b_s.add(nxt), (s + 1) * 8, 0) };
+            commit();
+            unsafe { tl.compute(a_s.add(cur), b_s.add(cur), 0, &mut acc) };
+            unsafe { tl.store_a(a_s.add(nxt), 0, na) };
+            wait::<0>();
+            sync_threads();
+            s += 1;
+        }
+        unsafe { tl.write(c, ldc, relu, &acc) };
+    }
+}

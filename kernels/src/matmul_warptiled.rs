@@ -138,26 +138,47 @@ impl<const L: usize> WarpTiling<L> {
     /// The kernel's contract (A and B readable as described).
     #[inline(always)]
     unsafe fn load(&self, k0: u32, l: u32) -> (F32x4, F32x4) {
-        let (gr, gc) = (self.row0 + self.la_row, self.col0 + self.lb_col);
-        let (ka, kb) = (k0 + 8 * l + self.la_k, k0 + 8 * l + self.lb_k);
+        // SAFETY: forwarded.
+        unsafe { (self.load_a(k0, l), self.load_b(k0, l)) }
+    }
+
+    /// The A half of [`load`](Self::load).
+    ///
+    /// # Safety
+    /// As `load`.
+    #[inline(always)]
+    pub(crate) unsafe fn load_a(&self, k0: u32, l: u32) -> F32x4 {
+        let gr = self.row0 + self.la_row;
+        let ka = k0 + 8 * l + self.la_k;
         if self.interior && k0 + Self::BK <= self.k {
-            // SAFETY: interior block and a whole K step: every index is in range, and
-            // rows are 16-byte aligned.
-            unsafe { (load4(self.a.add((gr * self.lda + ka) as usize)), load4(self.b.add((kb * self.ldb + gc) as usize))) }
+            // SAFETY: interior block and a whole K step: in range, rows 16-byte aligned.
+            unsafe { load4(self.a.add((gr * self.lda + ka) as usize)) }
+        } else if gr < self.m && ka < self.k {
+            let vec_a = is_aligned16(self.a) && self.lda % 4 == 0;
+            // SAFETY: row gr < m; columns ka.. of which min(4, k - ka) exist.
+            unsafe { load4_first(self.a.add((gr * self.lda + ka) as usize), self.k - ka, vec_a) }
         } else {
-            let mut av = F32x4::default();
-            let mut bv = F32x4::default();
-            if gr < self.m && ka < self.k {
-                // SAFETY: row gr < m; columns ka.. of which min(4, k - ka) exist.
-                let vec_a = is_aligned16(self.a) && self.lda % 4 == 0;
-                av = unsafe { load4_first(self.a.add((gr * self.lda + ka) as usize), self.k - ka, vec_a) };
-            }
-            if kb < self.k && gc < self.n {
-                // SAFETY: row kb < k; columns gc.. of which min(4, n - gc) exist.
-                let vec_b = is_aligned16(self.b) && self.ldb % 4 == 0;
-                bv = unsafe { load4_first(self.b.add((kb * self.ldb + gc) as usize), self.n - gc, vec_b) };
-            }
-            (av, bv)
+            F32x4::default()
+        }
+    }
+
+    /// The B half of [`load`](Self::load).
+    ///
+    /// # Safety
+    /// As `load`.
+    #[inline(always)]
+    unsafe fn load_b(&self, k0: u32, l: u32) -> F32x4 {
+        let gc = self.col0 + self.lb_col;
+        let kb = k0 + 8 * l + self.lb_k;
+        if self.interior && k0 + Self::BK <= self.k {
+            // SAFETY: interior block and a whole K step: in range, rows 16-byte aligned.
+            unsafe { load4(self.b.add((kb * self.ldb + gc) as usize)) }
+        } else if kb < self.k && gc < self.n {
+            let vec_b = is_aligned16(self.b) && self.ldb % 4 == 0;
+            // SAFETY: row kb < k; columns gc.. of which min(4, n - gc) exist.
+            unsafe { load4_first(self.b.add((kb * self.ldb + gc) as usize), self.n - gc, vec_b) }
+        } else {
+            F32x4::default()
         }
     }
 
@@ -168,6 +189,20 @@ impl<const L: usize> WarpTiling<L> {
     /// reads until a barrier.
     #[inline(always)]
     unsafe fn store(&self, a_s: Smem<f32>, b_s: Smem<f32>, l: u32, (av, bv): (F32x4, F32x4)) {
+        // SAFETY: forwarded.
+        unsafe {
+            self.store_a(a_s, l, av);
+            // Row 8l + lb_k < BK, lb_col + 4 <= 128, 16-aligned.
+            b_s.add(((8 * l + self.lb_k) * MM_BN + self.lb_col) as usize).store4(bv);
+        }
+    }
+
+    /// The A half of [`store`](Self::store).
+    ///
+    /// # Safety
+    /// As `store`.
+    #[inline(always)]
+    pub(crate) unsafe fn store_a(&self, a_s: Smem<f32>, l: u32, av: F32x4) {
         // Slice l's rows start 8l rows into the stage. The swizzle depends on bit 2 of
         // the row only, which `8l + J` (J < 4) shares with `la_k` (0 or 4): one
         // swizzled column for all four stores.
@@ -178,8 +213,6 @@ impl<const L: usize> WarpTiling<L> {
             // SAFETY: row 8l + la_k + J < BK, swizzled column < 128: inside the A stage.
             unsafe { a_l.add(((self.la_k + J as u32) * MM_BM + col) as usize).write(a4[J]) };
         });
-        // SAFETY: row 8l + lb_k < BK, lb_col + 4 <= 128, 16-aligned.
-        unsafe { b_s.add(((8 * l + self.lb_k) * MM_BN + self.lb_col) as usize).store4(bv) };
     }
 
     /// The 8 rank-1 updates of slice `l` of one stage into the thread's 8x8

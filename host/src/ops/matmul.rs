@@ -28,11 +28,13 @@ pub enum MatmulKernel {
     Pipelined,
     /// `Pipelined` with K steps of 16 and 3 stages (candidate under measurement).
     PipelinedK16,
+    /// `WarpTiledK8` with only B by `cp.async` (candidate under measurement).
+    Hybrid,
 }
 
 impl MatmulKernel {
     /// All stages, slowest first.
-    pub const ALL: [MatmulKernel; 8] = [
+    pub const ALL: [MatmulKernel; 9] = [
         MatmulKernel::Naive,
         MatmulKernel::Tiled,
         MatmulKernel::TiledDoubleBuffered,
@@ -41,6 +43,7 @@ impl MatmulKernel {
         MatmulKernel::WarpTiledK8RowMajor,
         MatmulKernel::Pipelined,
         MatmulKernel::PipelinedK16,
+        MatmulKernel::Hybrid,
     ];
     /// The fastest stage at large sizes: what [`matmul_host`] users should pick.
     pub const BEST: MatmulKernel = MatmulKernel::WarpTiled;
@@ -55,6 +58,7 @@ impl MatmulKernel {
             MatmulKernel::WarpTiledK8RowMajor => "warptiled-k8-rowmajor",
             MatmulKernel::Pipelined => "pipelined",
             MatmulKernel::PipelinedK16 => "pipelined-k16",
+            MatmulKernel::Hybrid => "hybrid",
         }
     }
 }
@@ -128,6 +132,7 @@ pub fn matmul(gpu: &Gpu, kernel: MatmulKernel, a: &Buffer<f32>, b: &Buffer<f32>,
                     MatmulKernel::WarpTiledK8RowMajor => gpu.launch::<matmul_warptiled::matmul_relu_warptiled_k8_rowmajor>(cfg, args),
                     MatmulKernel::Pipelined => gpu.launch::<matmul_pipelined::matmul_relu_pipelined>(cfg, args),
                     MatmulKernel::PipelinedK16 => gpu.launch::<matmul_pipelined::matmul_relu_pipelined_k16>(cfg, args),
+                    MatmulKernel::Hybrid => gpu.launch::<matmul_pipelined::matmul_relu_hybrid>(cfg, args),
                     MatmulKernel::Naive => unreachable!("handled above"),
                 }
             }
