@@ -83,8 +83,13 @@ pub unsafe fn load4_first(p: *const f32, valid: u32, vec_ok: bool) -> F32x4 {
         // SAFETY: caller: 4 readable floats, aligned when vec_ok.
         unsafe { load4(p) }
     } else {
+        // Volatile on purpose: with plain loads LLVM sinks the `p[3]` read of this
+        // path and the vector path's lane w into one scalar load after the branch.
+        // The vector path then issues a second load into a register its vector load
+        // is still filling, and every call waits out a full global-memory latency
+        // (ncu: 19% of the warp-tiled matmul's stall samples on that one load).
         // SAFETY: caller: `valid` readable floats.
-        let g = |j: u32| if j < valid { unsafe { *p.add(j as usize) } } else { 0.0 };
+        let g = |j: u32| if j < valid { unsafe { p.add(j as usize).read_volatile() } } else { 0.0 };
         F32x4 { x: g(0), y: g(1), z: g(2), w: g(3) }
     }
 }
