@@ -24,8 +24,8 @@ if command -v ncu >/dev/null; then
   ncu --clock-control none --kernel-name matmul_relu_tiled --launch-skip 2 --launch-count 1 \
     --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed \
     bin/matmul_relu >"$LOG/ncu.log" 2>&1; echo "ncu rc=$?"; grep -E "l1tex|smsp|sm__" "$LOG/ncu.log"
-  ncu --clock-control none --kernel-name regex:matmul_relu_tiled --launch-skip 3 --launch-count 2 \
+  ncu --clock-control none --kernel-name regex:"^matmul_relu_(tiled_db|warptiled)$" --launch-skip 2 --launch-count 2 \
     --section WarpStateStats --section SchedulerStats bin/matmul_relu >"$LOG/ncu_stalls.log" 2>&1
-  grep -E "matmul_relu_tiled|Issued Warp|No Eligible|Warp Cycles Per Issued|Stall" "$LOG/ncu_stalls.log" | head -30
+  grep -E "matmul_relu_|Issued Warp|No Eligible|Warp Cycles Per Issued|Stall" "$LOG/ncu_stalls.log" | head -30
 fi
 tar czf "$OUT/check-logs.tgz" -C "$(dirname "$LOG")" logs

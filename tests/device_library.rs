@@ -308,38 +308,39 @@ fn matmul_a_tile_store_banks() {
     }
 }
 
-/// Passes of one warp-wide 16-byte shared load: every lane's 4 words, counted
-/// per bank (distinct words only; shared words are broadcast).
-fn vector_passes(starts: impl Iterator<Item = u32>) -> u32 {
-    let words: Vec<u32> = starts.flat_map(|a| (0..4).map(move |j| a + 4 * j)).collect();
-    conflict_degree(&words)
+/// Distinct bytes that one warp-wide 16-byte shared load touches.
+fn distinct_bytes(starts: impl Iterator<Item = u32>) -> u32 {
+    let mut v: Vec<u32> = starts.collect();
+    v.sort();
+    v.dedup();
+    16 * v.len() as u32
 }
 
 #[test]
-fn matmul_warp_tiling_shared_passes() {
+fn matmul_warp_tiling_layout() {
     use kernels::config::{MM_BM, MM_BN};
     use kernels::matmul_warptiled::{warp_tile_origin, WARP_M, WARP_N};
     // Per k, each thread reads 2 A vectors (its 8 rows) and 2 B vectors (its 8 columns)
-    // from the k-th rows of As[k][128] and Bs[k][128]. Count passes for warp 3, k = 5
-    // (swizzled A rows): stage 3 maps thread t to (ty, tx) = (t/16, t%16) with rows
-    // {4ty, 64+4ty} and columns {4tx, 64+4tx}; stage 4 uses `warp_tile_origin`.
+    // from the k-th rows of As[k][128] and Bs[k][128]. Warp 3, k = 5 (swizzled A rows).
+    // Stage 3 maps thread t to (ty, tx) = (t/16, t%16) with rows {4ty, 64+4ty} and
+    // columns {4tx, 64+4tx}; stage 4 uses `warp_tile_origin`.
     let k = 5u32;
     let warp = 3u32 * 32..4 * 32;
     let a_row = |m: u32| 4 * (k * MM_BM + matmul_a(k, m));
     let b_row = |n: u32| 4 * (MM_BM * 8 + k * MM_BN + n);
-    let stage3: u32 = [0, 64]
-        .iter()
-        .map(|&off| vector_passes(warp.clone().map(|t| a_row(4 * (t / 16) + off))) + vector_passes(warp.clone().map(|t| b_row(4 * (t % 16) + off))))
-        .sum();
-    let stage4: u32 = [0, 1]
-        .iter()
-        .map(|&h| {
-            vector_passes(warp.clone().map(|t| a_row(warp_tile_origin(t).0 + h * WARP_M / 2)))
-                + vector_passes(warp.clone().map(|t| b_row(warp_tile_origin(t).1 + h * WARP_N / 2)))
-        })
-        .sum();
-    assert_eq!(stage3, 6, "stage 3: 2 A loads x 1 pass + 2 B loads x 2 passes (16 distinct vectors = 256 bytes)");
-    assert_eq!(stage4, 4, "stage 4: every load is 1 pass (A: 4 distinct vectors, B: 8 = 128 bytes)");
+    for off in [0, 64] {
+        assert_eq!(distinct_bytes(warp.clone().map(|t| a_row(4 * (t / 16) + off))), 32, "stage 3 A load: 2 vectors");
+        assert_eq!(distinct_bytes(warp.clone().map(|t| b_row(4 * (t % 16) + off))), 256, "stage 3 B load: 16 vectors");
+    }
+    for h in [0, 1] {
+        let a = warp.clone().map(|t| a_row(warp_tile_origin(t).0 + h * WARP_M / 2));
+        let b: Vec<u32> = warp.clone().map(|t| b_row(warp_tile_origin(t).1 + h * WARP_N / 2)).collect();
+        assert_eq!(distinct_bytes(a), 64, "stage 4 A load: 4 vectors");
+        assert_eq!(distinct_bytes(b.iter().copied()), 128, "stage 4 B load: 8 vectors");
+        // 128 contiguous bytes: every bank once, no conflict.
+        let words: Vec<u32> = b.iter().flat_map(|&a| (0..4).map(move |j| a + 4 * j)).collect();
+        assert_eq!(conflict_degree(&words), 1);
+    }
     // The warp tiles cover the block tile exactly once.
     let mut seen = vec![0u32; (MM_BM * MM_BN) as usize];
     for t in 0..kernels::config::MM_THREADS {

@@ -5,13 +5,15 @@ use rust_simt::profile::{find_ptxas, kernel_names, kernel_ptx, ptxas_report, res
 #[test]
 fn every_kernel_is_in_the_module() {
     let names = kernel_names();
-    for k in ["gelu_fused", "gelu_erf_fused", "softmax_fused", "row_sum", "row_max", "matmul_relu_naive", "matmul_relu_tiled", "fill_f32"] {
+    for k in ["gelu_fused", "gelu_erf_fused", "softmax_fused", "row_sum", "row_max", "matmul_relu_naive", "matmul_relu_tiled", "matmul_relu_tiled_db", "matmul_relu_warptiled", "fill_f32"] {
         assert!(names.iter().any(|n| n == k), "{k} missing from the PTX module: {names:?}");
         assert!(kernel_ptx(k).unwrap().contains(".entry"), "{k}");
     }
     assert!(rust_simt::PTX.contains(".target sm_"), "PTX has a .target");
-    let db = kernel_ptx("matmul_relu_tiled_db").unwrap();
-    assert!(db.contains(".maxntid 256, 1, 1") && db.contains(".minnctapersm 2"), "launch bounds applied by build.rs");
+    for k in ["matmul_relu_tiled_db", "matmul_relu_warptiled"] {
+        let ptx = kernel_ptx(k).unwrap();
+        assert!(ptx.contains(".maxntid 256, 1, 1") && ptx.contains(".minnctapersm 2"), "{k}: launch bounds applied by build.rs");
+    }
 }
 
 #[test]
@@ -27,7 +29,9 @@ fn ptxas_assembles_without_spills() {
         }
         let tiled = res.iter().find(|r| r.kernel == "matmul_relu_tiled").unwrap();
         assert_eq!(tiled.smem_bytes, 4 * 2 * 8 * 128, "two 8x128 f32 tiles");
-        let db = res.iter().find(|r| r.kernel == "matmul_relu_tiled_db").unwrap();
-        assert!(db.registers <= 128, "launch_bounds!(.., 256, 2) caps registers at 128, got {}", db.registers);
+        for k in ["matmul_relu_tiled_db", "matmul_relu_warptiled"] {
+            let r = res.iter().find(|r| r.kernel == k).unwrap();
+            assert!(r.registers <= 128, "{k}: launch_bounds!(.., 256, 2) caps registers at 128, got {}", r.registers);
+        }
     }
 }

@@ -50,7 +50,6 @@ pub mod warp;
 
 pub mod gelu;
 pub mod matmul_naive;
-pub mod matmul_pipelined;
 pub mod matmul_tiled;
 pub mod matmul_tiled_db;
 pub mod matmul_warptiled;

@@ -1,6 +1,6 @@
 //! `C = relu?(A·B)`: naive and tiled kernels, any shape, row-major with strides.
 use kernels::config::{MM_BM, MM_BN, MM_THREADS, NAIVE_TILE};
-use kernels::{matmul_naive, matmul_pipelined, matmul_tiled, matmul_tiled_db, matmul_warptiled};
+use kernels::{matmul_naive, matmul_tiled, matmul_tiled_db, matmul_warptiled};
 
 use super::{check_matrix, Layout};
 use crate::error::{Result, SimtError};
@@ -16,37 +16,14 @@ pub enum MatmulKernel {
     /// `Tiled`, double-buffered: next K step's loads in flight during compute,
     /// two shared stages, one barrier per step, launch bounds (256, 2).
     TiledDoubleBuffered,
-    /// `TiledDoubleBuffered` with warp tiling (32x64 per warp: 4 shared passes per
-    /// k instead of 10), K steps of 16, unchecked loads/stores in interior blocks.
+    /// `TiledDoubleBuffered` with warp tiles (32x64 per warp) and unchecked loads and
+    /// stores in interior blocks: the fastest stage.
     WarpTiled,
-    /// `WarpTiled` with K steps of 8 (candidate under measurement).
-    WarpTiledK8,
-    /// Ablation: `WarpTiledK8` with `TiledDoubleBuffered`'s row-major thread layout.
-    WarpTiledK8RowMajor,
-    /// `WarpTiledK8` fed by a 4-stage `cp.async` pipeline: global to shared memory
-    /// with no registers in between, 3 K steps in flight.
-    Pipelined,
-    /// `Pipelined` with K steps of 16 and 3 stages (candidate under measurement).
-    PipelinedK16,
-    /// `WarpTiledK8` with only B by `cp.async` (candidate under measurement).
-    Hybrid,
 }
 
 impl MatmulKernel {
     /// All stages, slowest first.
-    pub const ALL: [MatmulKernel; 9] = [
-        MatmulKernel::Naive,
-        MatmulKernel::Tiled,
-        MatmulKernel::TiledDoubleBuffered,
-        MatmulKernel::WarpTiled,
-        MatmulKernel::WarpTiledK8,
-        MatmulKernel::WarpTiledK8RowMajor,
-        MatmulKernel::Pipelined,
-        MatmulKernel::PipelinedK16,
-        MatmulKernel::Hybrid,
-    ];
-    /// The fastest stage at large sizes: what [`matmul_host`] users should pick.
-    pub const BEST: MatmulKernel = MatmulKernel::WarpTiled;
+    pub const ALL: [MatmulKernel; 4] = [MatmulKernel::Naive, MatmulKernel::Tiled, MatmulKernel::TiledDoubleBuffered, MatmulKernel::WarpTiled];
     /// Short name for tables.
     pub fn name(self) -> &'static str {
         match self {
@@ -54,11 +31,6 @@ impl MatmulKernel {
             MatmulKernel::Tiled => "tiled",
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
             MatmulKernel::WarpTiled => "warptiled",
-            MatmulKernel::WarpTiledK8 => "warptiled-k8",
-            MatmulKernel::WarpTiledK8RowMajor => "warptiled-k8-rowmajor",
-            MatmulKernel::Pipelined => "pipelined",
-            MatmulKernel::PipelinedK16 => "pipelined-k16",
-            MatmulKernel::Hybrid => "hybrid",
         }
     }
 }
@@ -108,7 +80,7 @@ pub fn matmul(gpu: &Gpu, kernel: MatmulKernel, a: &Buffer<f32>, b: &Buffer<f32>,
             // SAFETY: all three views checked against their buffers; mapping per the docs.
             unsafe { gpu.launch::<matmul_naive::matmul_relu_naive>(cfg, args) }
         }
-        _ => {
+        MatmulKernel::Tiled | MatmulKernel::TiledDoubleBuffered | MatmulKernel::WarpTiled => {
             for (what, l) in [("A", s.a), ("B", s.b), ("C", s.c)] {
                 if l.min_len() as u64 > u32::MAX as u64 {
                     return Err(SimtError::TooLarge {
@@ -127,13 +99,7 @@ pub fn matmul(gpu: &Gpu, kernel: MatmulKernel, a: &Buffer<f32>, b: &Buffer<f32>,
                 match kernel {
                     MatmulKernel::Tiled => gpu.launch::<matmul_tiled::matmul_relu_tiled>(cfg, args),
                     MatmulKernel::TiledDoubleBuffered => gpu.launch::<matmul_tiled_db::matmul_relu_tiled_db>(cfg, args),
-                    MatmulKernel::WarpTiled => gpu.launch::<matmul_warptiled::matmul_relu_warptiled>(cfg, args),
-                    MatmulKernel::WarpTiledK8 => gpu.launch::<matmul_warptiled::matmul_relu_warptiled_k8>(cfg, args),
-                    MatmulKernel::WarpTiledK8RowMajor => gpu.launch::<matmul_warptiled::matmul_relu_warptiled_k8_rowmajor>(cfg, args),
-                    MatmulKernel::Pipelined => gpu.launch::<matmul_pipelined::matmul_relu_pipelined>(cfg, args),
-                    MatmulKernel::PipelinedK16 => gpu.launch::<matmul_pipelined::matmul_relu_pipelined_k16>(cfg, args),
-                    MatmulKernel::Hybrid => gpu.launch::<matmul_pipelined::matmul_relu_hybrid>(cfg, args),
-                    MatmulKernel::Naive => unreachable!("handled above"),
+                    _ => gpu.launch::<matmul_warptiled::matmul_relu_warptiled>(cfg, args),
                 }
             }
         }
