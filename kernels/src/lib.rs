@@ -19,6 +19,7 @@
 //! | [`shared`] | static and dynamic shared memory | any |
 //! | [`math`] | fast exp/exp2/tanh/rcp/fma/erf with stated errors | `tanh.approx`: sm_75+ |
 //! | [`memory`] | 16-byte vector loads and stores | any |
+//! | [`pipeline`] | `cp.async` global-to-shared copies, commit groups, waits | sm_80+ |
 //! | [`swizzle`] | XOR swizzles and bank arithmetic | any |
 //! | [`atomic`] | f32 atomic add | sm_20+ |
 //! | [`config`] | block and tile sizes shared with the host | - |
