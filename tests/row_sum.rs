@@ -53,6 +53,19 @@ fn many_short_rows() {
 }
 
 #[test]
+fn every_lane_group_size() {
+    // Short rows take groups of 1, 2, 4, 8, 16 or 32 lanes per row; row counts that do
+    // not fill the last warp, aligned and misaligned strides.
+    use rust_simt::ops::row_sum::lanes_per_row;
+    assert_eq!([1, 4, 5, 16, 17, 64, 128, 1024].map(lanes_per_row), [1, 1, 2, 4, 8, 16, 32, 32]);
+    for cols in [1, 2, 4, 5, 8, 12, 16, 17, 33, 64, 127] {
+        for (rows, ld) in [(1001, cols), (37, cols + 1), (8, cols + 4)] {
+            check(rows, cols, ld, -1.0, 1.0);
+        }
+    }
+}
+
+#[test]
 fn bad_inputs_are_errors() {
     let g = gpu();
     let x = g.upload(&[1.0f32; 10]).unwrap();

@@ -162,7 +162,7 @@ impl<'g> Demo<'g> {
             row_sum::row_sum(g, &xb, rows, cols, &mut out)?;
             let (splits, chunk) = row_sum::plan(g, rows, cols);
             let how = if cols <= kernels::config::WARP_ROW_MAX_COLS as usize {
-                "a warp per row (row_sum_warp, no barriers)".to_string()
+                format!("{} lanes per row (row_sum_warp, no barriers)", row_sum::lanes_per_row(cols))
             } else {
                 format!("{splits} block(s) per row ({chunk} columns each)")
             };

@@ -115,3 +115,44 @@ pub unsafe fn store4_first(p: *mut f32, v: F32x4, valid: u32, vec_ok: bool) {
         });
     }
 }
+
+/// Loads `p[0..4]`: one 16-byte load when `vec`, else four scalar loads (for rows
+/// that are not 16-byte aligned).
+///
+/// The scalar path is volatile for the same reason as in [`load4_first`]: with plain
+/// loads, LLVM merges the two paths into the scalar one. Measured on the fused
+/// softmax (H100, 2026-11-22): its "vector" loop issued only 4-byte accesses.
+///
+/// # Safety
+/// `p[0..4]` readable; `p` 16-byte aligned when `vec`.
+#[inline(always)]
+pub unsafe fn load4_or_scalar(p: *const f32, vec: bool) -> F32x4 {
+    if vec {
+        // SAFETY: caller: readable and aligned.
+        unsafe { load4(p) }
+    } else {
+        // SAFETY: caller: 4 readable floats.
+        unsafe { F32x4 { x: p.read_volatile(), y: p.add(1).read_volatile(), z: p.add(2).read_volatile(), w: p.add(3).read_volatile() } }
+    }
+}
+
+/// Stores `v` to `p[0..4]`: one 16-byte store when `vec`, else four scalar stores
+/// (volatile, as in [`load4_or_scalar`]).
+///
+/// # Safety
+/// `p[0..4]` writable; `p` 16-byte aligned when `vec`.
+#[inline(always)]
+pub unsafe fn store4_or_scalar(p: *mut f32, v: F32x4, vec: bool) {
+    if vec {
+        // SAFETY: caller: writable and aligned.
+        unsafe { store4(p, v) }
+    } else {
+        // SAFETY: caller: 4 writable floats.
+        unsafe {
+            p.write_volatile(v.x);
+            p.add(1).write_volatile(v.y);
+            p.add(2).write_volatile(v.z);
+            p.add(3).write_volatile(v.w);
+        }
+    }
+}

@@ -51,56 +51,73 @@ kernel! {
 }
 
 kernel! {
-    /// `out[r] = Σ_c x[r, c]` for short rows: one warp per row, no barriers.
+    /// `out[r] = Σ_c x[r, c]` for short rows: `group` lanes per row, no barriers.
     ///
-    /// A block per row wastes a 256-thread block and two barriers on a 16-float row;
-    /// here each warp owns a row, its lanes stride over it (16-byte loads when the
-    /// row is aligned) and 5 xor-shuffles finish the sum.
+    /// A block per row wastes a 256-thread block and two barriers on a 16-float row,
+    /// and even a warp per row leaves 28 of 32 lanes idle there (one 16-byte load
+    /// covers 4 floats). So a warp splits into groups of `group` lanes (a power of
+    /// two, 1 to 32, chosen by the host as about `cols / 4`): each group owns one row,
+    /// its lanes stride over it with 16-byte loads when the row is aligned, and
+    /// `log2(group)` xor-shuffles inside the group finish the sum. At 16 columns a
+    /// warp sums 8 rows, reading 512 contiguous bytes per load instruction.
     ///
     /// # Safety
     /// `x` readable at `x[r*ld + c]` for `r < rows, c < cols`; `out` writable for
-    /// `rows` floats; the block has a multiple of 32 threads.
+    /// `rows` floats; the block has a multiple of 32 threads; `group` is a power of
+    /// two in 1..=32.
     ///
     /// # Thread Mapping
-    /// Warp `w` of block `b` takes row `b·(blockDim.x/32) + w`;
-    /// `grid.x = ceil(rows / (WARP_ROWS_THREADS/32))`.
-    pub unsafe fn row_sum_warp(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32) {
-        let r = (block_idx().x * (crate::thread::block_dim().x / 32) + crate::warp::warp_id()) as usize;
-        // The whole warp leaves together (same r): no shuffle is left half-reached.
-        if r >= rows as usize {
-            return;
+    /// Warp `w` of block `b` (global warp `W = b·(blockDim.x/32) + w`) takes rows
+    /// `W·(32/group) ..+32/group`; lane `l` works on row `W·(32/group) + l/group`
+    /// as member `l % group` of its group.
+    /// `grid.x = ceil(rows / ((WARP_ROWS_THREADS/32)·(32/group)))`.
+    pub unsafe fn row_sum_warp(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, group: u32) {
+        let lane = crate::warp::lane_id();
+        let per_warp = 32 / group;
+        let r = ((block_idx().x * (crate::thread::block_dim().x / 32) + crate::warp::warp_id()) * per_warp + lane / group) as usize;
+        let sub = (lane % group) as usize;
+        let mut s = 0.0f32;
+        if r < rows as usize {
+            // SAFETY: r < rows; the loop reads only [0, cols) of row r.
+            s = unsafe { group_range_sum(x.add(r * ld as usize), cols as usize, sub, group as usize) };
         }
-        // SAFETY: r < rows; the loop reads only [0, cols) of row r.
-        let s = unsafe { warp_range_sum(x.add(r * ld as usize), cols as usize) };
-        let s = crate::warp::warp_sum(s);
-        if crate::warp::lane_id() == 0 {
+        // Every lane takes part in every shuffle (the condition is warp-uniform), also
+        // lanes past the last row: a full-warp shuffle needs all 32.
+        let mut off = 16;
+        while off >= 1 {
+            if off < group {
+                s += crate::warp::shfl_xor_f32(s, off);
+            }
+            off /= 2;
+        }
+        if sub == 0 && r < rows as usize {
             // SAFETY: r < rows.
             unsafe { *out.add(r) = s };
         }
     }
 }
 
-/// One lane's partial sum of a row of `len` floats, lanes striding 4 floats apart.
+/// One lane's partial sum of a row of `len` floats: member `sub` of a group of
+/// `group` lanes, members striding 4 floats apart.
 ///
 /// # Safety
 /// `row[0..len]` is readable.
 #[inline(always)]
-unsafe fn warp_range_sum(row: *const f32, len: usize) -> f32 {
-    let lane = crate::warp::lane_id() as usize;
+unsafe fn group_range_sum(row: *const f32, len: usize, sub: usize, group: usize) -> f32 {
     let mut acc = 0.0f32;
     let len4 = if crate::memory::is_aligned16(row) { len & !3 } else { 0 };
-    let mut c = 4 * lane;
+    let mut c = 4 * sub;
     while c < len4 {
         // SAFETY: c + 4 <= len4 <= len, aligned.
         let v = unsafe { crate::memory::load4(row.add(c)) };
         acc += (v.x + v.y) + (v.z + v.w);
-        c += 128;
+        c += 4 * group;
     }
-    let mut c = len4 + lane;
+    let mut c = len4 + sub;
     while c < len {
         // SAFETY: c < len.
         acc += unsafe { *row.add(c) };
-        c += 32;
+        c += group;
     }
     acc
 }

@@ -13,7 +13,7 @@
 use crate::config::SOFTMAX_THREADS;
 use crate::kernel;
 use crate::math::{exp, rcp};
-use crate::memory::{is_aligned16, load4, store4, F32x4};
+use crate::memory::{is_aligned16, load4, load4_or_scalar, store4, store4_or_scalar};
 use crate::shared::dynamic_shared;
 use crate::shared_array;
 use crate::thread::{block_idx, global_index_x, thread_idx};
@@ -76,7 +76,7 @@ unsafe fn stage_row(xr: *const f32, s: *mut f32, n: usize, lane: usize, lanes: u
     let mut c = 4 * lane;
     while c < n4 {
         // SAFETY: c + 4 <= n4 <= n; `s + c` is 16-aligned (c % 4 == 0).
-        let v = unsafe { if vec { load4(xr.add(c)) } else { F32x4 { x: *xr.add(c), y: *xr.add(c + 1), z: *xr.add(c + 2), w: *xr.add(c + 3) } } };
+        let v = unsafe { load4_or_scalar(xr.add(c), vec) };
         unsafe { store4(s.add(c), v) };
         m = max_nan(max_nan(m, v.x), max_nan(v.y, max_nan(v.z, v.w)));
         c += 4 * lanes;
@@ -131,9 +131,7 @@ unsafe fn write_scaled(s: *const f32, yr: *mut f32, n: usize, lane: usize, lanes
     while c < n4 {
         // SAFETY: as `stage_row`.
         let o = unsafe { load4(s.add(c)) }.map(|v| v * inv);
-        unsafe {
-            if vec { store4(yr.add(c), o) } else { *yr.add(c) = o.x; *yr.add(c + 1) = o.y; *yr.add(c + 2) = o.z; *yr.add(c + 3) = o.w; }
-        }
+        unsafe { store4_or_scalar(yr.add(c), o, vec) };
         c += 4 * lanes;
     }
     let mut c = n4 + lane;

@@ -22,8 +22,9 @@ pub fn plan(gpu: &Gpu, rows: usize, cols: usize) -> (u32, u32) {
     (splits as u32, chunk as u32)
 }
 
-/// `out[r] = Σ_c x[r, c]` for a `rows x cols` view with row stride `ld`: a warp per
-/// row up to `WARP_ROW_MAX_COLS` columns, else blocks per row as [`plan`] says.
+/// `out[r] = Σ_c x[r, c]` for a `rows x cols` view with row stride `ld`: up to
+/// `WARP_ROW_MAX_COLS` columns a group of 1-32 lanes per row (`row_sum_warp`), else
+/// blocks per row as [`plan`] says.
 pub fn row_sum_strided(gpu: &Gpu, x: &Buffer<f32>, l: Layout, out: &mut Buffer<f32>) -> Result<()> {
     let op = "row_sum";
     check_matrix(op, "x", l, x)?;
@@ -31,11 +32,14 @@ pub fn row_sum_strided(gpu: &Gpu, x: &Buffer<f32>, l: Layout, out: &mut Buffer<f
         return Err(SimtError::Shape { op, detail: format!("out has {} elements for {} rows", out.len(), l.rows) });
     }
     if l.cols <= WARP_ROW_MAX_COLS as usize {
-        // Short rows: a warp per row, no barriers.
+        // Short rows: a group of lanes per row (about one lane per 16-byte vector,
+        // 1 to 32), no barriers.
+        let group = lanes_per_row(l.cols);
+        let rows_per_block = (WARP_ROWS_THREADS / 32) as usize * (32 / group) as usize;
         let rows = l.rows as u32;
-        let cfg = LaunchConfig { grid: dim3(rows.div_ceil(WARP_ROWS_THREADS / 32), 1, 1), block: dim3(WARP_ROWS_THREADS, 1, 1), shared_bytes: 0 };
-        // SAFETY: view checked; out holds rows floats; a warp per row.
-        return unsafe { gpu.launch::<k::row_sum_warp>(cfg, (x.ptr(), out.ptr_mut(), rows, l.cols as u32, l.ld as u32)) };
+        let cfg = LaunchConfig { grid: dim3(l.rows.div_ceil(rows_per_block) as u32, 1, 1), block: dim3(WARP_ROWS_THREADS, 1, 1), shared_bytes: 0 };
+        // SAFETY: view checked; out holds rows floats; group is a power of two <= 32.
+        return unsafe { gpu.launch::<k::row_sum_warp>(cfg, (x.ptr(), out.ptr_mut(), rows, l.cols as u32, l.ld as u32, group)) };
     }
     let (splits, chunk) = plan(gpu, l.rows, l.cols);
     let blocks = l.rows as u64 * splits as u64;
@@ -50,6 +54,12 @@ pub fn row_sum_strided(gpu: &Gpu, x: &Buffer<f32>, l: Layout, out: &mut Buffer<f
     let cfg = LaunchConfig { grid: dim3(blocks as u32, 1, 1), block: dim3(ROW_REDUCE_THREADS, 1, 1), shared_bytes: 0 };
     // SAFETY: view checked; out holds rows floats, zeroed above when splits > 1.
     unsafe { gpu.launch::<k::row_sum>(cfg, (x.ptr(), out.ptr_mut(), rows, l.cols as u32, l.ld as u32, splits, chunk)) }
+}
+
+/// Lanes that `row_sum_warp` gives each row of `cols <= WARP_ROW_MAX_COLS` columns:
+/// about one per 16-byte vector, a power of two from 1 to 32.
+pub fn lanes_per_row(cols: usize) -> u32 {
+    cols.div_ceil(4).next_power_of_two().clamp(1, 32) as u32
 }
 
 /// Contiguous [`row_sum_strided`].
