@@ -35,8 +35,8 @@ pub const MM_THREADS: u32 = (MM_BM / MM_TM) * (MM_BN / MM_TN);
 /// Warp width.
 pub const WARP_SIZE: u32 = 32;
 
-/// Threads per block of the warp-per-row kernels (8 rows per block).
+/// Threads per block of the barrier-free row kernels (8 warps).
 pub const WARP_ROWS_THREADS: u32 = 256;
-/// Rows up to this length take the warp-per-row kernels (`softmax_warp`,
-/// `row_sum_warp`): no barriers, only shuffles. Longer rows take a block per row.
+/// Rows up to this length take the barrier-free kernels: `softmax_warp` (a warp per
+/// row) and `row_sum_warp` (1 to 32 lanes per row). Longer rows take a block per row.
 pub const WARP_ROW_MAX_COLS: u32 = 1024;
