@@ -5,7 +5,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::bench::{copy_bandwidth, BenchConfig, Bencher, Stats};
 use crate::error::Result;
-use crate::gpu::Gpu;
+use crate::gpu::{Buffer, Gpu};
 use crate::ops::matmul::{matmul, MatmulKernel, MatmulShape};
 use crate::ops::{gelu, row_sum, softmax};
 use crate::{info, profile, reference, BackendKind};
@@ -215,13 +215,19 @@ impl<'g> Demo<'g> {
         Ok(())
     }
 
+    /// The GeLU input and output of sections 6 and 7: n random floats in [-1, 1] and an
+    /// output buffer (n = 2^22, or 2^14 for small runs).
+    fn gelu_buffers(&mut self) -> Result<(usize, Buffer<f32>, Buffer<f32>)> {
+        let n = if self.big { 1 << 22 } else { 1 << 14 };
+        let x = self.gpu.upload(&self.rand(n, -1.0, 1.0))?;
+        Ok((n, x, self.gpu.alloc::<f32>(n)?))
+    }
+
     /// Section 6: benchmarking done right (warm-up, events, L2 flush, median).
     pub fn benchmarking(&mut self) -> Result<()> {
         println!("== Benchmarking: why warm-ups, events, L2 flushes and medians ==");
         let g = self.gpu;
-        let n = if self.big { 1 << 22 } else { 1 << 14 };
-        let x = g.upload(&self.rand(n, -1.0, 1.0))?;
-        let mut y = g.alloc::<f32>(n)?;
+        let (n, x, mut y) = self.gelu_buffers()?;
         let cold = g.time_ms(|| gelu::gelu(g, &x, &mut y))?;
         let hot = Stats::from_samples((0..20).map(|_| g.time_ms(|| gelu::gelu(g, &x, &mut y))).collect::<Result<Vec<_>>>()?);
         let mut b = self.bencher()?;
@@ -249,9 +255,7 @@ impl<'g> Demo<'g> {
     pub fn profiling(&mut self) -> Result<()> {
         println!("== Profiling: which kernels does each region launch? ==");
         let g = self.gpu;
-        let n = if self.big { 1 << 22 } else { 1 << 14 };
-        let x = g.upload(&self.rand(n, -1.0, 1.0))?;
-        let mut y = g.alloc::<f32>(n)?;
+        let (n, x, mut y) = self.gelu_buffers()?;
         let mut tmp = g.alloc::<f32>(n)?;
         gelu::gelu_naive(g, &x, &mut y, &mut tmp)?; // warm-up
         let (_, recs) = g.profile(|| gelu::gelu_naive(g, &x, &mut y, &mut tmp))?;

@@ -13,7 +13,7 @@
 use crate::config::SOFTMAX_THREADS;
 use crate::kernel;
 use crate::math::{exp, rcp};
-use crate::memory::{is_aligned16, load4, load4_or_scalar, store4, store4_or_scalar};
+use crate::memory::{is_aligned16, load4, load4_first, store4, store4_or_scalar};
 use crate::shared::dynamic_shared;
 use crate::shared_array;
 use crate::thread::{block_idx, global_index_x, thread_idx};
@@ -76,7 +76,7 @@ unsafe fn stage_row(xr: *const f32, s: *mut f32, n: usize, lane: usize, lanes: u
     let mut c = 4 * lane;
     while c < n4 {
         // SAFETY: c + 4 <= n4 <= n; `s + c` is 16-aligned (c % 4 == 0).
-        let v = unsafe { load4_or_scalar(xr.add(c), vec) };
+        let v = unsafe { load4_first(xr.add(c), 4, vec) };
         unsafe { store4(s.add(c), v) };
         m = max_nan(max_nan(m, v.x), max_nan(v.y, max_nan(v.z, v.w)));
         c += 4 * lanes;
