@@ -12,8 +12,8 @@
 //! ```
 use std::path::PathBuf;
 
+use rust_simt::bench;
 use rust_simt::sweep::{self, Ceilings};
-use rust_simt::{bench, Gpu};
 
 fn main() {
     if let Err(e) = run() {
@@ -25,22 +25,37 @@ fn main() {
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |f: &str| args.iter().any(|a| a == f);
-    let value = |f: &str| args.iter().position(|a| a == f).and_then(|i| args.get(i + 1)).cloned();
+    let value = |f: &str| {
+        args.iter()
+            .position(|a| a == f)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     if let Some(csv) = value("--from") {
         let rows = sweep::read_csv(std::path::Path::new(&csv))?;
-        let num = |f: &str| value(f).and_then(|v| v.parse::<f64>().ok()).ok_or_else(|| format!("--from needs {f} N"));
-        let c = Ceilings { copy_gbps: num("--copy-gbps")?, fp32_tflops: num("--fp32-tflops")? };
+        let num = |f: &str| {
+            value(f)
+                .and_then(|v| v.parse::<f64>().ok())
+                .ok_or_else(|| format!("--from needs {f} N"))
+        };
+        let c = Ceilings {
+            copy_gbps: num("--copy-gbps")?,
+            fp32_tflops: num("--fp32-tflops")?,
+        };
         let out = PathBuf::from(value("--out").unwrap_or_else(|| "results".into()));
         std::fs::create_dir_all(&out)?;
         let device = value("--device").unwrap_or_else(|| "GPU".into());
         let table = sweep::summary(&rows, c);
         println!("{table}");
-        std::fs::write(out.join("summary.md"), format!("# Sweeps on {device}\n\n{table}"))?;
+        std::fs::write(
+            out.join("summary.md"),
+            format!("# Sweeps on {device}\n\n{table}"),
+        )?;
         let files = sweep::plot_all(&rows, &out, &device)?;
         println!("plots: {}", files.join(", "));
         return Ok(());
     }
-    let gpu = Gpu::new()?;
+    let gpu = rust_simt::gpu()?;
     println!("{}", gpu.describe());
     if !flag("--sweep") {
         return Ok(rust_simt::demo::Demo::new(&gpu)?.benchmarking()?);
@@ -51,7 +66,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let ops_arg = value("--ops").unwrap_or_else(|| "gelu,softmax,row_sum,matmul".into());
     let ops: Vec<&str> = ops_arg.split(',').collect();
     let copy_gbps = bench::copy_bandwidth(&gpu, if quick { 1 << 22 } else { 1 << 30 })?;
-    let c = Ceilings { copy_gbps, fp32_tflops: gpu.props().peak_fp32() / 1e12 };
+    let c = Ceilings {
+        copy_gbps,
+        fp32_tflops: gpu.props().peak_fp32() / 1e12,
+    };
     println!("ceilings: copy {:.0} GB/s (measured, read+write), FP32 {:.1} TFLOP/s (SMs x 128 x 2 x max clock)", c.copy_gbps, c.fp32_tflops);
     let mut rows = sweep::run(&gpu, &ops, quick)?;
     sweep::write_csv(&out.join("ours.csv"), &rows)?;
@@ -61,7 +79,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 println!("merged {} peer timings from {p}", peers.len());
                 rows.extend(peers.into_iter().filter(|r| ops.contains(&r.op.as_str())));
             }
-            Err(e) => println!("no peer timings ({p}: {e}); run scripts/peers.py where PyTorch is installed"),
+            Err(e) => println!(
+                "no peer timings ({p}: {e}); run scripts/peers.py where PyTorch is installed"
+            ),
         }
     }
     sweep::write_csv(&out.join("merged.csv"), &rows)?;

@@ -4,12 +4,23 @@
 mod common;
 use common::*;
 use kernels::selftest as p;
-use kernels::swizzle::{bank, conflict_degree, matmul_a, xor32};
+use kernels::simt_std::swizzle::{bank, conflict_degree, matmul_a, xor32};
 use rust_simt::emulator::{EmuError, Order};
 use rust_simt::{dim3, Gpu, LaunchConfig, SimtError};
 
-fn cfg(grid: (u32, u32, u32), block: (u32, u32, u32), shared: u32) -> LaunchConfig {
-    LaunchConfig { grid: dim3(grid.0, grid.1, grid.2), block: dim3(block.0, block.1, block.2), shared_bytes: shared }
+fn cfg(grid: (u32, u32, u32), block: (u32, u32, u32)) -> LaunchConfig {
+    LaunchConfig::new(
+        dim3(grid.0, grid.1, grid.2),
+        dim3(block.0, block.1, block.2),
+    )
+}
+
+/// A 1-D launch of `threads` threads in blocks of `block`.
+fn linear(threads: usize, block: u32) -> LaunchConfig {
+    cfg(
+        (threads.div_ceil(block as usize) as u32, 1, 1),
+        (block, 1, 1),
+    )
 }
 
 #[test]
@@ -19,7 +30,10 @@ fn thread_block_lane_and_warp_indices() {
     let threads = 12 * 64;
     let mut out = g.upload(&vec![u32::MAX; threads * 8]).unwrap();
     // SAFETY: 8 words per thread.
-    unsafe { g.launch::<p::probe_indices>(cfg(grid, block, 0), (out.ptr_mut(),)).unwrap() };
+    unsafe {
+        g.launch::<p::probe_indices>(cfg(grid, block), (out.ptr_mut(),))
+            .unwrap()
+    };
     let out = g.download(&out).unwrap();
     let mut g_id = 0;
     for bz in 0..2 {
@@ -49,16 +63,34 @@ fn shuffles_all_modes() {
     for arg in [0u32, 1, 3, 16, 31] {
         let mut out = g.upload(&vec![u32::MAX; 4 * n]).unwrap();
         // SAFETY: one word in and four out per thread; 64-thread blocks.
-        unsafe { g.launch::<p::probe_shuffles>(cfg((2, 1, 1), (64, 1, 1), 0), (xb.ptr(), out.ptr_mut(), arg)).unwrap() };
+        unsafe {
+            g.launch::<p::probe_shuffles>(
+                cfg((2, 1, 1), (64, 1, 1)),
+                (xb.ptr(), out.ptr_mut(), arg),
+            )
+            .unwrap()
+        };
         let out = g.download(&out).unwrap();
         for i in 0..n {
             let (lane, base) = (i % 32, i - i % 32);
             let at = |l: usize| x[base + l];
             let xor = at(lane ^ arg as usize);
-            let down = if lane + (arg as usize) < 32 { at(lane + arg as usize) } else { x[i] };
-            let up = if lane >= arg as usize { at(lane - arg as usize) } else { x[i] };
+            let down = if lane + (arg as usize) < 32 {
+                at(lane + arg as usize)
+            } else {
+                x[i]
+            };
+            let up = if lane >= arg as usize {
+                at(lane - arg as usize)
+            } else {
+                x[i]
+            };
             let idx = at((lane * arg as usize) % 32);
-            assert_eq!(&out[4 * i..4 * i + 4], &[xor, down, up, idx], "thread {i}, arg {arg}");
+            assert_eq!(
+                &out[4 * i..4 * i + 4],
+                &[xor, down, up, idx],
+                "thread {i}, arg {arg}"
+            );
         }
     }
 }
@@ -69,18 +101,34 @@ fn warp_and_block_reductions() {
     let (mut r, _) = rng("reductions");
     let (blocks, threads) = (3usize, 256usize);
     // small integers: every summation order gives the exact same f32
-    let x: Vec<f32> = (0..blocks * threads).map(|_| (r.gen_range(-50..50)) as f32).collect();
+    let x: Vec<f32> = (0..blocks * threads)
+        .map(|_| (r.gen_range(-50..50)) as f32)
+        .collect();
     let xb = g.upload(&x).unwrap();
     let mut out = poisoned(&g, 3 * x.len());
     // SAFETY: one float in and three out per thread.
-    unsafe { g.launch::<p::probe_reductions>(cfg((blocks as u32, 1, 1), (threads as u32, 1, 1), 0), (xb.ptr(), out.ptr_mut())).unwrap() };
+    unsafe {
+        g.launch::<p::probe_reductions>(
+            cfg((blocks as u32, 1, 1), (threads as u32, 1, 1)),
+            (xb.ptr(), out.ptr_mut()),
+        )
+        .unwrap()
+    };
     let out = g.download(&out).unwrap();
     for i in 0..x.len() {
         let w = &x[i - i % 32..i - i % 32 + 32];
         let b = &x[i - i % threads..i - i % threads + threads];
         assert_eq!(out[3 * i], w.iter().sum::<f32>(), "warp sum, thread {i}");
-        assert_eq!(out[3 * i + 1], w.iter().cloned().fold(f32::MIN, f32::max), "warp max, thread {i}");
-        assert_eq!(out[3 * i + 2], b.iter().sum::<f32>(), "block sum, thread {i}");
+        assert_eq!(
+            out[3 * i + 1],
+            w.iter().cloned().fold(f32::MIN, f32::max),
+            "warp max, thread {i}"
+        );
+        assert_eq!(
+            out[3 * i + 2],
+            b.iter().sum::<f32>(),
+            "block sum, thread {i}"
+        );
     }
 }
 use rand::Rng;
@@ -94,7 +142,10 @@ fn fast_math_within_documented_errors() {
     let xb = g.upload(&x).unwrap();
     let mut out = poisoned(&g, 7 * n);
     // SAFETY: n in, 7n out.
-    unsafe { g.launch::<p::probe_math>(LaunchConfig::linear(n, 128).unwrap(), (xb.ptr(), out.ptr_mut(), n as u32)).unwrap() };
+    unsafe {
+        g.launch::<p::probe_math>(linear(n, 128), (xb.ptr(), out.ptr_mut(), n as u32))
+            .unwrap()
+    };
     let out = g.download(&out).unwrap();
     let rel = |got: f32, want: f64| ((got as f64 - want) / want.abs().max(1e-30)).abs();
     for (i, &v) in x.iter().enumerate() {
@@ -102,14 +153,26 @@ fn fast_math_within_documented_errors() {
         let vd = v as f64;
         let (e, e2, th, tha, rc, er, fm) = (o[0], o[1], o[2], o[3], o[4], o[5], o[6]);
         // exp: 2 ulp + rounding of x·log2 e (|x|·2^-24)
-        assert!(rel(e, vd.exp()) <= 2.4e-7 + vd.abs() * 6e-8, "exp({v}) = {e}");
+        assert!(
+            rel(e, vd.exp()) <= 2.4e-7 + vd.abs() * 6e-8,
+            "exp({v}) = {e}"
+        );
         assert!(rel(e2, vd.exp2()) <= 2.4e-7, "exp2({v}) = {e2}");
-        assert!((th as f64 - vd.tanh()).abs() <= 2e-6 * vd.tanh().abs() + 3e-7, "tanh({v}) = {th}");
-        assert!((tha as f64 - vd.tanh()).abs() <= 1e-3 * vd.tanh().abs() + 1e-6, "tanh_approx({v}) = {tha}");
+        assert!(
+            (th as f64 - vd.tanh()).abs() <= 2e-6 * vd.tanh().abs() + 3e-7,
+            "tanh({v}) = {th}"
+        );
+        assert!(
+            (tha as f64 - vd.tanh()).abs() <= 1e-3 * vd.tanh().abs() + 1e-6,
+            "tanh_approx({v}) = {tha}"
+        );
         if v != 0.0 {
             assert!(rel(rc, 1.0 / vd) <= 1.2e-7, "rcp({v}) = {rc}");
         }
-        assert!((er as f64 - rust_simt::reference::erf(vd)).abs() <= 4e-7, "erf({v}) = {er}");
+        assert!(
+            (er as f64 - rust_simt::reference::erf(vd)).abs() <= 4e-7,
+            "erf({v}) = {er}"
+        );
         assert_eq!(fm, v.mul_add(v, 1.0), "fma({v}) is correctly rounded");
     }
 }
@@ -122,7 +185,10 @@ fn vector_loads_and_stores() {
     let xb = g.upload(&x).unwrap();
     let mut y = poisoned(&g, 4 * n);
     // SAFETY: 4n floats each, device allocations are 256-byte aligned.
-    unsafe { g.launch::<p::probe_vec4>(LaunchConfig::linear(n, 128).unwrap(), (xb.ptr(), y.ptr_mut(), n as u32)).unwrap() };
+    unsafe {
+        g.launch::<p::probe_vec4>(linear(n, 128), (xb.ptr(), y.ptr_mut(), n as u32))
+            .unwrap()
+    };
     let y = g.download(&y).unwrap();
     for i in 0..n {
         assert_eq!(&y[4 * (n - 1 - i)..4 * (n - i)], &x[4 * i..4 * i + 4]);
@@ -136,7 +202,8 @@ fn misaligned_vector_access_is_reported_on_the_emulator() {
     let mut y = g.alloc::<f32>(12).unwrap();
     // SAFETY (of the emulator run): in bounds; deliberately misaligned by one float,
     // which the emulator must report instead of running (a GPU would fault).
-    let e = unsafe { g.launch::<p::probe_vec4>(LaunchConfig::linear(2, 32).unwrap(), (x.ptr().add(1), y.ptr_mut(), 2)) }.unwrap_err();
+    let e = unsafe { g.launch::<p::probe_vec4>(linear(2, 32), (x.ptr().add(1), y.ptr_mut(), 2)) }
+        .unwrap_err();
     assert!(e.to_string().contains("misaligned"), "{e}");
 }
 
@@ -149,7 +216,13 @@ fn atomic_add() {
     let xb = g.upload(&x).unwrap();
     let mut acc = g.upload(&vec![0f32; slots]).unwrap();
     // SAFETY: n inputs, `slots` zeroed accumulators.
-    unsafe { g.launch::<p::probe_atomic>(LaunchConfig::linear(n, 256).unwrap(), (xb.ptr(), acc.ptr_mut(), n as u32, slots as u32)).unwrap() };
+    unsafe {
+        g.launch::<p::probe_atomic>(
+            linear(n, 256),
+            (xb.ptr(), acc.ptr_mut(), n as u32, slots as u32),
+        )
+        .unwrap()
+    };
     let acc = g.download(&acc).unwrap();
     for s in 0..slots {
         let want: f32 = (s..n).step_by(slots).map(|i| x[i]).sum(); // small integers: exact
@@ -166,7 +239,13 @@ fn dynamic_shared_memory() {
     let mut out = poisoned(&g, x.len() + 1);
     let bytes = (threads * 4) as u32 + 64;
     // SAFETY: sizes as the kernel documents.
-    unsafe { g.launch::<p::probe_dynamic_shared>(cfg((blocks as u32, 1, 1), (threads as u32, 1, 1), bytes), (xb.ptr(), out.ptr_mut())).unwrap() };
+    unsafe {
+        g.launch::<p::probe_dynamic_shared>(
+            cfg((blocks as u32, 1, 1), (threads as u32, 1, 1)),
+            (xb.ptr(), out.ptr_mut(), bytes),
+        )
+        .unwrap()
+    };
     let out = g.download(&out).unwrap();
     for b in 0..blocks {
         for t in 0..threads {
@@ -178,7 +257,12 @@ fn dynamic_shared_memory() {
 
 #[test]
 fn shared_memory_sum_with_barrier_is_right_under_every_order() {
-    let orders = [Order::InOrder, Order::Reversed, Order::Random(1), Order::Random(2)];
+    let orders = [
+        Order::InOrder,
+        Order::Reversed,
+        Order::Random(1),
+        Order::Random(2),
+    ];
     let mut gpus: Vec<Gpu> = orders.iter().map(|&o| emulator(o)).collect();
     gpus.push(gpu());
     for g in &gpus {
@@ -186,10 +270,18 @@ fn shared_memory_sum_with_barrier_is_right_under_every_order() {
         let xb = g.upload(&x).unwrap();
         let mut out = poisoned(g, 4);
         // SAFETY: 256 floats per block, one output per block.
-        unsafe { g.launch::<p::probe_shared_sum>(cfg((4, 1, 1), (256, 1, 1), 0), (xb.ptr(), out.ptr_mut())).unwrap() };
+        unsafe {
+            g.launch::<p::probe_shared_sum>(cfg((4, 1, 1), (256, 1, 1)), (xb.ptr(), out.ptr_mut()))
+                .unwrap()
+        };
         let out = g.download(&out).unwrap();
         for b in 0..4 {
-            assert_eq!(out[b], x[b * 256..(b + 1) * 256].iter().sum::<f32>(), "{}", g.describe());
+            assert_eq!(
+                out[b],
+                x[b * 256..(b + 1) * 256].iter().sum::<f32>(),
+                "{}",
+                g.describe()
+            );
         }
     }
 }
@@ -206,13 +298,22 @@ fn missing_barrier_gives_a_wrong_result_under_some_order() {
         let xb = g.upload(&x).unwrap();
         let mut out = poisoned(&g, 1);
         // SAFETY: sizes as documented; the race is the point of the test.
-        unsafe { g.launch::<p::probe_shared_sum_no_barrier>(cfg((1, 1, 1), (256, 1, 1), 0), (xb.ptr(), out.ptr_mut())).unwrap() };
+        unsafe {
+            g.launch::<p::probe_shared_sum_no_barrier>(
+                cfg((1, 1, 1), (256, 1, 1)),
+                (xb.ptr(), out.ptr_mut()),
+            )
+            .unwrap()
+        };
         let got = g.download(&out).unwrap()[0];
         if got != want {
             wrong.push(order);
         }
     }
-    assert!(wrong.contains(&Order::InOrder), "in-order must expose the missing barrier (wrong under {wrong:?})");
+    assert!(
+        wrong.contains(&Order::InOrder),
+        "in-order must expose the missing barrier (wrong under {wrong:?})"
+    );
 }
 
 #[test]
@@ -220,7 +321,10 @@ fn barrier_skipped_by_some_threads_is_an_error() {
     let g = emulator(Order::InOrder);
     let mut out = poisoned(&g, 64);
     // SAFETY: one float per thread; the divergence is the point of the test.
-    let e = unsafe { g.launch::<p::probe_divergent_barrier>(cfg((1, 1, 1), (64, 1, 1), 0), (out.ptr_mut(), 40)) }.unwrap_err();
+    let e = unsafe {
+        g.launch::<p::probe_divergent_barrier>(cfg((1, 1, 1), (64, 1, 1)), (out.ptr_mut(), 40))
+    }
+    .unwrap_err();
     match &e {
         SimtError::Emulator(EmuError::BarrierDivergence { kernel, other, .. }) => {
             assert_eq!(*kernel, "probe_divergent_barrier");
@@ -229,7 +333,12 @@ fn barrier_skipped_by_some_threads_is_an_error() {
         other => panic!("expected a barrier divergence, got {other}"),
     }
     let msg = e.to_string();
-    assert!(msg.contains("probe_divergent_barrier") && msg.contains("block (0, 0, 0)") && msg.contains("has exited"), "{msg}");
+    assert!(
+        msg.contains("probe_divergent_barrier")
+            && msg.contains("block (0, 0, 0)")
+            && msg.contains("has exited"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -238,39 +347,216 @@ fn shuffle_in_a_partial_warp_is_an_error() {
     let x = g.upload(&[1u32; 48]).unwrap();
     let mut out = g.upload(&[0u32; 4 * 48]).unwrap();
     // SAFETY: sizes fine; 48 threads make a partial second warp, which is the point.
-    let e = unsafe { g.launch::<p::probe_shuffles>(cfg((1, 1, 1), (48, 1, 1), 0), (x.ptr(), out.ptr_mut(), 1)) }.unwrap_err();
-    assert!(matches!(e, SimtError::Emulator(EmuError::ShuffleDivergence { warp: 1, .. })), "{e}");
+    let e = unsafe {
+        g.launch::<p::probe_shuffles>(cfg((1, 1, 1), (48, 1, 1)), (x.ptr(), out.ptr_mut(), 1))
+    }
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SimtError::Emulator(EmuError::ShuffleDivergence { warp: 1, .. })
+        ),
+        "{e}"
+    );
 }
 
 #[test]
 fn bad_launch_configurations_are_errors() {
     let g = gpu();
     let mut out = g.alloc::<f32>(4).unwrap();
-    for c in [cfg((1, 1, 1), (2048, 1, 1), 0), cfg((0, 1, 1), (32, 1, 1), 0), cfg((1, 70000, 1), (32, 1, 1), 0), cfg((1, 1, 1), (32, 1, 1), 1 << 20)] {
+    for c in [
+        cfg((1, 1, 1), (2048, 1, 1)),
+        cfg((0, 1, 1), (32, 1, 1)),
+        cfg((1, 70000, 1), (32, 1, 1)),
+    ] {
         // SAFETY: rejected before launching.
-        let e = unsafe { g.launch::<p::probe_divergent_barrier>(c, (out.ptr_mut(), 0)) }.unwrap_err();
+        let e =
+            unsafe { g.launch::<p::probe_divergent_barrier>(c, (out.ptr_mut(), 0)) }.unwrap_err();
         assert!(matches!(e, SimtError::BadLaunch { .. }), "{e}");
     }
+    // More dynamic shared memory than the device has: the contract's size, from the arguments.
+    // SAFETY: rejected before launching.
+    let e = unsafe {
+        g.launch::<p::probe_dynamic_shared>(
+            cfg((1, 1, 1), (32, 1, 1)),
+            (out.ptr(), out.ptr_mut(), 1 << 20),
+        )
+    }
+    .unwrap_err();
+    assert!(
+        matches!(e, SimtError::BadLaunch { .. }) && e.to_string().contains("dynamic shared memory"),
+        "{e}"
+    );
+}
+
+#[test]
+fn launches_are_checked_against_the_kernel_contract() {
+    use kernels::softmax::softmax_fused;
+    use rust_simt::Kernel;
+    let g = gpu();
+    let x = g.upload(&[1.0f32; 8]).unwrap();
+    let mut y = g.alloc::<f32>(8).unwrap();
+    // softmax_fused is declared #[launch(threads = SOFTMAX_THREADS, shared = cols * 4)].
+    assert_eq!(
+        softmax_fused::BOUNDS.max_block_threads(),
+        kernels::config::SOFTMAX_THREADS
+    );
+    assert_eq!(
+        softmax_fused::dynamic_shared_bytes(&(x.ptr(), y.ptr_mut(), 1, 8, 8, 8)),
+        32
+    );
+    // SAFETY: rejected before launching (a block the kernel's mapping is not written for).
+    let e = unsafe {
+        g.launch::<softmax_fused>(
+            cfg((1, 1, 1), (128, 1, 1)),
+            (x.ptr(), y.ptr_mut(), 1, 8, 8, 8),
+        )
+    }
+    .unwrap_err();
+    assert!(
+        matches!(e, SimtError::BadLaunch { .. }) && e.to_string().contains("written for exactly"),
+        "{e}"
+    );
+    // The contract's own block runs.
+    let c = LaunchConfig::for_kernel::<softmax_fused>(dim3(1, 1, 1));
+    // SAFETY: one row of 8 floats in and out.
+    unsafe {
+        g.launch::<softmax_fused>(c, (x.ptr(), y.ptr_mut(), 1, 8, 8, 8))
+            .unwrap()
+    };
+    assert!(g
+        .download(&y)
+        .unwrap()
+        .iter()
+        .all(|v| (v - 0.125).abs() < 1e-6));
+}
+
+#[test]
+fn a_kernel_whose_module_is_not_loaded_is_an_error() {
+    let g = Gpu::emulator(rust_simt::emulator::EmuConfig::default()); // nothing loaded
+    let mut out = g.alloc::<u32>(64 * 8).unwrap();
+    // SAFETY: rejected before launching.
+    let e = unsafe { g.launch::<p::probe_indices>(cfg((1, 1, 1), (64, 1, 1)), (out.ptr_mut(),)) }
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SimtError::ModuleNotLoaded {
+                module: "kernels",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("gpu.load"),
+        "the message says what to do: {e}"
+    );
+}
+
+#[test]
+fn buffers_of_another_device_are_rejected() {
+    // Two devices in one process: the device under test and a second emulator (on a
+    // GPU machine, a CUDA Gpu and an emulator Gpu: a device address must never reach
+    // the host, nor a host address the GPU).
+    let g = gpu();
+    let other = emulator(Order::InOrder);
+    let x_other = other.upload(&[1.0f32; 16]).unwrap();
+    let mut y = g.alloc::<f32>(16).unwrap();
+    let e = rust_simt::ops::gelu::gelu(&g, &x_other, &mut y).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SimtError::WrongDevice {
+                op: "gelu",
+                what: "x",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let x = g.upload(&[1.0f32; 16]).unwrap();
+    let mut y_other = other.alloc::<f32>(16).unwrap();
+    assert!(matches!(
+        rust_simt::ops::gelu::gelu(&g, &x, &mut y_other),
+        Err(SimtError::WrongDevice { what: "y", .. })
+    ));
+    assert!(matches!(
+        g.download(&x_other),
+        Err(SimtError::WrongDevice { .. })
+    ));
+    assert!(matches!(
+        g.copy(&x, &mut y_other),
+        Err(SimtError::WrongDevice { .. })
+    ));
+    let m = x_other.matrix(4, 4).unwrap();
+    let mut out = g.alloc::<f32>(4).unwrap();
+    assert!(matches!(
+        rust_simt::ops::row_sum::row_sum(&g, m, &mut out),
+        Err(SimtError::WrongDevice { .. })
+    ));
+    // The same calls on the right device work.
+    rust_simt::ops::gelu::gelu(&other, &x_other, &mut y_other).unwrap();
+}
+
+#[test]
+fn buffers_hold_user_element_types() {
+    // Any `DeviceCopy` type is a buffer element; cust_derive derives it for structs.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, cust_derive::DeviceCopy)]
+    #[repr(C)]
+    struct Pair {
+        re: f32,
+        im: f32,
+    }
+    let g = gpu();
+    let data: Vec<Pair> = (0..100)
+        .map(|i| Pair {
+            re: i as f32,
+            im: -(i as f32),
+        })
+        .collect();
+    let a = g.upload(&data).unwrap();
+    let mut b = g.alloc::<Pair>(100).unwrap();
+    g.copy(&a, &mut b).unwrap();
+    assert_eq!(g.download(&b).unwrap(), data);
+    assert_eq!(b.bytes(), 800);
 }
 
 // ---- swizzle: bank arithmetic pinned ----------------------------------------
 
 /// Byte addresses a warp touches reading column `c` of a 32x32 f32 tile (lane i -> row i).
 fn column_read(c: u32, swizzled: bool) -> Vec<u32> {
-    (0..32).map(|i| 4 * (32 * i + if swizzled { xor32(i, c) } else { c })).collect()
+    (0..32)
+        .map(|i| 4 * (32 * i + if swizzled { xor32(i, c) } else { c }))
+        .collect()
 }
 
 #[test]
 fn swizzle_column_read_banks() {
     for c in [0, 5, 31] {
         let plain = column_read(c, false);
-        assert!(plain.iter().all(|&a| bank(a) == c), "unswizzled: every lane in bank {c}");
-        assert_eq!(conflict_degree(&plain), 32, "unswizzled column read: 32-way conflict");
+        assert!(
+            plain.iter().all(|&a| bank(a) == c),
+            "unswizzled: every lane in bank {c}"
+        );
+        assert_eq!(
+            conflict_degree(&plain),
+            32,
+            "unswizzled column read: 32-way conflict"
+        );
         let sw = column_read(c, true);
         let mut banks: Vec<u32> = sw.iter().map(|&a| bank(a)).collect();
         banks.sort();
-        assert_eq!(banks, (0..32).collect::<Vec<_>>(), "swizzled: 32 distinct banks");
-        assert_eq!(conflict_degree(&sw), 1, "swizzled column read: conflict-free");
+        assert_eq!(
+            banks,
+            (0..32).collect::<Vec<_>>(),
+            "swizzled: 32 distinct banks"
+        );
+        assert_eq!(
+            conflict_degree(&sw),
+            1,
+            "swizzled column read: conflict-free"
+        );
     }
     // row reads stay conflict-free after swizzling
     let row: Vec<u32> = (0..32).map(|j| 4 * (32 * 9 + xor32(9, j))).collect();
@@ -293,8 +579,16 @@ fn matmul_a_tile_store_banks() {
                 })
                 .collect()
         };
-        assert_eq!(conflict_degree(&addrs(false)), 2, "unswizzled A store: 2-way");
-        assert_eq!(conflict_degree(&addrs(true)), 1, "swizzled A store: conflict-free");
+        assert_eq!(
+            conflict_degree(&addrs(false)),
+            2,
+            "unswizzled A store: 2-way"
+        );
+        assert_eq!(
+            conflict_degree(&addrs(true)),
+            1,
+            "swizzled A store: conflict-free"
+        );
     }
     // and the inner loop's 16-byte reads of As[kk][4ty..4ty+4] stay contiguous and aligned
     for kk in 0..8 {
@@ -329,29 +623,70 @@ fn matmul_warp_tiling_layout() {
     let a_row = |m: u32| 4 * (k * MM_BM + matmul_a(k, m));
     let b_row = |n: u32| 4 * (MM_BM * 8 + k * MM_BN + n);
     for off in [0, 64] {
-        assert_eq!(distinct_bytes(warp.clone().map(|t| a_row(4 * (t / 16) + off))), 32, "stage 3 A load: 2 vectors");
-        assert_eq!(distinct_bytes(warp.clone().map(|t| b_row(4 * (t % 16) + off))), 256, "stage 3 B load: 16 vectors");
+        assert_eq!(
+            distinct_bytes(warp.clone().map(|t| a_row(4 * (t / 16) + off))),
+            32,
+            "stage 3 A load: 2 vectors"
+        );
+        assert_eq!(
+            distinct_bytes(warp.clone().map(|t| b_row(4 * (t % 16) + off))),
+            256,
+            "stage 3 B load: 16 vectors"
+        );
     }
     for h in [0, 1] {
-        let a = warp.clone().map(|t| a_row(warp_tile_origin(t).0 + h * WARP_M / 2));
-        let b: Vec<u32> = warp.clone().map(|t| b_row(warp_tile_origin(t).1 + h * WARP_N / 2)).collect();
+        let a = warp
+            .clone()
+            .map(|t| a_row(warp_tile_origin(t).0 + h * WARP_M / 2));
+        let b: Vec<u32> = warp
+            .clone()
+            .map(|t| b_row(warp_tile_origin(t).1 + h * WARP_N / 2))
+            .collect();
         assert_eq!(distinct_bytes(a), 64, "stage 4 A load: 4 vectors");
-        assert_eq!(distinct_bytes(b.iter().copied()), 128, "stage 4 B load: 8 vectors");
+        assert_eq!(
+            distinct_bytes(b.iter().copied()),
+            128,
+            "stage 4 B load: 8 vectors"
+        );
         // 128 contiguous bytes: every bank once, no conflict.
-        let words: Vec<u32> = b.iter().flat_map(|&a| (0..4).map(move |j| a + 4 * j)).collect();
+        let words: Vec<u32> = b
+            .iter()
+            .flat_map(|&a| (0..4).map(move |j| a + 4 * j))
+            .collect();
         assert_eq!(conflict_degree(&words), 1);
     }
     // The warp tiles cover the block tile exactly once.
     let mut seen = vec![0u32; (MM_BM * MM_BN) as usize];
     for t in 0..kernels::config::MM_THREADS {
         let (r, c) = warp_tile_origin(t);
-        for dr in [0, 1, 2, 3, WARP_M / 2, WARP_M / 2 + 1, WARP_M / 2 + 2, WARP_M / 2 + 3] {
-            for dc in [0, 1, 2, 3, WARP_N / 2, WARP_N / 2 + 1, WARP_N / 2 + 2, WARP_N / 2 + 3] {
+        for dr in [
+            0,
+            1,
+            2,
+            3,
+            WARP_M / 2,
+            WARP_M / 2 + 1,
+            WARP_M / 2 + 2,
+            WARP_M / 2 + 3,
+        ] {
+            for dc in [
+                0,
+                1,
+                2,
+                3,
+                WARP_N / 2,
+                WARP_N / 2 + 1,
+                WARP_N / 2 + 2,
+                WARP_N / 2 + 3,
+            ] {
                 seen[((r + dr) * MM_BN + c + dc) as usize] += 1;
             }
         }
     }
-    assert!(seen.iter().all(|&s| s == 1), "every output of the block tile is owned by exactly one thread");
+    assert!(
+        seen.iter().all(|&s| s == 1),
+        "every output of the block tile is owned by exactly one thread"
+    );
 }
 
 #[test]
@@ -362,13 +697,27 @@ fn async_copies_land_after_wait_and_zero_fill() {
     for src_floats in [4u32, 3, 0] {
         let mut out = poisoned(&g, 256);
         // SAFETY: 256 floats each, aligned device allocations, one 64-thread block.
-        unsafe { g.launch::<p::probe_copy_async>(cfg((1, 1, 1), (64, 1, 1), 0), (xb.ptr(), out.ptr_mut(), src_floats, 1)).unwrap() };
+        unsafe {
+            g.launch::<p::probe_copy_async>(
+                cfg((1, 1, 1), (64, 1, 1)),
+                (xb.ptr(), out.ptr_mut(), src_floats, 1),
+            )
+            .unwrap()
+        };
         let got = g.download(&out).unwrap();
         for t in 0..64 {
             let u = (t + 1) % 64;
             for j in 0..4 {
-                let want = if (j as u32) < src_floats { x[4 * u + j] } else { 0.0 };
-                assert_eq!(got[4 * t + j], want, "src_floats {src_floats}, thread {t}, float {j}");
+                let want = if (j as u32) < src_floats {
+                    x[4 * u + j]
+                } else {
+                    0.0
+                };
+                assert_eq!(
+                    got[4 * t + j],
+                    want,
+                    "src_floats {src_floats}, thread {t}, float {j}"
+                );
             }
         }
     }
@@ -383,7 +732,16 @@ fn async_copy_without_wait_is_caught_by_the_emulator() {
         let xb = g.upload(&vec![1.0f32; 256]).unwrap();
         let mut out = poisoned(&g, 256);
         // SAFETY: sizes as documented; the missing wait is the point of the test.
-        unsafe { g.launch::<p::probe_copy_async>(cfg((1, 1, 1), (64, 1, 1), 0), (xb.ptr(), out.ptr_mut(), 4, 0)).unwrap() };
-        assert!(g.download(&out).unwrap().iter().all(|v| v.is_nan()), "{order:?}: unwaited copies must not be visible");
+        unsafe {
+            g.launch::<p::probe_copy_async>(
+                cfg((1, 1, 1), (64, 1, 1)),
+                (xb.ptr(), out.ptr_mut(), 4, 0),
+            )
+            .unwrap()
+        };
+        assert!(
+            g.download(&out).unwrap().iter().all(|v| v.is_nan()),
+            "{order:?}: unwaited copies must not be visible"
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! Matmul + ReLU, naive and tiled, any shape and strides, against float64.
 mod common;
 use common::*;
-use rust_simt::ops::matmul::{matmul, MatmulKernel, MatmulShape};
-use rust_simt::ops::Layout;
+use rust_simt::ops::matmul::{matmul, matmul_host, Dims, Epilogue, MatmulKernel};
+use rust_simt::Layout;
 use rust_simt::{reference, SimtError};
 
 const KERNELS: [MatmulKernel; MatmulKernel::ALL.len()] = MatmulKernel::ALL;
@@ -14,18 +14,40 @@ fn check(m: usize, n: usize, k: usize, pad: usize, relu: bool) {
     let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
     let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
     let want = reference::matmul(&a, &b, m, n, k, lda, ldb, relu);
-    let shape = MatmulShape { a: Layout { rows: m, cols: k, ld: lda }, b: Layout { rows: k, cols: n, ld: ldb }, c: Layout { rows: m, cols: n, ld: ldc } };
+    let epi = if relu { Epilogue::Relu } else { Epilogue::None };
     let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
     for kern in KERNELS {
         let mut c = poisoned(&g, (m - 1) * ldc + n);
-        matmul(&g, kern, &ab, &bb, &mut c, shape, relu).unwrap();
+        let (av, bv) = (
+            ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
+            bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
+        );
+        matmul(
+            &g,
+            kern,
+            av,
+            bv,
+            c.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
+            epi,
+        )
+        .unwrap();
         let c = g.download(&c).unwrap();
-        let got: Vec<f32> = (0..m).flat_map(|i| c[i * ldc..i * ldc + n].to_vec()).collect();
+        let got: Vec<f32> = (0..m)
+            .flat_map(|i| c[i * ldc..i * ldc + n].to_vec())
+            .collect();
         // f32 FMA chains of length k on values in [-1, 1]: the rounding error of a
         // partial sum of size ~sqrt(k)/3 is ~eps·sqrt(k)/3 per step, ~eps·k/3 over k
         // steps in the worst case seen (H100, 2026-11-22: 2.3e-5 at k = 1000).
         let atol = 1.2e-7 * k as f64 + 1e-6;
-        assert_close(&format!("{kern:?} {m}x{n}x{k} pad {pad} relu {relu}"), seed, &got, &want, 1e-5, atol, 1e-5);
+        assert_close(
+            &format!("{kern:?} {m}x{n}x{k} pad {pad} relu {relu}"),
+            seed,
+            &got,
+            &want,
+            1e-5,
+            atol,
+            1e-5,
+        );
         if pad > 0 && m > 1 {
             assert!(c[n].is_nan(), "{kern:?} wrote into C's row padding");
         }
@@ -38,16 +60,42 @@ fn hand_worked() {
     // [[1, 2], [3, 4]] · [[-1, 0], [0, 1]] = [[-1, 2], [-3, 4]] -> [[0, 2], [0, 4]]
     let g = gpu();
     for kern in KERNELS {
-        let c = rust_simt::ops::matmul::matmul_host(&g, kern, &[1., 2., 3., 4.], &[1., -1., 0., 1.], 2, 2, 2, false).unwrap();
+        let c = matmul_host(
+            &g,
+            kern,
+            &[1., 2., 3., 4.],
+            &[1., -1., 0., 1.],
+            Dims { m: 2, n: 2, k: 2 },
+            Epilogue::None,
+        )
+        .unwrap();
         assert_eq!(c, vec![1., 1., 3., 1.], "{kern:?}");
-        let c = rust_simt::ops::matmul::matmul_host(&g, kern, &[1., 2., 3., 4.], &[-1., 0., 0., 1.], 2, 2, 2, true).unwrap();
+        let c = matmul_host(
+            &g,
+            kern,
+            &[1., 2., 3., 4.],
+            &[-1., 0., 0., 1.],
+            Dims { m: 2, n: 2, k: 2 },
+            Epilogue::Relu,
+        )
+        .unwrap();
         assert_eq!(c, vec![0., 2., 0., 4.], "{kern:?}");
     }
 }
 
 #[test]
 fn small_and_ragged() {
-    for (m, n, k) in [(1, 1, 1), (3, 5, 7), (1, 129, 17), (129, 1, 9), (127, 129, 131), (128, 128, 8), (130, 260, 13), (256, 384, 40), (260, 300, 48)] {
+    for (m, n, k) in [
+        (1, 1, 1),
+        (3, 5, 7),
+        (1, 129, 17),
+        (129, 1, 9),
+        (127, 129, 131),
+        (128, 128, 8),
+        (130, 260, 13),
+        (256, 384, 40),
+        (260, 300, 48),
+    ] {
         check(m, n, k, 0, true);
     }
 }
@@ -84,13 +132,66 @@ fn bad_inputs_are_errors() {
     let g = gpu();
     let a = g.upload(&[1.0f32; 6]).unwrap();
     let b = g.upload(&[1.0f32; 6]).unwrap();
-    let mut c = g.alloc::<f32>(4).unwrap();
-    // A 2x3 times B 2x3: inner dimensions differ
-    let s = MatmulShape { a: Layout::contiguous(2, 3), b: Layout::contiguous(2, 3), c: Layout::contiguous(2, 3) };
-    assert!(matches!(matmul(&g, MatmulKernel::Tiled, &a, &b, &mut c, s, true), Err(SimtError::Shape { .. })));
-    // C too small for 2x2? no: 2x2 fits in 4; 3x3 does not
-    let s = MatmulShape::contiguous(3, 3, 2);
-    assert!(matches!(matmul(&g, MatmulKernel::Naive, &a, &b, &mut c, s, true), Err(SimtError::Shape { .. })));
-    let s = MatmulShape::contiguous(0, 2, 3);
-    assert!(matches!(matmul(&g, MatmulKernel::Tiled, &a, &b, &mut c, s, true), Err(SimtError::Empty { .. })));
+    let mut c = g.alloc::<f32>(6).unwrap();
+    // A 2x3 times B 2x3: inner dimensions differ.
+    let e = matmul(
+        &g,
+        MatmulKernel::Tiled,
+        a.matrix(2, 3).unwrap(),
+        b.matrix(2, 3).unwrap(),
+        c.matrix_mut(2, 3).unwrap(),
+        Epilogue::Relu,
+    );
+    assert!(matches!(e, Err(SimtError::Shape { .. })));
+    // C of the wrong shape.
+    let e = matmul(
+        &g,
+        MatmulKernel::Naive,
+        a.matrix(2, 3).unwrap(),
+        b.matrix(3, 2).unwrap(),
+        c.matrix_mut(3, 2).unwrap(),
+        Epilogue::Relu,
+    );
+    assert!(matches!(e, Err(SimtError::Shape { .. })));
+}
+
+#[test]
+fn zero_sized_products() {
+    // As torch.mm: m = 0 or n = 0 is an empty result (no launch); k = 0 is the empty
+    // sum, so C = epilogue(0) = 0 everywhere, with any strides.
+    let g = gpu();
+    let empty = g.alloc::<f32>(0).unwrap();
+    for kern in KERNELS {
+        let mut c = poisoned(&g, 3 * 6);
+        let a = empty.matrix(3, 0).unwrap();
+        let b = empty.matrix(0, 5).unwrap();
+        matmul(
+            &g,
+            kern,
+            a,
+            b,
+            c.matrix_mut_strided(Layout::strided(3, 5, 6)).unwrap(),
+            Epilogue::None,
+        )
+        .unwrap();
+        let c = g.download(&c).unwrap();
+        for i in 0..3 {
+            assert_eq!(&c[i * 6..i * 6 + 5], &[0.0; 5], "{kern:?} row {i}");
+        }
+        assert!(c[5].is_nan(), "{kern:?}: padding untouched");
+        let mut none = g.alloc::<f32>(0).unwrap();
+        let (_, launches) = g
+            .profile(|| {
+                matmul(
+                    &g,
+                    kern,
+                    empty.matrix(0, 4)?,
+                    empty.matrix(4, 0)?,
+                    none.matrix_mut(0, 0)?,
+                    Epilogue::Relu,
+                )
+            })
+            .unwrap();
+        assert!(launches.is_empty(), "{kern:?}");
+    }
 }

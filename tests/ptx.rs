@@ -1,37 +1,79 @@
 //! The generated PTX module assembles with ptxas for sm_80 and sm_90, with no
 //! errors and no register spills; prints the per-kernel resource report.
 use rust_simt::profile::{find_ptxas, kernel_names, kernel_ptx, ptxas_report, resource_table};
+use rust_simt::ptx::MODULE;
 
 #[test]
 fn every_kernel_is_in_the_module() {
     let names = kernel_names();
-    for k in ["gelu_fused", "gelu_erf_fused", "softmax_fused", "row_sum", "row_max", "matmul_relu_naive", "matmul_relu_tiled", "matmul_relu_tiled_db", "matmul_relu_warptiled", "fill_f32"] {
-        assert!(names.iter().any(|n| n == k), "{k} missing from the PTX module: {names:?}");
+    for k in [
+        "gelu_fused",
+        "gelu_erf_fused",
+        "softmax_fused",
+        "row_sum",
+        "row_max",
+        "matmul_relu_naive",
+        "matmul_relu_tiled",
+        "matmul_relu_tiled_db",
+        "matmul_relu_warptiled",
+        "fill_f32",
+    ] {
+        assert!(
+            names.iter().any(|n| n == k),
+            "{k} missing from the PTX module: {names:?}"
+        );
         assert!(kernel_ptx(k).unwrap().contains(".entry"), "{k}");
     }
-    assert!(rust_simt::PTX.contains(".target sm_"), "PTX has a .target");
+    assert!(MODULE.ptx().contains(".target sm_"), "PTX has a .target");
+    assert_eq!(MODULE.crate_name(), "kernels");
     for k in ["matmul_relu_tiled_db", "matmul_relu_warptiled"] {
         let ptx = kernel_ptx(k).unwrap();
-        assert!(ptx.contains(".maxntid 256, 1, 1") && ptx.contains(".minnctapersm 2"), "{k}: launch bounds applied by build.rs");
+        assert!(
+            ptx.contains(".maxntid 256, 1, 1") && ptx.contains(".minnctapersm 2"),
+            "{k}: launch bounds applied by build.rs"
+        );
     }
 }
 
 #[test]
 fn ptxas_assembles_without_spills() {
-    let ptxas = find_ptxas().expect("ptxas not found: run scripts/setup.sh (it fetches it into .tools/cuda), or set SIMT_PTXAS");
+    let ptxas = find_ptxas().expect(
+        "ptxas not found: run scripts/setup.sh (it fetches it into .tools/cuda), or set SIMT_PTXAS",
+    );
     for arch in ["sm_80", "sm_90"] {
-        let res = ptxas_report(&ptxas, arch).unwrap_or_else(|e| panic!("ptxas -arch={arch} failed:\n{e}"));
+        let res = ptxas_report(&ptxas, arch)
+            .unwrap_or_else(|e| panic!("ptxas -arch={arch} failed:\n{e}"));
         println!("ptxas -v -arch={arch}:\n{}", resource_table(&res));
-        assert_eq!(res.len(), kernel_names().len(), "one report line per kernel");
+        assert_eq!(
+            res.len(),
+            kernel_names().len(),
+            "one report line per kernel"
+        );
         for r in &res {
-            assert_eq!(r.spill_stores + r.spill_loads, 0, "{arch}: {} spills registers", r.kernel);
-            assert_eq!(r.stack_bytes, 0, "{arch}: {} uses a stack frame (local memory)", r.kernel);
+            assert_eq!(
+                r.spill_stores + r.spill_loads,
+                0,
+                "{arch}: {} spills registers",
+                r.kernel
+            );
+            assert_eq!(
+                r.stack_bytes, 0,
+                "{arch}: {} uses a stack frame (local memory)",
+                r.kernel
+            );
         }
-        let tiled = res.iter().find(|r| r.kernel == "matmul_relu_tiled").unwrap();
+        let tiled = res
+            .iter()
+            .find(|r| r.kernel == "matmul_relu_tiled")
+            .unwrap();
         assert_eq!(tiled.smem_bytes, 4 * 2 * 8 * 128, "two 8x128 f32 tiles");
         for k in ["matmul_relu_tiled_db", "matmul_relu_warptiled"] {
             let r = res.iter().find(|r| r.kernel == k).unwrap();
-            assert!(r.registers <= 128, "{k}: launch_bounds!(.., 256, 2) caps registers at 128, got {}", r.registers);
+            assert!(
+                r.registers <= 128,
+                "{k}: launch_bounds!(.., 256, 2) caps registers at 128, got {}",
+                r.registers
+            );
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Row sum for rows of any length (tiles, shuffles, shared memory, atomics across splits).
 mod common;
 use common::*;
-use rust_simt::ops::row_sum::{plan, row_sum, row_sum_strided};
-use rust_simt::ops::Layout;
+use rust_simt::ops::row_sum::{plan, row_sum};
+use rust_simt::Layout;
 use rust_simt::{reference, SimtError};
 
 fn check(rows: usize, cols: usize, ld: usize, lo: f32, hi: f32) {
@@ -11,25 +11,50 @@ fn check(rows: usize, cols: usize, ld: usize, lo: f32, hi: f32) {
     let x = uniform(&mut r, (rows - 1) * ld + cols, lo, hi);
     let xb = g.upload(&x).unwrap();
     let mut out = poisoned(&g, rows);
-    row_sum_strided(&g, &xb, Layout { rows, cols, ld }, &mut out).unwrap();
+    row_sum(
+        &g,
+        xb.matrix_strided(Layout::strided(rows, cols, ld)).unwrap(),
+        &mut out,
+    )
+    .unwrap();
     let want = reference::row_sum(&x, rows, cols, ld);
     // f32 accumulation of `cols` terms: error grows ~ sqrt(cols)·eps·Σ|x|
     let atol = 1e-6 * (cols as f64).sqrt() * (hi.abs().max(lo.abs()) as f64) + 1e-6;
-    assert_close(&format!("row_sum {rows}x{cols} ld {ld}"), seed, &g.download(&out).unwrap(), &want, 1e-5, atol, 1e-5);
+    assert_close(
+        &format!("row_sum {rows}x{cols} ld {ld}"),
+        seed,
+        &g.download(&out).unwrap(),
+        &want,
+        1e-5,
+        atol,
+        1e-5,
+    );
 }
 
 #[test]
 fn hand_worked() {
     // rows [1..=4] and [0.5, -0.5, 2, 8]: 10 and 10
     let g = gpu();
-    let s = rust_simt::ops::row_sum::row_sum_host(&g, &[1.0, 2.0, 3.0, 4.0, 0.5, -0.5, 2.0, 8.0], 2, 4).unwrap();
+    let s =
+        rust_simt::ops::row_sum::row_sum_host(&g, &[1.0, 2.0, 3.0, 4.0, 0.5, -0.5, 2.0, 8.0], 2, 4)
+            .unwrap();
     assert_eq!(s, vec![10.0, 10.0]);
 }
 
 #[test]
 fn shapes() {
     // up to WARP_ROW_MAX_COLS columns: a warp per row; beyond: a block (or several) per row
-    for (rows, cols, ld) in [(1, 1, 1), (3, 5, 5), (127, 129, 129), (1000, 1001, 1001), (5, 77, 80), (9, 100, 101), (64, 3000, 3001), (300, 2048, 2048), (33, 1025, 1025)] {
+    for (rows, cols, ld) in [
+        (1, 1, 1),
+        (3, 5, 5),
+        (127, 129, 129),
+        (1000, 1001, 1001),
+        (5, 77, 80),
+        (9, 100, 101),
+        (64, 3000, 3001),
+        (300, 2048, 2048),
+        (33, 1025, 1025),
+    ] {
         check(rows, cols, ld, -1.0, 1.0);
     }
 }
@@ -38,7 +63,10 @@ fn shapes() {
 fn few_long_rows_split_across_blocks() {
     let g = gpu();
     let cols = if on_gpu(&g) { 1 << 24 } else { 1 << 20 };
-    assert!(plan(&g, 2, cols).0 > 1, "long rows must be split over several blocks");
+    assert!(
+        plan(&g, 2, cols).0 > 1,
+        "long rows must be split over several blocks"
+    );
     check(2, cols, cols, -1.0, 1.0);
     check(3, cols + 3, cols + 5, 0.0, 1.0);
 }
@@ -57,7 +85,10 @@ fn every_lane_group_size() {
     // Short rows take groups of 1, 2, 4, 8, 16 or 32 lanes per row; row counts that do
     // not fill the last warp, aligned and misaligned strides.
     use rust_simt::ops::row_sum::lanes_per_row;
-    assert_eq!([1, 4, 5, 16, 17, 64, 128, 1024].map(lanes_per_row), [1, 1, 2, 4, 8, 16, 32, 32]);
+    assert_eq!(
+        [1, 4, 5, 16, 17, 64, 128, 1024].map(lanes_per_row),
+        [1, 1, 2, 4, 8, 16, 32, 32]
+    );
     for cols in [1, 2, 4, 5, 8, 12, 16, 17, 33, 64, 127] {
         for (rows, ld) in [(1001, cols), (37, cols + 1), (8, cols + 4)] {
             check(rows, cols, ld, -1.0, 1.0);
@@ -70,8 +101,30 @@ fn bad_inputs_are_errors() {
     let g = gpu();
     let x = g.upload(&[1.0f32; 10]).unwrap();
     let mut out = g.alloc::<f32>(3).unwrap();
-    assert!(matches!(row_sum(&g, &x, 2, 5, &mut out), Err(SimtError::Shape { .. })));
-    let mut out2 = g.alloc::<f32>(2).unwrap();
-    assert!(matches!(row_sum(&g, &x, 2, 6, &mut out2), Err(SimtError::Shape { .. })));
-    assert!(matches!(row_sum(&g, &x, 2, 0, &mut out2), Err(SimtError::Empty { .. })));
+    assert!(
+        matches!(
+            row_sum(&g, x.matrix(2, 5).unwrap(), &mut out),
+            Err(SimtError::Shape { .. })
+        ),
+        "out has 3 slots for 2 rows"
+    );
+    assert!(
+        matches!(x.matrix(2, 6), Err(SimtError::Shape { .. })),
+        "12 elements in a 10-element buffer"
+    );
+}
+
+#[test]
+fn empty_rows_sum_to_zero() {
+    // As torch.sum: rows of no columns sum to 0; no rows is an empty result, no launch.
+    let g = gpu();
+    let x = g.alloc::<f32>(0).unwrap();
+    let mut out = poisoned(&g, 3);
+    row_sum(&g, x.matrix(3, 0).unwrap(), &mut out).unwrap();
+    assert_eq!(g.download(&out).unwrap(), vec![0.0; 3]);
+    let mut none = g.alloc::<f32>(0).unwrap();
+    let (_, launches) = g
+        .profile(|| row_sum(&g, x.matrix(0, 5)?, &mut none))
+        .unwrap();
+    assert!(launches.is_empty());
 }

@@ -11,5 +11,11 @@ mod matmul;
 mod row_sum;
 mod softmax;
 
-criterion_group!(benches, matmul::bench, gelu::bench, softmax::bench, row_sum::bench);
+criterion_group!(
+    benches,
+    matmul::bench,
+    gelu::bench,
+    softmax::bench,
+    row_sum::bench
+);
 criterion_main!(benches);

@@ -1,21 +1,36 @@
 use criterion::{BenchmarkId, Criterion, Throughput};
-use rust_simt::ops::matmul::{matmul, MatmulKernel, MatmulShape};
+use rust_simt::ops::matmul::{matmul, Dims, Epilogue, MatmulKernel};
 
 use crate::common::{data, device_time, group, setup};
 
 pub fn bench(c: &mut Criterion) {
     let (gpu, quick) = setup();
-    let sizes: &[usize] = if quick { &[64, 128] } else { &[1024, 2048, 4096] };
+    let sizes: &[usize] = if quick {
+        &[64, 128]
+    } else {
+        &[1024, 2048, 4096]
+    };
     let mut g = group(c, "matmul_relu", quick);
     for &n in sizes {
         let a = gpu.upload(&data(n * n)).unwrap();
         let b = gpu.upload(&data(n * n)).unwrap();
         let mut out = gpu.alloc::<f32>(n * n).unwrap();
-        let s = MatmulShape::contiguous(n, n, n);
+        let s = Dims { m: n, n, k: n };
         g.throughput(Throughput::Elements(2 * (n * n * n) as u64)); // FLOPs
         for k in MatmulKernel::ALL {
             g.bench_function(BenchmarkId::new(format!("{k:?}"), n), |bch| {
-                bch.iter_custom(|iters| device_time(&gpu, iters, || matmul(&gpu, k, &a, &b, &mut out, s, true)))
+                bch.iter_custom(|iters| {
+                    device_time(&gpu, iters, || {
+                        matmul(
+                            &gpu,
+                            k,
+                            a.matrix(n, n)?,
+                            b.matrix(n, n)?,
+                            out.matrix_mut(n, n)?,
+                            Epilogue::Relu,
+                        )
+                    })
+                })
             });
         }
     }

@@ -1,63 +1,87 @@
-//! Typed errors: every op returns these instead of panicking.
-use std::fmt;
-
+//! Typed errors: every call returns these instead of panicking, and each message
+//! says what to do.
 use crate::emulator::EmuError;
 
 /// Everything a rust-simt call can fail with.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum SimtError {
     /// Buffer lengths or strides do not fit the stated shape.
+    #[error("{op}: shape mismatch: {detail}")]
     Shape { op: &'static str, detail: String },
     /// The shape is valid but beyond what a kernel is designed for.
+    #[error("{op}: input too large for this kernel: {detail}")]
     TooLarge { op: &'static str, detail: String },
-    /// A dimension or length is zero where the op needs data.
-    Empty { op: &'static str },
-    /// A launch configuration the hardware cannot run.
-    BadLaunch { kernel: &'static str, detail: String },
+    /// A launch the kernel's contract or the hardware does not allow.
+    #[error("launch of `{kernel}`: {detail}")]
+    BadLaunch {
+        kernel: &'static str,
+        detail: String,
+    },
     /// A device allocation failed.
-    OutOfMemory { bytes: usize },
+    #[error("out of device memory allocating {bytes} bytes; free buffers or use smaller inputs")]
+    OutOfMemory {
+        bytes: usize,
+        #[source]
+        source: Option<DriverStatus>,
+    },
     /// The CUDA driver reported an error.
-    Cuda { context: String, message: String },
+    #[error("CUDA error in {context}: {source}")]
+    Cuda {
+        context: String,
+        #[source]
+        source: DriverStatus,
+    },
+    /// A raw driver call failed (a status `cust` has no error value for).
+    #[error("CUDA driver returned {status} in {context}")]
+    Driver { context: String, status: String },
     /// The emulator reported an error (barrier/shuffle divergence, a kernel panic).
-    Emulator(EmuError),
+    #[error(transparent)]
+    Emulator(#[from] EmuError),
     /// The requested backend is not available.
+    #[error("{0}")]
     NoBackend(String),
-    /// Buffers of two different devices or backends were mixed.
-    WrongDevice,
+    /// A kernel whose module was not loaded on this `Gpu`.
+    #[error("kernel `{kernel}` is in the module of crate `{module}`, which this Gpu has not loaded: call `gpu.load(&MODULE)` with the MODULE that simt-builder generated for that crate")]
+    ModuleNotLoaded {
+        kernel: &'static str,
+        module: &'static str,
+    },
+    /// A buffer of another `Gpu` (or another backend) was passed.
+    #[error("{op}: `{what}` belongs to another Gpu ({detail}); allocate every buffer of an op on the Gpu that runs it")]
+    WrongDevice {
+        op: &'static str,
+        what: &'static str,
+        detail: String,
+    },
+    /// The device cannot run this kernel (too old an architecture for its module).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
-impl fmt::Display for SimtError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SimtError::Shape { op, detail } => write!(f, "{op}: shape mismatch: {detail}"),
-            SimtError::TooLarge { op, detail } => write!(f, "{op}: input too large for this kernel: {detail}"),
-            SimtError::Empty { op } => write!(f, "{op}: empty input (a zero-sized dimension); pass at least one element"),
-            SimtError::BadLaunch { kernel, detail } => write!(f, "launch of `{kernel}`: {detail}"),
-            SimtError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes; free buffers or use smaller inputs"),
-            SimtError::Cuda { context, message } => write!(f, "CUDA error in {context}: {message}"),
-            SimtError::Emulator(e) => write!(f, "{e}"),
-            SimtError::NoBackend(m) => write!(f, "{m}"),
-            SimtError::WrongDevice => write!(f, "a buffer from another backend was passed; allocate all buffers on the same Gpu"),
-        }
+/// A CUDA driver status (`cust`'s error value), the source of [`SimtError::Cuda`].
+///
+/// Displayed from its name and code: `cust`'s own `Display` asks the driver for the
+/// text, which would link `libcuda` into builds that have no CUDA backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriverStatus(pub cust::error::CudaError);
+
+impl std::fmt::Display for DriverStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?} (CUresult {})", self.0, self.0 as u32)
     }
 }
 
-impl std::error::Error for SimtError {}
-
-impl From<EmuError> for SimtError {
-    fn from(e: EmuError) -> Self {
-        SimtError::Emulator(e)
-    }
-}
-
-#[cfg(simt_cuda)]
-pub(crate) fn cuda(context: impl Into<String>) -> impl FnOnce(cust::error::CudaError) -> SimtError {
-    let context = context.into();
-    move |e| match e {
-        cust::error::CudaError::OutOfMemory => SimtError::OutOfMemory { bytes: 0 },
-        e => SimtError::Cuda { context, message: format!("{e} ({e:?})") },
-    }
-}
+impl std::error::Error for DriverStatus {}
 
 /// `Result` with [`SimtError`].
 pub type Result<T> = std::result::Result<T, SimtError>;
+
+/// Maps a driver error to [`SimtError::Cuda`], keeping the driver's status as the source.
+#[cfg_attr(not(simt_cuda), allow(dead_code))]
+pub(crate) fn cuda(context: impl Into<String>) -> impl FnOnce(cust::error::CudaError) -> SimtError {
+    let context = context.into();
+    move |e| SimtError::Cuda {
+        context,
+        source: DriverStatus(e),
+    }
+}

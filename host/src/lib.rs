@@ -1,29 +1,54 @@
-//! # rust-simt
+//! # simt: the rust-simt runtime
 //!
-//! GPU kernels written in Rust in SIMT style (the `kernels` crate), compiled to
-//! PTX by rustc's NVPTX backend at build time, and launched from here with `cust`,
-//! or run on the CPU SIMT [`emulator`] when there is no GPU.
+//! Runs kernels written with `simt-std` and built with `simt-builder`, on an NVIDIA
+//! GPU through the CUDA driver (`cust`) or on the CPU SIMT emulator, with one API:
 //!
-//! * [`Gpu`]: the device handle, buffers and the one launch API over both backends.
-//! * [`ops`]: safe per-op wrappers (GeLU, softmax, row sum, matmul + ReLU).
-//! * [`bench`], [`profile`], [`info`]: timing, per-kernel tables, the device table.
-#[cfg(simt_cuda)]
-mod cuda;
-pub mod bench;
-pub mod demo;
+//! ```ignore
+//! mod ptx { include!(concat!(env!("OUT_DIR"), "/kernels.rs")); } // from simt-builder
+//!
+//! let gpu = simt::Gpu::from_env()?;               // GPU if present, else the emulator
+//! gpu.load(&ptx::MODULE)?;
+//! let x = gpu.upload(&[1.0f32, 2.0, 3.0])?;
+//! let mut y = gpu.alloc::<f32>(3)?;
+//! let cfg = simt::LaunchConfig::linear::<my_kernels::double>(3)?;  // the kernel's own block
+//! // SAFETY: x and y hold 3 floats, as `double`'s contract asks.
+//! unsafe { gpu.launch::<my_kernels::double>(cfg, (x.ptr(), y.ptr_mut(), 3))? };
+//! assert_eq!(gpu.download(&y)?, [2.0, 4.0, 6.0]);
+//! ```
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`Gpu`] | a device: modules, buffers, checked launches, timing and profiling |
+//! | [`Buffer`] | device memory that knows its device |
+//! | [`MatrixRef`], [`MatrixMut`], [`Layout`] | matrix views with shape and row stride |
+//! | [`Module`] | a PTX module, as `simt-builder` writes it |
+//! | [`LaunchConfig`] | grid and block, built from the kernel's contract |
+//! | [`emulator`] | the CPU SIMT emulator and its settings |
+//! | [`SimtError`] | every failure, typed, with what to do |
+//!
+//! The CUDA backend is compiled in when the building machine has the NVIDIA driver
+//! (or `SIMT_CUDA=1`); otherwise every `Gpu` is the emulator and says why.
+mod backend;
+mod buffer;
+mod device;
 pub mod emulator;
-pub mod error;
-pub mod gpu;
-pub mod info;
-pub mod ops;
-pub mod plot;
-pub mod profile;
-pub mod reference;
-pub mod sweep;
+mod error;
+mod gpu;
+mod launch;
+mod module;
+mod view;
 
-pub use error::{Result, SimtError};
-pub use gpu::{dim3, BackendKind, Buffer, DeviceProps, Gpu, LaunchConfig, PTX};
-pub use kernels;
+pub use backend::BUILT_WITH_CUDA;
+pub use buffer::Buffer;
+pub use device::{BackendKind, DeviceProps, KernelResources};
+pub use error::{DriverStatus, Result, SimtError};
+pub use gpu::{Gpu, LaunchRecord};
+pub use launch::{LaunchArgs, LaunchConfig, MAX_GRID};
+pub use module::Module;
+pub use simt_std::{Dim3, Kernel, KernelParam};
+pub use view::{Layout, MatrixMut, MatrixRef};
 
-/// Whether this binary was built with the CUDA backend.
-pub const BUILT_WITH_CUDA: bool = cfg!(simt_cuda);
+/// `Dim3` shorthand.
+pub const fn dim3(x: u32, y: u32, z: u32) -> Dim3 {
+    Dim3 { x, y, z }
+}

@@ -32,8 +32,8 @@ pub const MM_TN: u32 = 8;
 /// Threads per block of the tiled matmul: (128/8) x (128/8) = 256.
 pub const MM_THREADS: u32 = (MM_BM / MM_TM) * (MM_BN / MM_TN);
 
-/// Warp width.
-pub const WARP_SIZE: u32 = 32;
+/// Warp width (the device library's).
+pub use simt_std::WARP_SIZE;
 
 /// Threads per block of the barrier-free row kernels (8 warps).
 pub const WARP_ROWS_THREADS: u32 = 256;

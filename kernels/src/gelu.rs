@@ -7,10 +7,11 @@
 //! reads and writes the whole tensor: 7 kernels and 64 bytes of traffic per element
 //! (see [`NAIVE_STAGES`]). Fused, it is one kernel, 8 bytes per element (4 in, 4 out):
 //! an 8x cut in traffic for a memory-bound function.
-use crate::kernel;
-use crate::math::{erf, exp2, fma, rcp, tanh};
-use crate::memory::{is_aligned16, load4, store4};
-use crate::thread::global_index_x;
+use crate::config::ELEMENTWISE_THREADS;
+use simt_std::kernel;
+use simt_std::math::{erf, exp2, fma, rcp, tanh};
+use simt_std::memory::{is_aligned16, load4, store4};
+use simt_std::thread::global_index_x;
 
 /// √(2/π).
 pub const SQRT_2_OVER_PI: f32 = 0.797_884_6;
@@ -38,7 +39,7 @@ pub const NAIVE_STAGES: [(&str, u32); 7] = [
 #[inline(always)]
 pub fn gelu_tanh(x: f32) -> f32 {
     let u = SQRT_2_OVER_PI * fma(GELU_CUBIC * x, x * x, x);
-    x * rcp(1.0 + exp2(-2.0 * crate::math::LOG2_E * u))
+    x * rcp(1.0 + exp2(-2.0 * simt_std::math::LOG2_E * u))
 }
 
 /// Exact GeLU of one value.
@@ -78,6 +79,7 @@ kernel! {
     /// # Thread Mapping
     /// 1-D, 4 consecutive elements per thread (16-byte vectors when aligned):
     /// `grid.x = ceil(n / (4·ELEMENTWISE_THREADS))`.
+    #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn gelu_fused(x: *const f32, y: *mut f32, n: u32) {
         // SAFETY: forwarded contract.
         unsafe { map4(x, y, n, gelu_tanh) }
@@ -89,6 +91,7 @@ kernel! {
     ///
     /// # Safety
     /// As [`gelu_fused()`].
+    #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn gelu_erf_fused(x: *const f32, y: *mut f32, n: u32) {
         // SAFETY: forwarded contract.
         unsafe { map4(x, y, n, gelu_erf) }
@@ -102,6 +105,7 @@ kernel! {
     ///
     /// # Safety
     /// As [`gelu_fused()`].
+    #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn ew_cube(x: *const f32, y: *mut f32, n: u32) {
         // SAFETY: forwarded.
         unsafe { map4(x, y, n, |v| v * v * v) }
@@ -113,6 +117,7 @@ kernel! {
     ///
     /// # Safety
     /// As [`gelu_fused()`].
+    #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn ew_affine(x: *const f32, y: *mut f32, n: u32, alpha: f32, beta: f32) {
         // SAFETY: forwarded.
         unsafe { map4(x, y, n, |v| fma(alpha, v, beta)) }
@@ -124,6 +129,7 @@ kernel! {
     ///
     /// # Safety
     /// As [`gelu_fused()`].
+    #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn ew_tanh(x: *const f32, y: *mut f32, n: u32) {
         // SAFETY: forwarded.
         unsafe { map4(x, y, n, tanh) }
@@ -138,6 +144,7 @@ kernel! {
     ///
     /// # Thread Mapping
     /// 1-D, one element per thread: `grid.x = ceil(n / ELEMENTWISE_THREADS)`.
+    #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn ew_axpby(a: *const f32, b: *const f32, y: *mut f32, n: u32, alpha: f32, beta: f32) {
         let i = global_index_x();
         if i < n as usize {
@@ -152,6 +159,7 @@ kernel! {
     ///
     /// # Safety
     /// As [`ew_axpby()`].
+    #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn ew_mul(a: *const f32, b: *const f32, y: *mut f32, n: u32) {
         let i = global_index_x();
         if i < n as usize {

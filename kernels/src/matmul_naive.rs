@@ -5,27 +5,32 @@
 //! their row of A (broadcast) and read consecutive columns of B (coalesced), so L1
 //! and L2 absorb much of the re-reading, but every FMA still waits on a load.
 use crate::config::NAIVE_TILE;
-use crate::kernel;
-use crate::math::fma;
-use crate::thread::{block_dim, block_idx, thread_idx};
+use crate::params::MatmulParams;
+use simt_std::kernel;
+use simt_std::math::fma;
+use simt_std::thread::{block_dim, block_idx, thread_idx};
 
 kernel! {
-    /// `C = relu?(A · B)`: `c[i, j] = max(0, Σ_p a[i, p]·b[p, j])` when `relu != 0`.
+    /// `C = epilogue(A · B)`: `c[i, j] = max(0, Σ_p a[i, p]·b[p, j])` with
+    /// [`Epilogue::Relu`](crate::params::Epilogue), the plain sum with `None`.
     ///
     /// # Safety
     /// `a` readable at `a[i*lda + p]`, `b` at `b[p*ldb + j]`, `c` writable at
     /// `c[i*ldc + j]` for `i < m, j < n, p < k`; `c` does not overlap `a` or `b`.
     ///
     /// # Parameters
-    /// * `a`: `[m, k]` row-major, row stride `lda`.
-    /// * `b`: `[k, n]` row-major, row stride `ldb`.
-    /// * `c`: `[m, n]` row-major, row stride `ldc`.
-    /// * `relu`: nonzero to fuse the ReLU.
+    /// One [`MatmulParams`], with `m = a.rows`, `k = a.cols`, `n = b.cols`:
+    /// * `p.a`: `[m, k]` row-major, row stride `lda = p.a.ld`.
+    /// * `p.b`: `[k, n]` row-major, row stride `ldb = p.b.ld`.
+    /// * `p.c`: `[m, n]` row-major, row stride `ldc = p.c.ld`.
+    /// * `p.epilogue`: `Relu` fuses the ReLU.
     ///
     /// # Thread Mapping
     /// Block `NAIVE_TILE x NAIVE_TILE`; `threadIdx.x` walks columns `j` (coalesced
     /// B and C), `threadIdx.y` rows `i`; `grid = (ceil(n/16), ceil(m/16))`.
-    pub unsafe fn matmul_relu_naive(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, relu: u32) {
+    #[launch(block = (NAIVE_TILE, NAIVE_TILE, 1))]
+    pub unsafe fn matmul_relu_naive(p: MatmulParams) {
+        let (a, b, c, m, n, k, lda, ldb, ldc, relu) = p.unpack();
         let _ = NAIVE_TILE;
         let j = (block_idx().x * block_dim().x + thread_idx().x) as usize;
         let i = (block_idx().y * block_dim().y + thread_idx().y) as usize;

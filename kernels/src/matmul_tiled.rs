@@ -22,14 +22,15 @@
 //! * Any M, N, K: out-of-range loads read 0 and out-of-range stores are skipped;
 //!   16-byte global accesses are used where the address is aligned, scalars elsewhere.
 use crate::config::{MM_BK, MM_BM, MM_BN, MM_THREADS, MM_TM, MM_TN};
-use crate::kernel;
-use crate::math::fma;
-use crate::memory::{is_aligned16, load4_first, store4_first, F32x4};
-use crate::shared::Smem;
-use crate::shared_array;
-use crate::swizzle;
-use crate::thread::{block_idx, sync_threads, thread_idx};
-use crate::unroll;
+use crate::params::MatmulParams;
+use simt_std::kernel;
+use simt_std::math::fma;
+use simt_std::memory::{is_aligned16, load4_first, store4_first, F32x4};
+use simt_std::shared::Smem;
+use simt_std::shared_array;
+use simt_std::swizzle;
+use simt_std::thread::{block_idx, sync_threads, thread_idx};
+use simt_std::unroll;
 
 pub(crate) const BM: usize = MM_BM as usize;
 pub(crate) const BN: usize = MM_BN as usize;
@@ -68,7 +69,18 @@ impl Tiling {
     /// The mapping of thread `t` of the block at (`row0`, `col0`).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub fn new(a: *const f32, b: *const f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, row0: u32, col0: u32, t: u32) -> Self {
+    pub fn new(
+        a: *const f32,
+        b: *const f32,
+        m: u32,
+        n: u32,
+        k: u32,
+        lda: u32,
+        ldb: u32,
+        row0: u32,
+        col0: u32,
+        t: u32,
+    ) -> Self {
         Tiling {
             a,
             b,
@@ -101,14 +113,26 @@ impl Tiling {
         let (gr, gk) = (self.row0 + self.la_row, k0 + self.la_k);
         let av = if gr < self.m && gk < self.k {
             // SAFETY: row gr < m, columns gk.. of which min(4, k-gk) exist.
-            unsafe { load4_first(self.a.add((gr * self.lda + gk) as usize), self.k - gk, self.vec_a) }
+            unsafe {
+                load4_first(
+                    self.a.add((gr * self.lda + gk) as usize),
+                    self.k - gk,
+                    self.vec_a,
+                )
+            }
         } else {
             F32x4::splat(0.0)
         };
         let (gk, gc) = (k0 + self.lb_k, self.col0 + self.lb_col);
         let bv = if gk < self.k && gc < self.n {
             // SAFETY: row gk < k, columns gc.. of which min(4, n-gc) exist.
-            unsafe { load4_first(self.b.add((gk * self.ldb + gc) as usize), self.n - gc, self.vec_b) }
+            unsafe {
+                load4_first(
+                    self.b.add((gk * self.ldb + gc) as usize),
+                    self.n - gc,
+                    self.vec_b,
+                )
+            }
         } else {
             F32x4::splat(0.0)
         };
@@ -128,7 +152,10 @@ impl Tiling {
             unsafe { a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.la_row)) as usize).write(av[J]) };
         });
         // SAFETY: lb_k < 8, lb_col + 4 <= 128, 16-aligned.
-        unsafe { b_s.add((self.lb_k * MM_BN + self.lb_col) as usize).store4(bv) };
+        unsafe {
+            b_s.add((self.lb_k * MM_BN + self.lb_col) as usize)
+                .store4(bv)
+        };
     }
 
     /// One K step `kk` (0..8) of the block tile: 4 shared loads of 16 bytes and 64 FMAs
@@ -143,14 +170,20 @@ impl Tiling {
         // only, keeping groups of 4 contiguous).
         let (a_lo, a_hi, b_lo, b_hi) = unsafe {
             (
-                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 4 * ty)) as usize).load4(),
-                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 64 + 4 * ty)) as usize).load4(),
+                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 4 * ty)) as usize)
+                    .load4(),
+                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, 64 + 4 * ty)) as usize)
+                    .load4(),
                 b_s.add((kk * MM_BN + 4 * tx) as usize).load4(),
                 b_s.add((kk * MM_BN + 64 + 4 * tx) as usize).load4(),
             )
         };
-        let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
-        let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
+        let af = [
+            a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w,
+        ];
+        let bf = [
+            b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w,
+        ];
         unroll!(8, I => {
             unroll!(8, J => {
                 acc[I][J] = fma(af[I], bf[J], acc[I][J]);
@@ -183,7 +216,12 @@ impl Tiling {
     /// # Safety
     /// As [`Tiling::compute`].
     #[inline(always)]
-    pub unsafe fn compute_unrolled(&self, a_s: Smem<f32>, b_s: Smem<f32>, acc: &mut [[f32; TN]; TM]) {
+    pub unsafe fn compute_unrolled(
+        &self,
+        a_s: Smem<f32>,
+        b_s: Smem<f32>,
+        acc: &mut [[f32; TN]; TM],
+    ) {
         unroll!(8, KK => {
             // SAFETY: forwarded.
             unsafe { self.step(a_s, b_s, KK as u32, acc) };
@@ -223,8 +261,8 @@ kernel! {
     /// (32-bit index arithmetic); the launch uses `MM_THREADS` (256) threads, 1-D.
     ///
     /// # Parameters
-    /// * `a`: `[m, k]`, `b`: `[k, n]`, `c`: `[m, n]`, row-major with row strides
-    ///   `lda`, `ldb`, `ldc`; `relu` nonzero fuses the ReLU.
+    /// One [`MatmulParams`]: `a`: `[m, k]`, `b`: `[k, n]`, `c`: `[m, n]`, row-major
+    /// with row strides `lda`, `ldb`, `ldc`; `epilogue: Relu` fuses the ReLU.
     ///
     /// # Tiling
     /// Block tile 128x128 of C, K steps of 8; shared `As[8][128]` (transposed,
@@ -236,7 +274,9 @@ kernel! {
     /// columns `4(t%2)..+4`, and B row `t/32`, columns `4(t%32)..+4`. Computing:
     /// thread `(ty, tx) = (t/16, t%16)` owns rows `{4ty.., 64+4ty..}` and columns
     /// `{4tx.., 64+4tx..}` (4 each) of the block tile.
-    pub unsafe fn matmul_relu_tiled(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, relu: u32) {
+    #[launch(threads = MM_THREADS)]
+    pub unsafe fn matmul_relu_tiled(p: MatmulParams) {
+        let (a, b, c, m, n, k, lda, ldb, ldc, relu) = p.unpack();
         let a_s = shared_array!(MM_A_TILE, f32, BK * BM);
         let b_s = shared_array!(MM_B_TILE, f32, BK * BN);
         let tl = Tiling::new(a, b, m, n, k, lda, ldb, block_idx().y * MM_BM, block_idx().x * MM_BN, thread_idx().x);

@@ -8,12 +8,13 @@
 //! the current step from shared memory while they are in flight, then stores them
 //! into the *other* of two shared stages: the load latency hides behind 512 FMAs
 //! per thread, and one barrier per K step suffices instead of two.
-use crate::config::{MM_BK, MM_BM, MM_BN};
 use crate::config::MM_THREADS;
-use crate::{kernel, launch_bounds};
+use crate::config::{MM_BK, MM_BM, MM_BN};
 use crate::matmul_tiled::{Tiling, TM, TN};
-use crate::shared_array;
-use crate::thread::{block_idx, sync_threads, thread_idx};
+use crate::params::MatmulParams;
+use simt_std::kernel;
+use simt_std::shared_array;
+use simt_std::thread::{block_idx, sync_threads, thread_idx};
 
 const STAGE: usize = (MM_BK * MM_BM) as usize;
 const _: () = assert!(MM_BK * MM_BN == MM_BK * MM_BM);
@@ -21,8 +22,6 @@ const _: () = assert!(MM_BK * MM_BN == MM_BK * MM_BM);
 // Two 256-thread blocks per SM need <= 128 registers per thread. The first version
 // needed 129; with 32-bit indexing and `Smem` it needs 123 (sm_80) / 128 (sm_90), so the
 // bound now guards the two blocks against future growth instead of forcing them.
-launch_bounds!(matmul_relu_tiled_db, MM_THREADS, 2);
-
 kernel! {
     /// `C = relu?(A · B)`, tiled and double-buffered. Same formula, contract,
     /// parameters and thread mapping as
@@ -35,7 +34,9 @@ kernel! {
     /// As stage 2, with two shared stages of `As[8][128]` and `Bs[8][128]` (16 KiB).
     /// Step `s` computes from stage `s % 2` while step `s+1` is loaded to registers,
     /// then stored to stage `(s+1) % 2`; one barrier per step.
-    pub unsafe fn matmul_relu_tiled_db(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, relu: u32) {
+    #[launch(threads = MM_THREADS, min_blocks = 2)]
+    pub unsafe fn matmul_relu_tiled_db(p: MatmulParams) {
+        let (a, b, c, m, n, k, lda, ldb, ldc, relu) = p.unpack();
         let a_s = shared_array!(MM_DB_A_TILES, f32, 2 * STAGE);
         let b_s = shared_array!(MM_DB_B_TILES, f32, 2 * STAGE);
         let tl = Tiling::new(a, b, m, n, k, lda, ldb, block_idx().y * MM_BM, block_idx().x * MM_BN, thread_idx().x);

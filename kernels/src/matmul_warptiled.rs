@@ -34,11 +34,12 @@
 //! The bigger loop body raised the dispatch stalls from 9% to 15% of ncu's samples.
 use crate::config::{MM_BK, MM_BM, MM_BN, MM_THREADS, WARP_SIZE};
 use crate::matmul_tiled::{TM, TN};
-use crate::memory::{is_aligned16, load4, load4_first, store4, store4_first, F32x4};
-use crate::shared::Smem;
-use crate::swizzle;
-use crate::thread::{block_idx, sync_threads, thread_idx};
-use crate::{kernel, launch_bounds, shared_array, unroll};
+use crate::params::MatmulParams;
+use simt_std::memory::{is_aligned16, load4, load4_first, store4, store4_first, F32x4};
+use simt_std::shared::Smem;
+use simt_std::swizzle;
+use simt_std::thread::{block_idx, sync_threads, thread_idx};
+use simt_std::{kernel, shared_array, unroll};
 
 /// Rows of C per warp.
 pub const WARP_M: u32 = 32;
@@ -97,7 +98,18 @@ struct WarpTiling {
 impl WarpTiling {
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn new(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, t: u32) -> Self {
+    fn new(
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        m: u32,
+        n: u32,
+        k: u32,
+        lda: u32,
+        ldb: u32,
+        ldc: u32,
+        t: u32,
+    ) -> Self {
         let (row0, col0) = (block_idx().y * MM_BM, block_idx().x * MM_BN);
         let vec_a = is_aligned16(a) && lda % 4 == 0;
         let vec_b = is_aligned16(b) && ldb % 4 == 0;
@@ -139,19 +151,36 @@ impl WarpTiling {
         if self.interior && k0 + MM_BK <= self.k {
             // SAFETY: interior block and a whole K step: every index is in range, and
             // rows are 16-byte aligned.
-            unsafe { (load4(self.a.add((gr * self.lda + ka) as usize)), load4(self.b.add((kb * self.ldb + gc) as usize))) }
+            unsafe {
+                (
+                    load4(self.a.add((gr * self.lda + ka) as usize)),
+                    load4(self.b.add((kb * self.ldb + gc) as usize)),
+                )
+            }
         } else {
             let mut av = F32x4::default();
             let mut bv = F32x4::default();
             if gr < self.m && ka < self.k {
                 let vec_a = is_aligned16(self.a) && self.lda % 4 == 0;
                 // SAFETY: row gr < m; columns ka.. of which min(4, k - ka) exist.
-                av = unsafe { load4_first(self.a.add((gr * self.lda + ka) as usize), self.k - ka, vec_a) };
+                av = unsafe {
+                    load4_first(
+                        self.a.add((gr * self.lda + ka) as usize),
+                        self.k - ka,
+                        vec_a,
+                    )
+                };
             }
             if kb < self.k && gc < self.n {
                 let vec_b = is_aligned16(self.b) && self.ldb % 4 == 0;
                 // SAFETY: row kb < k; columns gc.. of which min(4, n - gc) exist.
-                bv = unsafe { load4_first(self.b.add((kb * self.ldb + gc) as usize), self.n - gc, vec_b) };
+                bv = unsafe {
+                    load4_first(
+                        self.b.add((kb * self.ldb + gc) as usize),
+                        self.n - gc,
+                        vec_b,
+                    )
+                };
             }
             (av, bv)
         }
@@ -173,7 +202,10 @@ impl WarpTiling {
             unsafe { a_s.add(((self.la_k + J as u32) * MM_BM + col) as usize).write(a4[J]) };
         });
         // SAFETY: row lb_k < 8, lb_col + 4 <= 128, 16-aligned.
-        unsafe { b_s.add((self.lb_k * MM_BN + self.lb_col) as usize).store4(bv) };
+        unsafe {
+            b_s.add((self.lb_k * MM_BN + self.lb_col) as usize)
+                .store4(bv)
+        };
     }
 
     /// The 8 rank-1 updates of one stage into the thread's 8x8 accumulators: per k,
@@ -200,7 +232,7 @@ impl WarpTiling {
             let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
             unroll!(8, I => {
                 unroll!(8, J => {
-                    acc[I][J] = crate::math::fma(af[I], bf[J], acc[I][J]);
+                    acc[I][J] = simt_std::math::fma(af[I], bf[J], acc[I][J]);
                 });
             });
         });
@@ -237,8 +269,6 @@ impl WarpTiling {
 
 // Two 256-thread blocks per SM: at most 128 registers per thread (ptxas: 125-128,
 // no spills, on sm_80 and sm_90; `tests/ptx.rs` checks).
-launch_bounds!(matmul_relu_warptiled, MM_THREADS, 2);
-
 kernel! {
     /// `C = relu?(A · B)`, warp-tiled and double-buffered. Same formula, contract and
     /// parameters as [`matmul_relu_tiled()`](crate::matmul_tiled::matmul_relu_tiled()).
@@ -259,7 +289,9 @@ kernel! {
     /// Computing: warp `w = t/32` owns rows `32(w/2)..+32` and columns `64(w%2)..+64`;
     /// its lane `(ly, lx) = (l/8, l%8)` owns rows `4ly..+4, 16+4ly..+4` and columns
     /// `4lx..+4, 32+4lx..+4` of the warp tile.
-    pub unsafe fn matmul_relu_warptiled(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, relu: u32) {
+    #[launch(threads = MM_THREADS, min_blocks = 2)]
+    pub unsafe fn matmul_relu_warptiled(p: MatmulParams) {
+        let (a, b, c, m, n, k, lda, ldb, ldc, relu) = p.unpack();
         let a_s = shared_array!(MM_WT_A, f32, 2 * STAGE);
         let b_s = shared_array!(MM_WT_B, f32, 2 * STAGE);
         let tl = WarpTiling::new(a, b, c, m, n, k, lda, ldb, ldc, thread_idx().x);

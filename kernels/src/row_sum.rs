@@ -8,13 +8,13 @@
 //! (`splits = 1`) the block writes the row's sum; with more (few, long rows, so
 //! the grid still fills the GPU), blocks `atomic_add` their chunk into a zeroed
 //! output.
-use crate::atomic::atomic_add_f32;
-use crate::config::ROW_REDUCE_THREADS;
-use crate::kernel;
-use crate::shared_array;
+use crate::config::{ROW_REDUCE_THREADS, WARP_ROWS_THREADS};
 use crate::softmax::reduce_range;
-use crate::thread::{block_idx, thread_idx};
-use crate::warp::block_sum;
+use simt_std::atomic::atomic_add_f32;
+use simt_std::kernel;
+use simt_std::shared_array;
+use simt_std::thread::{block_idx, thread_idx};
+use simt_std::warp::block_sum;
 
 kernel! {
     /// `out[r] = Σ_c x[r, c]`.
@@ -30,6 +30,7 @@ kernel! {
     ///
     /// # Thread Mapping
     /// Block `b` reduces row `b / splits`, columns `[(b % splits)·chunk, +chunk)`.
+    #[launch(threads = ROW_REDUCE_THREADS)]
     pub unsafe fn row_sum(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, splits: u32, chunk: u32) {
         let scratch = shared_array!(ROW_SUM_SCRATCH, f32, 32);
         let _ = rows;
@@ -71,10 +72,11 @@ kernel! {
     /// `W·(32/group) ..+32/group`; lane `l` works on row `W·(32/group) + l/group`
     /// as member `l % group` of its group.
     /// `grid.x = ceil(rows / ((WARP_ROWS_THREADS/32)·(32/group)))`.
+    #[launch(threads = WARP_ROWS_THREADS)]
     pub unsafe fn row_sum_warp(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, group: u32) {
-        let lane = crate::warp::lane_id();
+        let lane = simt_std::warp::lane_id();
         let per_warp = 32 / group;
-        let r = ((block_idx().x * (crate::thread::block_dim().x / 32) + crate::warp::warp_id()) * per_warp + lane / group) as usize;
+        let r = ((block_idx().x * (simt_std::thread::block_dim().x / 32) + simt_std::warp::warp_id()) * per_warp + lane / group) as usize;
         let sub = (lane % group) as usize;
         let mut s = 0.0f32;
         if r < rows as usize {
@@ -86,7 +88,7 @@ kernel! {
         let mut off = 16;
         while off >= 1 {
             if off < group {
-                s += crate::warp::shfl_xor_f32(s, off);
+                s += simt_std::warp::shfl_xor_f32(s, off);
             }
             off /= 2;
         }
@@ -105,11 +107,15 @@ kernel! {
 #[inline(always)]
 unsafe fn group_range_sum(row: *const f32, len: usize, sub: usize, group: usize) -> f32 {
     let mut acc = 0.0f32;
-    let len4 = if crate::memory::is_aligned16(row) { len & !3 } else { 0 };
+    let len4 = if simt_std::memory::is_aligned16(row) {
+        len & !3
+    } else {
+        0
+    };
     let mut c = 4 * sub;
     while c < len4 {
         // SAFETY: c + 4 <= len4 <= len, aligned.
-        let v = unsafe { crate::memory::load4(row.add(c)) };
+        let v = unsafe { simt_std::memory::load4(row.add(c)) };
         acc += (v.x + v.y) + (v.z + v.w);
         c += 4 * group;
     }

@@ -2,20 +2,21 @@
 //! each exercises one primitive and writes what it saw, so the same test checks the
 //! emulator in CI and the GPU. Two are wrong on purpose (a missing barrier, a
 //! divergent barrier), for the emulator's negative tests.
-use crate::atomic::atomic_add_f32;
-use crate::kernel;
-use crate::math;
-use crate::memory::{load4, store4};
-use crate::shared::{dynamic_shared, dynamic_shared_bytes};
-use crate::shared_array;
-use crate::thread::*;
-use crate::warp::*;
+use simt_std::atomic::atomic_add_f32;
+use simt_std::kernel;
+use simt_std::math;
+use simt_std::memory::{load4, store4};
+use simt_std::shared::{dynamic_shared, dynamic_shared_bytes};
+use simt_std::shared_array;
+use simt_std::thread::*;
+use simt_std::warp::*;
 
 kernel! {
     /// Writes, per thread (linear global id `g`), 8 words: threadIdx.xyz, blockIdx.xyz, lane, warp.
     ///
     /// # Safety
     /// `out` holds 8 words per thread of the grid.
+    #[launch(max_threads = 1024)]
     pub unsafe fn probe_indices(out: *mut u32) {
         let t = thread_idx();
         let b = block_idx();
@@ -36,6 +37,7 @@ kernel! {
     ///
     /// # Safety
     /// `x` holds one word and `out` four per thread; blocks are multiples of 32.
+    #[launch(max_threads = 1024)]
     pub unsafe fn probe_shuffles(x: *const u32, out: *mut u32, arg: u32) {
         let i = global_index_x();
         // SAFETY: caller's sizes.
@@ -54,6 +56,7 @@ kernel! {
     ///
     /// # Safety
     /// `x` one float and `out` three per thread; blocks are multiples of 32.
+    #[launch(max_threads = 1024)]
     pub unsafe fn probe_reductions(x: *const f32, out: *mut f32) {
         let scratch = shared_array!(PROBE_RED_SCRATCH, f32, 32);
         let i = global_index_x();
@@ -75,6 +78,7 @@ kernel! {
     ///
     /// # Safety
     /// `x` holds n floats, `out` 7n.
+    #[launch(max_threads = 1024)]
     pub unsafe fn probe_math(x: *const f32, out: *mut f32, n: u32) {
         let i = global_index_x();
         if i < n as usize {
@@ -95,6 +99,7 @@ kernel! {
     ///
     /// # Safety
     /// `x`, `y` hold 4n floats, 16-aligned.
+    #[launch(max_threads = 1024)]
     pub unsafe fn probe_vec4(x: *const f32, y: *mut f32, n: u32) {
         let i = global_index_x();
         if i < n as usize {
@@ -109,6 +114,7 @@ kernel! {
     ///
     /// # Safety
     /// `x` holds n floats, `acc` `slots` floats (zeroed), `slots > 0`.
+    #[launch(max_threads = 1024)]
     pub unsafe fn probe_atomic(x: *const f32, acc: *mut f32, n: u32, slots: u32) {
         let i = global_index_x();
         if i < n as usize {
@@ -147,6 +153,7 @@ kernel! {
     ///
     /// # Safety
     /// `x` holds blockDim.x floats per block, `out` one per block; blockDim.x <= 1024.
+    #[launch(max_threads = 1024)]
     pub unsafe fn probe_shared_sum(x: *const f32, out: *mut f32) {
         // SAFETY: forwarded.
         unsafe { shared_sum(x, out, true) }
@@ -159,6 +166,7 @@ kernel! {
     ///
     /// # Safety
     /// As [`probe_shared_sum()`].
+    #[launch(max_threads = 1024)]
     pub unsafe fn probe_shared_sum_no_barrier(x: *const f32, out: *mut f32) {
         // SAFETY: forwarded.
         unsafe { shared_sum(x, out, false) }
@@ -171,6 +179,7 @@ kernel! {
     ///
     /// # Safety
     /// `out` holds one float per thread.
+    #[launch(max_threads = 1024)]
     pub unsafe fn probe_divergent_barrier(out: *mut f32, keep: u32) {
         let t = thread_idx().x;
         if t >= keep {
@@ -187,9 +196,11 @@ kernel! {
     /// `out[gridDim.x * blockDim.x]` receives the dynamic size in bytes (as f32).
     ///
     /// # Safety
-    /// `x` holds blockDim.x floats per block, `out` that plus one; the launch gives
-    /// at least blockDim.x*4 bytes of dynamic shared memory.
-    pub unsafe fn probe_dynamic_shared(x: *const f32, out: *mut f32) {
+    /// `x` holds blockDim.x floats per block, `out` that plus one;
+    /// `bytes >= blockDim.x*4` (the launch gives `bytes` of dynamic shared memory).
+    #[launch(max_threads = 1024, shared = bytes)]
+    pub unsafe fn probe_dynamic_shared(x: *const f32, out: *mut f32, bytes: u32) {
+        let _ = bytes; // the launch contract's dynamic shared size
         let s = dynamic_shared::<f32>();
         let t = thread_idx().x as usize;
         let n = block_dim().x as usize;
@@ -213,14 +224,15 @@ kernel! {
     /// # Safety
     /// `x` and `out` hold 256 floats, 16-byte aligned; `src_floats <= 4`. With
     /// `wait == 0` the shared reads race with the copies (the point of the probe).
+    #[launch(max_threads = 1024)]
     pub unsafe fn probe_copy_async(x: *const f32, out: *mut f32, src_floats: u32, wait: u32) {
         let s = shared_array!(PROBE_ASYNC, f32, 256);
         let t = thread_idx().x as usize;
         // SAFETY: as documented; 16-byte aligned on both sides.
-        unsafe { crate::pipeline::copy_async::<16>(s.add(4 * t), x.add(4 * t), 4 * src_floats) };
-        crate::pipeline::commit();
+        unsafe { simt_std::pipeline::copy_async::<16>(s.add(4 * t), x.add(4 * t), 4 * src_floats) };
+        simt_std::pipeline::commit();
         if wait != 0 {
-            crate::pipeline::wait::<0>();
+            simt_std::pipeline::wait::<0>();
         }
         sync_threads();
         let u = (t + 1) % 64;

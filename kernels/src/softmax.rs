@@ -10,14 +10,16 @@
 //! **Fused** ([`softmax_fused()`]): one block per row, the row read once into shared
 //! memory, max and sum by warp shuffles plus one shared slot per warp, the result
 //! written once: MN reads and MN writes, the floor for this function.
-use crate::config::SOFTMAX_THREADS;
-use crate::kernel;
-use crate::math::{exp, rcp};
-use crate::memory::{is_aligned16, load4, load4_first, store4, store4_or_scalar};
-use crate::shared::dynamic_shared;
-use crate::shared_array;
-use crate::thread::{block_idx, global_index_x, thread_idx};
-use crate::warp::{block_max, block_sum, max_nan};
+use crate::config::{
+    ELEMENTWISE_THREADS, ROW_REDUCE_THREADS, SOFTMAX_THREADS, WARP_ROWS_THREADS, WARP_SIZE,
+};
+use simt_std::kernel;
+use simt_std::math::{exp, rcp};
+use simt_std::memory::{is_aligned16, load4, load4_first, store4, store4_or_scalar};
+use simt_std::shared::dynamic_shared;
+use simt_std::shared_array;
+use simt_std::thread::{block_idx, global_index_x, thread_idx};
+use simt_std::warp::{block_max, block_sum, max_nan};
 
 kernel! {
     /// Fused, numerically stable row softmax: one block per row, row kept on chip.
@@ -40,6 +42,7 @@ kernel! {
     /// # Tiling
     /// The row lives in dynamic shared memory `s[0..cols]`: read from HBM once,
     /// then max, exp-and-sum and the final scale read it on chip.
+    #[launch(threads = SOFTMAX_THREADS, shared = cols as u64 * 4)]
     pub unsafe fn softmax_fused(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32) {
         let scratch = shared_array!(SOFTMAX_SCRATCH, f32, 32);
         // Per-thread scratch (each thread re-reads only what it wrote): generic pointer,
@@ -196,6 +199,7 @@ kernel! {
     ///
     /// # Thread Mapping
     /// `grid.x = rows`; threads stride over the row 4 columns at a time.
+    #[launch(threads = ROW_REDUCE_THREADS)]
     pub unsafe fn row_max(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32) {
         let scratch = shared_array!(ROW_MAX_SCRATCH, f32, 32);
         let _ = rows;
@@ -218,6 +222,7 @@ kernel! {
     ///
     /// # Thread Mapping
     /// One element per thread, `grid.x = ceil(rows·cols / ELEMENTWISE_THREADS)`.
+    #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn rows_sub(x: *const f32, v: *const f32, y: *mut f32, rows: u32, cols: u32) {
         let i = global_index_x();
         if i < rows as usize * cols as usize {
@@ -232,6 +237,7 @@ kernel! {
     ///
     /// # Safety
     /// `x`, `y` valid for `n` floats.
+    #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn ew_exp(x: *const f32, y: *mut f32, n: u32) {
         let i = global_index_x();
         if i < n as usize {
@@ -246,6 +252,7 @@ kernel! {
     ///
     /// # Safety
     /// As [`rows_sub()`].
+    #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn rows_div(x: *const f32, v: *const f32, y: *mut f32, rows: u32, cols: u32) {
         let i = global_index_x();
         if i < rows as usize * cols as usize {
@@ -255,6 +262,11 @@ kernel! {
     }
 }
 
+/// Dynamic shared memory of [`softmax_warp()`]: each of the block's warps holds its
+/// row padded to whole 16-byte vectors.
+pub const fn softmax_warp_shared_bytes(cols: u32) -> u64 {
+    (WARP_ROWS_THREADS / WARP_SIZE) as u64 * (cols as u64).next_multiple_of(4) * 4
+}
 
 kernel! {
     /// Row softmax for rows of at most `WARP_ROW_MAX_COLS`: one warp per row, the
@@ -269,10 +281,11 @@ kernel! {
     /// # Thread Mapping
     /// Warp `w` of block `b` takes row `b·8 + w`; lane `l` handles columns `4l..4l+4`
     /// of every 128-wide chunk; `grid.x = ceil(rows / 8)`.
+    #[launch(threads = WARP_ROWS_THREADS, shared = softmax_warp_shared_bytes(cols))]
     pub unsafe fn softmax_warp(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32) {
-        let w = crate::warp::warp_id() as usize;
-        let lane = crate::warp::lane_id() as usize;
-        let r = block_idx().x as usize * (crate::thread::block_dim().x as usize / 32) + w;
+        let w = simt_std::warp::warp_id() as usize;
+        let lane = simt_std::warp::lane_id() as usize;
+        let r = block_idx().x as usize * (simt_std::thread::block_dim().x as usize / 32) + w;
         if r >= rows as usize {
             return; // the whole warp (same r): no shuffle is left half-reached
         }
@@ -284,9 +297,9 @@ kernel! {
         // SAFETY: r < rows.
         let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
         // SAFETY (all three passes): row r has `cols` floats, the slice `stride >= cols`.
-        let m = crate::warp::warp_max(unsafe { stage_row(xr, s, n, lane, 32) });
+        let m = simt_std::warp::warp_max(unsafe { stage_row(xr, s, n, lane, 32) });
         let sum = unsafe { exp_in_place(s, n, lane, 32, m) };
-        let inv = rcp(crate::warp::warp_sum(sum));
+        let inv = rcp(simt_std::warp::warp_sum(sum));
         unsafe { write_scaled(s, yr, n, lane, 32, inv) };
     }
 }

@@ -1,7 +1,7 @@
 //! Utility kernels the host needs: filling buffers (NaN poisoning before a test,
 //! zeroing an atomic accumulator, flushing L2 between benchmark repetitions).
-use crate::kernel;
-use crate::thread::{global_index_x, grid_stride_x};
+use simt_std::kernel;
+use simt_std::thread::{global_index_x, grid_stride_x};
 
 kernel! {
     /// `y[i] = value` for `i < n`.
@@ -14,6 +14,7 @@ kernel! {
     ///
     /// # Thread Mapping
     /// Grid-stride loop over `i`, any 1-D launch.
+    #[launch(max_threads = 1024)]
     pub unsafe fn fill_f32(y: *mut f32, n: u32, value: f32) {
         let mut i = global_index_x();
         while i < n as usize {

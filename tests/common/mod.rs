@@ -4,14 +4,20 @@ use rand::{Rng, SeedableRng};
 use rust_simt::emulator::{EmuConfig, Order};
 use rust_simt::{BackendKind, Buffer, Gpu};
 
-/// The device under test: the GPU when present, else the emulator (`SIMT_BACKEND` overrides).
+/// The device under test, with the lecture's module loaded: the GPU when present,
+/// else the emulator (`SIMT_BACKEND` overrides).
 pub fn gpu() -> Gpu {
-    Gpu::new().unwrap_or_else(|e| panic!("no backend: {e}"))
+    rust_simt::gpu().unwrap_or_else(|e| panic!("no backend: {e}"))
 }
 
-/// The emulator with an explicit thread order.
+/// The emulator with an explicit thread order, the lecture's module loaded.
 pub fn emulator(order: Order) -> Gpu {
-    Gpu::emulator(EmuConfig { order, ..EmuConfig::default() })
+    let g = Gpu::emulator(EmuConfig {
+        order,
+        ..EmuConfig::default()
+    });
+    rust_simt::ptx::load(&g).unwrap();
+    g
 }
 
 /// Whether tests run on a real GPU (larger shapes then).
@@ -21,7 +27,10 @@ pub fn on_gpu(g: &Gpu) -> bool {
 
 /// A fresh seed per call (or `SIMT_TEST_SEED`), printed so a failure can be replayed.
 pub fn rng(test: &str) -> (rand::rngs::StdRng, u64) {
-    let seed = std::env::var("SIMT_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| rand::thread_rng().gen());
+    let seed = std::env::var("SIMT_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::thread_rng().gen());
     eprintln!("[{test}] seed {seed} (replay with SIMT_TEST_SEED={seed})");
     (rand::rngs::StdRng::seed_from_u64(seed), seed)
 }
@@ -41,7 +50,15 @@ pub fn poisoned(g: &Gpu, n: usize) -> Buffer<f32> {
 /// reference is NaN, infinities equal), and the error norm: `‖out − ref‖ <= max_rel·‖ref‖`
 /// or, for outputs near zero, `‖out − ref‖ <= atol·√n`.
 /// On failure prints the op, the seed, the first bad indices and both values.
-pub fn assert_close(what: &str, seed: u64, out: &[f32], reference: &[f64], rtol: f64, atol: f64, max_rel: f64) {
+pub fn assert_close(
+    what: &str,
+    seed: u64,
+    out: &[f32],
+    reference: &[f64],
+    rtol: f64,
+    atol: f64,
+    max_rel: f64,
+) {
     assert_eq!(out.len(), reference.len(), "{what}: length");
     let mut bad = Vec::new();
     for (i, (&o, &r)) in out.iter().zip(reference).enumerate() {
@@ -50,7 +67,8 @@ pub fn assert_close(what: &str, seed: u64, out: &[f32], reference: &[f64], rtol:
         } else if r.is_infinite() {
             o as f64 == r
         } else {
-            approx::relative_eq!(o as f64, r, epsilon = atol, max_relative = rtol) || (o as f64 - r).abs() <= atol + rtol * r.abs()
+            approx::relative_eq!(o as f64, r, epsilon = atol, max_relative = rtol)
+                || (o as f64 - r).abs() <= atol + rtol * r.abs()
         };
         if !ok {
             bad.push(i);
@@ -68,7 +86,11 @@ pub fn assert_close(what: &str, seed: u64, out: &[f32], reference: &[f64], rtol:
     let rel = num.sqrt() / den.sqrt();
     let norm_ok = rel <= max_rel || num.sqrt() <= atol * (out.len() as f64).sqrt();
     if !bad.is_empty() || !norm_ok {
-        let show: Vec<String> = bad.iter().take(8).map(|&i| format!("[{i}] got {} want {}", out[i], reference[i])).collect();
+        let show: Vec<String> = bad
+            .iter()
+            .take(8)
+            .map(|&i| format!("[{i}] got {} want {}", out[i], reference[i]))
+            .collect();
         panic!(
             "{what} (seed {seed}): {} of {} elements outside |d| <= {atol:e} + {rtol:e}|ref|, rel. error norm {rel:e} (max {max_rel:e})\n  {}",
             bad.len(),
@@ -76,5 +98,8 @@ pub fn assert_close(what: &str, seed: u64, out: &[f32], reference: &[f64], rtol:
             show.join("\n  ")
         );
     }
-    eprintln!("[{what}] {} elements ok, rel. error norm {rel:.2e}", out.len());
+    eprintln!(
+        "[{what}] {} elements ok, rel. error norm {rel:.2e}",
+        out.len()
+    );
 }

@@ -1,0 +1,70 @@
+//! The hook between device primitives and the CPU SIMT emulator (host builds only).
+//!
+//! The emulator (in the host crate) runs every GPU thread as a coroutine and, before
+//! resuming one, installs that thread's [`ThreadEnv`] here. Device primitives
+//! (`thread_idx`, `sync_threads`, shuffles, shared memory) read it.
+use std::cell::Cell;
+
+pub use crate::thread::Dim3;
+
+/// The four `shfl.sync` modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShflMode {
+    /// Read from lane `lane ^ arg`.
+    Xor,
+    /// Read from lane `lane + arg` (own value past the warp's end).
+    Down,
+    /// Read from lane `lane - arg` (own value before lane 0).
+    Up,
+    /// Read from lane `arg`.
+    Idx,
+}
+
+/// What one emulated GPU thread can ask of the emulator.
+pub trait ThreadEnv {
+    fn thread_idx(&self) -> Dim3;
+    fn block_idx(&self) -> Dim3;
+    fn block_dim(&self) -> Dim3;
+    fn grid_dim(&self) -> Dim3;
+    /// Block-wide barrier (`bar.sync 0`): suspends until every thread of the block arrives.
+    fn sync_threads(&self);
+    /// Warp shuffle of a 32-bit value; every lane of the warp must call it.
+    fn shfl(&self, mode: ShflMode, value: u32, arg: u32) -> u32;
+    /// The block's static shared array identified by `key`, `bytes` long, 16-aligned.
+    fn static_shared(&self, key: usize, bytes: usize) -> *mut u8;
+    /// The block's dynamic shared memory and its size in bytes.
+    fn dynamic_shared(&self) -> (*mut u8, usize);
+    /// Queues an asynchronous copy of `bytes` bytes to shared `dst`: `src_bytes` from
+    /// `src`, then zeros. It lands at the [`copy_wait`](ThreadEnv::copy_wait) that covers it.
+    fn copy_async(&self, dst: *mut u8, src: *const u8, bytes: usize, src_bytes: usize);
+    /// Closes the queued copies into a group.
+    fn copy_commit(&self);
+    /// Performs every committed group except the `pending` newest.
+    fn copy_wait(&self, pending: usize);
+}
+
+thread_local! {
+    static ENV: Cell<Option<*const (dyn ThreadEnv + 'static)>> = const { Cell::new(None) };
+}
+
+/// Installs (or clears) the current thread's environment.
+///
+/// # Safety
+/// `env`, if `Some`, must stay valid until it is replaced or cleared.
+pub unsafe fn set_env(env: Option<*const (dyn ThreadEnv + 'static)>) {
+    ENV.with(|e| e.set(env));
+}
+
+/// The current emulated thread's environment.
+///
+/// Panics with a clear message when device code runs outside an emulated launch.
+#[inline]
+pub fn env() -> &'static dyn ThreadEnv {
+    let p = ENV.with(|e| e.get()).expect(
+        "a device function was called outside a kernel launch: launch kernels through \
+         rust_simt's launch API (GPU or emulator), never call them directly",
+    );
+    // SAFETY: `set_env`'s contract keeps the pointee alive while installed; the
+    // emulator clears it before the thread context is dropped.
+    unsafe { &*p }
+}

@@ -1,0 +1,169 @@
+//! 16-byte vector loads and stores.
+//!
+//! A warp that reads 32 consecutive `f32`s issues one 128-byte transaction per
+//! instruction; with [`F32x4`] each thread moves 16 bytes per instruction, so the
+//! same bytes need a quarter of the load instructions (`ld.global.v4.f32`) and the
+//! memory system sees fewer, larger requests: the usual first step for a
+//! memory-bound kernel to approach the copy bandwidth.
+//!
+//! # Alignment rule
+//! The address must be a multiple of 16 bytes. A misaligned vector access faults on
+//! the GPU (`misaligned address`) and panics on the emulator. Device allocations
+//! are 256-byte aligned, so `base + 4*i` is aligned when `i % 4 == 0`; a row of a
+//! row-major matrix is aligned when its stride is a multiple of 4 elements. Kernels
+//! check [`is_aligned16`] and fall back to scalar accesses otherwise.
+
+/// Four `f32` in one 16-byte-aligned register quad.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct F32x4 {
+    pub x: f32,
+    pub y: f32,
+    pub z: f32,
+    pub w: f32,
+}
+
+impl F32x4 {
+    /// All four lanes set to `v`.
+    #[inline(always)]
+    pub fn splat(v: f32) -> Self {
+        F32x4 {
+            x: v,
+            y: v,
+            z: v,
+            w: v,
+        }
+    }
+    /// Applies `f` to each lane.
+    #[inline(always)]
+    pub fn map(self, f: impl Fn(f32) -> f32) -> Self {
+        F32x4 {
+            x: f(self.x),
+            y: f(self.y),
+            z: f(self.z),
+            w: f(self.w),
+        }
+    }
+    /// The lanes as an array.
+    #[inline(always)]
+    pub fn to_array(self) -> [f32; 4] {
+        [self.x, self.y, self.z, self.w]
+    }
+}
+
+/// Whether `p` is 16-byte aligned.
+#[inline(always)]
+pub fn is_aligned16<T>(p: *const T) -> bool {
+    (p as usize) & 15 == 0
+}
+
+/// Loads 4 consecutive `f32` starting at `p` (`ld.v4.f32`).
+///
+/// # Safety
+/// `p..p+4` is readable and `p` is 16-byte aligned.
+#[inline(always)]
+pub unsafe fn load4(p: *const f32) -> F32x4 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    assert!(is_aligned16(p), "misaligned 16-byte vector load at {p:p}");
+    // SAFETY: caller guarantees validity and alignment.
+    unsafe { *(p as *const F32x4) }
+}
+
+/// Stores 4 consecutive `f32` starting at `p` (`st.v4.f32`).
+///
+/// # Safety
+/// `p..p+4` is writable and `p` is 16-byte aligned.
+#[inline(always)]
+pub unsafe fn store4(p: *mut f32, v: F32x4) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    assert!(is_aligned16(p), "misaligned 16-byte vector store at {p:p}");
+    // SAFETY: caller guarantees validity and alignment.
+    unsafe { *(p as *mut F32x4) = v }
+}
+
+/// Loads the 4 floats `p[0..4]` of which only the first `valid` exist (the rest read
+/// as 0): one 16-byte load when all 4 exist and `vec_ok`, scalar loads otherwise.
+/// The edge-tile load of the tiled matmuls; with `valid = 4`, the aligned-or-not row
+/// load of the softmax kernels.
+///
+/// # Safety
+/// `p[0..min(valid, 4)]` is readable; `p` is 16-byte aligned when `vec_ok`.
+#[inline(always)]
+pub unsafe fn load4_first(p: *const f32, valid: u32, vec_ok: bool) -> F32x4 {
+    if valid >= 4 && vec_ok {
+        // SAFETY: caller: 4 readable floats, aligned when vec_ok.
+        unsafe { load4(p) }
+    } else {
+        // Volatile on purpose: with plain loads LLVM sinks the `p[3]` read of this
+        // path and the vector path's lane w into one scalar load after the branch.
+        // The vector path then issues a second load into a register its vector load
+        // is still filling, and every call waits out a full global-memory latency
+        // (ncu: 19% of the warp-tiled matmul's stall samples on that one load).
+        // SAFETY: caller: `valid` readable floats.
+        let g = |j: u32| {
+            if j < valid {
+                unsafe { p.add(j as usize).read_volatile() }
+            } else {
+                0.0
+            }
+        };
+        F32x4 {
+            x: g(0),
+            y: g(1),
+            z: g(2),
+            w: g(3),
+        }
+    }
+}
+
+/// Stores the first `valid` (at most 4) lanes of `v` to `p[0..]`: one 16-byte store
+/// when all 4 fit and `vec_ok`, scalar stores otherwise. The edge-tile store of the
+/// tiled matmuls.
+///
+/// # Safety
+/// `p[0..min(valid, 4)]` is writable; `p` is 16-byte aligned when `vec_ok`.
+#[inline(always)]
+pub unsafe fn store4_first(p: *mut f32, v: F32x4, valid: u32, vec_ok: bool) {
+    if valid >= 4 && vec_ok {
+        // SAFETY: caller: 4 writable floats, aligned when vec_ok.
+        unsafe { store4(p, v) }
+    } else {
+        // Plain stores on purpose. LLVM merges this path with the vector store into
+        // scalar stores: stages 2 and 3 of the matmul then write C 4 bytes at a time
+        // (stage 4 stores interior tiles with `store4` directly). That epilogue writes
+        // each output once, against a K loop that reads 2K values per output.
+        // Volatile stores here cost the warp-tiled matmul 16 bytes of spills (sm_80).
+        // Rows that need the vector store whenever aligned use [`store4_or_scalar`].
+        let vs = v.to_array();
+        crate::unroll!(4, J => {
+            if (J as u32) < valid {
+                // SAFETY: caller: `valid` writable floats.
+                unsafe { *p.add(J) = vs[J] };
+            }
+        });
+    }
+}
+
+/// Stores `v` to `p[0..4]`: one 16-byte store when `vec`, else four scalar stores.
+///
+/// The scalar path is volatile so that LLVM cannot merge the two paths into the
+/// scalar one, which it did in the fused softmax: its aligned rows were written 4
+/// bytes at a time (H100, 2026-11-22: 4096^2 took 0.0547 ms, 0.0505 after the fix).
+///
+/// # Safety
+/// `p[0..4]` writable; `p` 16-byte aligned when `vec`.
+#[inline(always)]
+pub unsafe fn store4_or_scalar(p: *mut f32, v: F32x4, vec: bool) {
+    if vec {
+        // SAFETY: caller: writable and aligned.
+        unsafe { store4(p, v) }
+    } else {
+        // SAFETY: caller: 4 writable floats.
+        unsafe {
+            p.write_volatile(v.x);
+            p.add(1).write_volatile(v.y);
+            p.add(2).write_volatile(v.z);
+            p.add(3).write_volatile(v.w);
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! The CUDA backend, through `cust` (compiled only with `cfg(simt_cuda)`).
+//!
+//! Layering as cudarc's: `cust::sys` is the raw driver; [`check`] and
+//! [`crate::error::cuda`] turn its statuses into `Result`s; this type is the safe
+//! surface the `Gpu` uses. Every call first makes this device's (primary) context
+//! current, so two `Gpu`s on one thread never act on each other's context.
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use cust::context::{Context, CurrentContext};
+use cust::device::{Device, DeviceAttribute};
+use cust::event::{Event as CuEvent, EventFlags};
+use cust::function::FunctionAttribute;
+use cust::module::Module as CuModule;
+use cust::stream::{Stream, StreamFlags};
+use cust::sys;
+
+use super::{Backend, DevPtr, Event};
+use crate::device::{BackendKind, DeviceProps, KernelResources};
+use crate::error::{cuda, Result, SimtError};
+use crate::launch::RawLaunch;
+use crate::module::Module;
+
+/// Dynamic shared memory a kernel may use without opting in.
+const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
+
+pub(crate) struct CudaBackend {
+    // Field order is drop order: modules and stream before the context.
+    modules: Mutex<HashMap<&'static str, CuModule>>,
+    stream: Stream,
+    ctx: Context,
+    props: DeviceProps,
+}
+
+/// A raw driver status as a `Result`.
+fn check(r: sys::CUresult, what: &str) -> Result<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(SimtError::Driver {
+            context: what.to_string(),
+            status: format!("{r:?}"),
+        })
+    }
+}
+
+impl CudaBackend {
+    pub(crate) fn new(ordinal: u32) -> Result<CudaBackend> {
+        cust::init(cust::CudaFlags::empty())
+            .map_err(cuda("cuInit (is an NVIDIA GPU and driver present?)"))?;
+        let device =
+            Device::get_device(ordinal).map_err(cuda(format!("cuDeviceGet({ordinal})")))?;
+        let ctx = Context::new(device).map_err(cuda("creating a CUDA context"))?;
+        let stream =
+            Stream::new(StreamFlags::NON_BLOCKING, None).map_err(cuda("cuStreamCreate"))?;
+        let a = |x: DeviceAttribute| {
+            device
+                .get_attribute(x)
+                .map(|v| v as u32)
+                .map_err(cuda("cuDeviceGetAttribute"))
+        };
+        let props = DeviceProps {
+            name: device.name().map_err(cuda("cuDeviceGetName"))?,
+            compute_capability: (
+                a(DeviceAttribute::ComputeCapabilityMajor)? as i32,
+                a(DeviceAttribute::ComputeCapabilityMinor)? as i32,
+            ),
+            sms: a(DeviceAttribute::MultiprocessorCount)?,
+            max_threads_per_sm: a(DeviceAttribute::MaxThreadsPerMultiprocessor)?,
+            regs_per_sm: a(DeviceAttribute::MaxRegistersPerMultiprocessor)?,
+            smem_per_sm: a(DeviceAttribute::MaxSharedMemoryPerMultiprocessor)?,
+            smem_per_block_optin: {
+                let mut v = 0i32;
+                // SAFETY: a valid device handle and out-pointer.
+                check(
+                    unsafe {
+                        sys::cuDeviceGetAttribute(&mut v, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device.as_raw())
+                    },
+                    "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
+                )?;
+                v as u32
+            },
+            l2_bytes: a(DeviceAttribute::L2CacheSize)?,
+            mem_clock_khz: a(DeviceAttribute::MemoryClockRate)?,
+            bus_width_bits: a(DeviceAttribute::GlobalMemoryBusWidth)?,
+            sm_clock_khz: a(DeviceAttribute::ClockRate)?,
+            total_mem: device.total_memory().map_err(cuda("cuDeviceTotalMem"))?,
+        };
+        Ok(CudaBackend {
+            modules: Mutex::new(HashMap::new()),
+            stream,
+            ctx,
+            props,
+        })
+    }
+
+    fn current(&self) -> Result<()> {
+        CurrentContext::set_current(&self.ctx).map_err(cuda("cuCtxSetCurrent"))
+    }
+}
+
+impl Backend for CudaBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cuda
+    }
+    fn props(&self) -> &DeviceProps {
+        &self.props
+    }
+    fn alloc(&self, bytes: usize) -> Result<DevPtr> {
+        if bytes == 0 {
+            return Ok(0);
+        }
+        self.current()?;
+        // SAFETY: `bytes > 0`; our context is current; the memory is only reached
+        // through this pointer until `free`.
+        match unsafe { cust::memory::cuda_malloc::<u8>(bytes) } {
+            Ok(p) => Ok(p.as_raw()),
+            Err(e @ cust::error::CudaError::OutOfMemory) => Err(SimtError::OutOfMemory {
+                bytes,
+                source: Some(crate::error::DriverStatus(e)),
+            }),
+            Err(e) => Err(cuda(format!("cuMemAlloc({bytes} bytes)"))(e)),
+        }
+    }
+    unsafe fn free(&self, ptr: DevPtr, _bytes: usize) {
+        if ptr != 0 && self.current().is_ok() {
+            // Frees after the work queued on our stream that may still use it.
+            let _ = self.stream.synchronize();
+            // SAFETY: allocated by `alloc` on this context (the caller's contract); freed once.
+            let _ = unsafe { sys::cuMemFree_v2(ptr) };
+        }
+    }
+    unsafe fn write(&self, dst: DevPtr, src: *const u8, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.synchronize()?;
+        // SAFETY: the caller's contract: `dst` holds `bytes`, `src` is readable.
+        check(
+            unsafe { sys::cuMemcpyHtoD_v2(dst, src as *const std::ffi::c_void, bytes) },
+            "host-to-device copy",
+        )
+    }
+    unsafe fn read(&self, src: DevPtr, dst: *mut u8, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.synchronize()?;
+        // SAFETY: as `write`.
+        check(
+            unsafe { sys::cuMemcpyDtoH_v2(dst as *mut std::ffi::c_void, src, bytes) },
+            "device-to-host copy",
+        )
+    }
+    unsafe fn copy(&self, src: DevPtr, dst: DevPtr, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.current()?;
+        // SAFETY: both hold `bytes` (the caller's contract); ordered on our stream.
+        check(
+            unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, self.stream.as_inner()) },
+            "cuMemcpyDtoDAsync",
+        )
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.current()?;
+        self.stream
+            .synchronize()
+            .map_err(cuda("a kernel (reported at stream synchronize)"))
+    }
+    fn load(&self, m: &Module) -> Result<()> {
+        self.current()?;
+        let mut mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        if !mods.contains_key(m.crate_name()) {
+            let module = CuModule::from_ptx(m.ptx(), &[])
+                .map_err(cuda(format!("loading the PTX module of `{}` (.target {}; is the driver too old for its .version?)", m.crate_name(), m.target())))?;
+            mods.insert(m.crate_name(), module);
+        }
+        Ok(())
+    }
+    unsafe fn launch(&self, l: &RawLaunch) -> Result<()> {
+        self.current()?;
+        let mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        let module = mods.get(l.module).ok_or(SimtError::ModuleNotLoaded {
+            kernel: l.kernel,
+            module: l.module,
+        })?;
+        let f = module.get_function(l.kernel).map_err(cuda(format!(
+            "finding kernel `{}` in the PTX module of `{}`",
+            l.kernel, l.module
+        )))?;
+        if l.shared_bytes > DEFAULT_DYNAMIC_SMEM {
+            // SAFETY: a valid function handle; the size was checked against the device's opt-in limit.
+            let r = unsafe {
+                sys::cuFuncSetAttribute(
+                    f.to_raw(),
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    l.shared_bytes as i32,
+                )
+            };
+            check(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
+        }
+        let (g, b) = (l.grid, l.block);
+        // SAFETY: one pointer per kernel parameter, each to a value of the parameter's
+        // type (`LaunchArgs` of the kernel's own tuple); what they point to is
+        // `Gpu::launch`'s contract.
+        unsafe {
+            self.stream.launch(
+                &f,
+                (g.x, g.y, g.z),
+                (b.x, b.y, b.z),
+                l.shared_bytes,
+                l.params,
+            )
+        }
+        .map_err(|e| SimtError::BadLaunch {
+            kernel: l.kernel,
+            detail: format!("cuLaunchKernel failed: {e}"),
+        })
+    }
+    fn event(&self) -> Result<Box<dyn Event>> {
+        self.current()?;
+        let e = CuEvent::new(EventFlags::DEFAULT).map_err(cuda("cuEventCreate"))?;
+        Ok(Box::new(CudaEvent(e)))
+    }
+    fn record(&self, e: &dyn Event) -> Result<()> {
+        let e = e
+            .as_any()
+            .downcast_ref::<CudaEvent>()
+            .expect("an event of this backend");
+        e.0.record(&self.stream).map_err(cuda("cuEventRecord"))
+    }
+    fn kernel_resources(&self, module: &str, kernel: &str) -> Result<Option<KernelResources>> {
+        self.current()?;
+        let mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(m) = mods.get(module) else {
+            return Ok(None);
+        };
+        let f = m
+            .get_function(kernel)
+            .map_err(cuda(format!("finding kernel `{kernel}`")))?;
+        let g = |a| {
+            f.get_attribute(a)
+                .map(|v| v as u32)
+                .map_err(cuda("cuFuncGetAttribute"))
+        };
+        Ok(Some(KernelResources {
+            registers: g(FunctionAttribute::NumRegisters)?,
+            static_smem_bytes: g(FunctionAttribute::SharedMemorySizeBytes)?,
+            local_bytes: g(FunctionAttribute::LocalSizeBytes)?,
+        }))
+    }
+}
+
+struct CudaEvent(CuEvent);
+
+impl Event for CudaEvent {
+    fn synchronize(&self) -> Result<()> {
+        self.0.synchronize().map_err(cuda("cuEventSynchronize"))
+    }
+    fn elapsed_ms(&self, start: &dyn Event) -> Result<f64> {
+        let s = start
+            .as_any()
+            .downcast_ref::<CudaEvent>()
+            .expect("events of one backend");
+        Ok(self
+            .0
+            .elapsed_time_f32(&s.0)
+            .map_err(cuda("cuEventElapsedTime"))? as f64)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

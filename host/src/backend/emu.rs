@@ -1,0 +1,133 @@
+//! The emulator backend: device memory is poisoned host memory, launches run to
+//! completion on the CPU SIMT emulator, events are host clock readings (launches
+//! are synchronous, so they time the same span a GPU event pair would).
+use std::any::Any;
+use std::cell::Cell;
+use std::time::Instant;
+
+use super::{Backend, DevPtr, Event};
+use crate::device::{BackendKind, DeviceProps, KernelResources};
+use crate::emulator::{self, EmuConfig, EmuLaunch, HostMem};
+use crate::error::Result;
+use crate::launch::RawLaunch;
+use crate::module::Module;
+
+pub(crate) struct EmuBackend {
+    cfg: EmuConfig,
+    props: DeviceProps,
+}
+
+impl EmuBackend {
+    pub(crate) fn new(cfg: EmuConfig) -> EmuBackend {
+        let props = DeviceProps {
+            name: format!(
+                "rust-simt CPU SIMT emulator ({} worker threads)",
+                cfg.workers
+            ),
+            compute_capability: (9, 0),
+            sms: cfg.workers as u32,
+            max_threads_per_sm: 2048,
+            regs_per_sm: 65536,
+            smem_per_sm: 233472,
+            smem_per_block_optin: 232448,
+            l2_bytes: 0,
+            ..Default::default()
+        };
+        EmuBackend { cfg, props }
+    }
+}
+
+impl Backend for EmuBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Emulator
+    }
+    fn props(&self) -> &DeviceProps {
+        &self.props
+    }
+    fn alloc(&self, bytes: usize) -> Result<DevPtr> {
+        if bytes == 0 {
+            return Ok(0);
+        }
+        Ok(HostMem::new(bytes)?.into_raw() as DevPtr)
+    }
+    unsafe fn free(&self, ptr: DevPtr, bytes: usize) {
+        if ptr != 0 {
+            // SAFETY: `alloc(bytes)` made it (this function's contract); freed once.
+            drop(unsafe { HostMem::from_raw(ptr as *mut u8, bytes) });
+        }
+    }
+    unsafe fn write(&self, dst: DevPtr, src: *const u8, bytes: usize) -> Result<()> {
+        if bytes > 0 {
+            // SAFETY: the caller's contract; host memory on both sides.
+            unsafe { std::ptr::copy_nonoverlapping(src, dst as *mut u8, bytes) };
+        }
+        Ok(())
+    }
+    unsafe fn read(&self, src: DevPtr, dst: *mut u8, bytes: usize) -> Result<()> {
+        if bytes > 0 {
+            // SAFETY: as `write`.
+            unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst, bytes) };
+        }
+        Ok(())
+    }
+    unsafe fn copy(&self, src: DevPtr, dst: DevPtr, bytes: usize) -> Result<()> {
+        if bytes > 0 {
+            // SAFETY: as `write`; distinct allocations.
+            unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, bytes) };
+        }
+        Ok(())
+    }
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+    fn load(&self, _: &Module) -> Result<()> {
+        Ok(()) // the kernels' host build is linked in; the Gpu records what was loaded
+    }
+    unsafe fn launch(&self, l: &RawLaunch) -> Result<()> {
+        let launch = EmuLaunch {
+            kernel: l.kernel,
+            grid: l.grid,
+            block: l.block,
+            shared_bytes: l.shared_bytes,
+            entry: l.emu,
+        };
+        // SAFETY: forwarded from `Gpu::launch`.
+        unsafe { emulator::run(launch, &self.cfg)? };
+        Ok(())
+    }
+    fn event(&self) -> Result<Box<dyn Event>> {
+        Ok(Box::new(HostEvent(Cell::new(None))))
+    }
+    fn record(&self, e: &dyn Event) -> Result<()> {
+        let e = e
+            .as_any()
+            .downcast_ref::<HostEvent>()
+            .expect("an event of this backend");
+        e.0.set(Some(Instant::now()));
+        Ok(())
+    }
+    fn kernel_resources(&self, _: &str, _: &str) -> Result<Option<KernelResources>> {
+        Ok(None)
+    }
+}
+
+struct HostEvent(Cell<Option<Instant>>);
+
+impl Event for HostEvent {
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+    fn elapsed_ms(&self, start: &dyn Event) -> Result<f64> {
+        let s = start
+            .as_any()
+            .downcast_ref::<HostEvent>()
+            .and_then(|e| e.0.get());
+        match (s, self.0.get()) {
+            (Some(s), Some(e)) => Ok(e.duration_since(s).as_secs_f64() * 1e3),
+            _ => Ok(0.0),
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

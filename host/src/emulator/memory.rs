@@ -1,0 +1,191 @@
+//! Emulated memory: each block's shared memory (static arrays and the dynamic
+//! window, poisoned with `0xFF` bytes), the stand-in for device memory, and each
+//! thread's context, which the device library reaches through `simt_std::emu`.
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+
+use corosensei::Yielder;
+use simt_std::emu::{ShflMode, ThreadEnv};
+use simt_std::Dim3;
+
+use super::EmuError;
+
+/// What a suspended thread waits for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Event {
+    Barrier,
+    Shfl(ShflMode, u32, u32),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum State {
+    Run(u32),
+    Barrier,
+    Shfl(ShflMode, u32, u32),
+    Done,
+}
+
+/// A block's shared memory.
+pub(crate) struct BlockMem {
+    statics: RefCell<Vec<(usize, usize, Box<[u128]>)>>,
+    dynamic: Box<[u128]>,
+    dynamic_bytes: usize,
+}
+
+const POISON: u128 = u128::MAX; // 0xFF bytes: NaN as f32
+
+impl BlockMem {
+    pub(crate) fn new(dynamic_bytes: usize) -> Self {
+        BlockMem {
+            statics: RefCell::new(Vec::new()),
+            dynamic: vec![POISON; dynamic_bytes.div_ceil(16)].into_boxed_slice(),
+            dynamic_bytes,
+        }
+    }
+}
+
+/// One emulated thread's view of the launch.
+pub(crate) struct Ctx {
+    pub(crate) tid: Dim3,
+    pub(crate) bid: Dim3,
+    pub(crate) bdim: Dim3,
+    pub(crate) gdim: Dim3,
+    pub(crate) yielder: Cell<*const Yielder<u32, Event>>,
+    pub(crate) mem: *const BlockMem,
+    /// Async copies issued but not committed, and committed groups, oldest first.
+    pub(crate) copies: RefCell<(Vec<AsyncCopy>, VecDeque<Vec<AsyncCopy>>)>,
+}
+
+/// One `cp.async`: performed when a `wait` covers its group.
+pub(crate) struct AsyncCopy {
+    dst: *mut u8,
+    src: *const u8,
+    bytes: usize,
+    src_bytes: usize,
+}
+
+impl Ctx {
+    pub(crate) fn suspend(&self, e: Event) -> u32 {
+        // SAFETY: set by the coroutine's entry before any kernel code runs, and valid
+        // for the coroutine's whole life; device calls only happen inside it.
+        unsafe { (*self.yielder.get()).suspend(e) }
+    }
+}
+
+impl ThreadEnv for Ctx {
+    fn thread_idx(&self) -> Dim3 {
+        self.tid
+    }
+    fn block_idx(&self) -> Dim3 {
+        self.bid
+    }
+    fn block_dim(&self) -> Dim3 {
+        self.bdim
+    }
+    fn grid_dim(&self) -> Dim3 {
+        self.gdim
+    }
+    fn sync_threads(&self) {
+        self.suspend(Event::Barrier);
+    }
+    fn shfl(&self, mode: ShflMode, value: u32, arg: u32) -> u32 {
+        self.suspend(Event::Shfl(mode, value, arg))
+    }
+    fn static_shared(&self, key: usize, bytes: usize) -> *mut u8 {
+        // SAFETY: the block memory outlives every coroutine of the block.
+        let mem = unsafe { &*self.mem };
+        let mut st = mem.statics.borrow_mut();
+        if let Some((_, b, buf)) = st.iter().find(|(k, _, _)| *k == key) {
+            assert_eq!(*b, bytes, "one shared array declared with two sizes");
+            return buf.as_ptr() as *mut u8;
+        }
+        let buf = vec![POISON; bytes.div_ceil(16)].into_boxed_slice();
+        let p = buf.as_ptr() as *mut u8;
+        st.push((key, bytes, buf));
+        p
+    }
+    fn dynamic_shared(&self) -> (*mut u8, usize) {
+        // SAFETY: as above.
+        let mem = unsafe { &*self.mem };
+        (mem.dynamic.as_ptr() as *mut u8, mem.dynamic_bytes)
+    }
+    fn copy_async(&self, dst: *mut u8, src: *const u8, bytes: usize, src_bytes: usize) {
+        self.copies.borrow_mut().0.push(AsyncCopy {
+            dst,
+            src,
+            bytes,
+            src_bytes,
+        });
+    }
+    fn copy_commit(&self) {
+        let mut c = self.copies.borrow_mut();
+        let group = std::mem::take(&mut c.0);
+        c.1.push_back(group);
+    }
+    fn copy_wait(&self, pending: usize) {
+        let mut c = self.copies.borrow_mut();
+        while c.1.len() > pending {
+            for cp in c.1.pop_front().unwrap() {
+                // SAFETY: `pipeline::copy_async`'s contract: the source is readable for
+                // `src_bytes` and the destination is `bytes` inside a shared array of
+                // this block, which outlives its threads.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(cp.src, cp.dst, cp.src_bytes);
+                    std::ptr::write_bytes(cp.dst.add(cp.src_bytes), 0, cp.bytes - cp.src_bytes);
+                }
+            }
+        }
+    }
+}
+
+/// 256-byte aligned host allocation standing in for device memory, filled with
+/// `0xFF` bytes (NaN as f32) so unwritten outputs show.
+pub(crate) struct HostMem {
+    pub(crate) ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+impl HostMem {
+    /// `bytes` (at least 256) of poisoned memory.
+    pub(crate) fn new(bytes: usize) -> Result<HostMem, EmuError> {
+        let layout = std::alloc::Layout::from_size_align(bytes.max(256), 256).map_err(|_| {
+            EmuError::Resources(format!("{bytes} bytes is not a valid allocation size"))
+        })?;
+        // SAFETY: non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            return Err(EmuError::Resources(format!(
+                "host allocation of {bytes} bytes failed (out of memory)"
+            )));
+        }
+        // SAFETY: freshly allocated, `layout.size()` bytes.
+        unsafe { std::ptr::write_bytes(ptr, 0xFF, layout.size()) };
+        Ok(HostMem { ptr, layout })
+    }
+
+    /// Takes back an allocation made by [`HostMem::new`] from its pointer and size.
+    ///
+    /// # Safety
+    /// `ptr` came from `HostMem::new(bytes)` and is not owned by another `HostMem`.
+    pub(crate) unsafe fn from_raw(ptr: *mut u8, bytes: usize) -> HostMem {
+        HostMem {
+            ptr,
+            layout: std::alloc::Layout::from_size_align(bytes.max(256), 256)
+                .expect("checked in new"),
+        }
+    }
+
+    /// Gives up ownership: the memory stays allocated until `from_raw` takes it back.
+    pub(crate) fn into_raw(self) -> *mut u8 {
+        let p = self.ptr;
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for HostMem {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+    }
+}

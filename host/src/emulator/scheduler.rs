@@ -1,0 +1,189 @@
+//! The block scheduler: every thread of a block is a stackful coroutine; each runs
+//! to its next synchronisation point in the configured order, then warp
+//! collectives complete ([`super::warp`]) and, when every thread waits at it, the
+//! barrier releases. A barrier that some thread cannot reach is an error naming
+//! the kernel, the block and both threads.
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use simt_std::emu::{self, ThreadEnv};
+use simt_std::Dim3;
+
+use super::memory::{BlockMem, Ctx, Event, State};
+use super::{warp, EmuConfig, EmuError, EmuLaunch, Order};
+use crate::launch::EmuEntry;
+
+/// The kernel entry moved into each coroutine.
+#[derive(Clone, Copy)]
+struct SendEntry(EmuEntry);
+// SAFETY: see `SendLaunch` in the parent module: raw device pointers and scalars
+// the launch contract lets every thread use.
+unsafe impl Send for SendEntry {}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+fn unlinear(i: u32, dim: Dim3) -> Dim3 {
+    Dim3 {
+        x: i % dim.x,
+        y: (i / dim.x) % dim.y,
+        z: i / (dim.x * dim.y),
+    }
+}
+
+/// Clears the thread-local environment when dropped (also on unwinding).
+struct EnvGuard;
+impl Drop for EnvGuard {
+    fn drop(&mut self) {
+        // SAFETY: clearing never dangles.
+        unsafe { emu::set_env(None) };
+    }
+}
+
+/// Runs one block to completion: its threads as coroutines, scheduled in
+/// `cfg.order` between synchronisation points.
+///
+/// # Safety
+/// As [`run`](super::run).
+pub(super) unsafe fn run_block(
+    launch: EmuLaunch,
+    bid: Dim3,
+    block_linear: u64,
+    cfg: &EmuConfig,
+    pool: &mut Vec<DefaultStack>,
+) -> Result<(), EmuError> {
+    let EmuLaunch {
+        kernel,
+        grid,
+        block: bdim,
+        shared_bytes,
+        entry,
+    } = launch;
+    let n = (bdim.x * bdim.y * bdim.z) as usize;
+    let mem = BlockMem::new(shared_bytes as usize);
+    let ctxs: Box<[Ctx]> = (0..n as u32)
+        .map(|i| Ctx {
+            tid: unlinear(i, bdim),
+            bid,
+            bdim,
+            gdim: grid,
+            yielder: Cell::new(std::ptr::null()),
+            mem: &mem,
+            copies: RefCell::new((Vec::new(), VecDeque::new())),
+        })
+        .collect();
+    let mut cos: Vec<Option<Coroutine<u32, Event, (), DefaultStack>>> = Vec::with_capacity(n);
+    for ctx in ctxs.iter() {
+        let stack = match pool.pop() {
+            Some(s) => s,
+            None => DefaultStack::new(cfg.stack_bytes)
+                .map_err(|e| EmuError::Resources(format!("stack allocation failed: {e}")))?,
+        };
+        let ctxp = ctx as *const Ctx as usize;
+        let e = SendEntry(entry);
+        cos.push(Some(Coroutine::with_stack(
+            stack,
+            move |y: &Yielder<u32, Event>, _: u32| {
+                let e = e;
+                // SAFETY: `ctxs` outlives the coroutines (dropped after `cos`).
+                unsafe { (*(ctxp as *const Ctx)).yielder.set(y as *const _) };
+                // SAFETY: launch contract, forwarded.
+                unsafe { (e.0.run)(e.0.args) }
+            },
+        )));
+    }
+    let mut state = vec![State::Run(0); n];
+    let mut order: Vec<usize> = (0..n).collect();
+    if cfg.order == Order::Reversed {
+        order.reverse();
+    }
+    let mut rng = match cfg.order {
+        Order::Random(s) => Some(Rng(s ^ block_linear.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)),
+        _ => None,
+    };
+    let _guard = EnvGuard;
+    loop {
+        if let Some(r) = rng.as_mut() {
+            for i in (1..n).rev() {
+                let j = (r.next() % (i as u64 + 1)) as usize;
+                order.swap(i, j);
+            }
+        }
+        // Run every runnable thread to its next synchronisation point.
+        for &t in &order {
+            let State::Run(input) = state[t] else {
+                continue;
+            };
+            let env: *const (dyn ThreadEnv + 'static) = &ctxs[t] as &dyn ThreadEnv as *const _;
+            // SAFETY: ctxs[t] lives until after the coroutines; cleared by `_guard`.
+            unsafe { emu::set_env(Some(env)) };
+            let co = cos[t].as_mut().unwrap();
+            match catch_unwind(AssertUnwindSafe(|| co.resume(input))) {
+                Ok(CoroutineResult::Yield(Event::Barrier)) => state[t] = State::Barrier,
+                Ok(CoroutineResult::Yield(Event::Shfl(m, v, a))) => state[t] = State::Shfl(m, v, a),
+                Ok(CoroutineResult::Return(())) => {
+                    state[t] = State::Done;
+                    pool.push(cos[t].take().unwrap().into_stack());
+                }
+                Err(p) => {
+                    let message = p
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "non-string panic".into());
+                    return Err(EmuError::Panic {
+                        kernel,
+                        block: bid,
+                        thread: ctxs[t].tid,
+                        message,
+                    });
+                }
+            }
+        }
+        if state.iter().all(|s| matches!(s, State::Done)) {
+            return Ok(());
+        }
+        // Warp shuffles whose 32 lanes are all there.
+        let progressed = warp::complete_shuffles(kernel, bid, &ctxs, &mut state)?;
+        if progressed {
+            continue;
+        }
+        // The barrier.
+        let at_barrier = state.iter().filter(|s| matches!(s, State::Barrier)).count();
+        if at_barrier == n {
+            state.iter_mut().for_each(|s| *s = State::Run(0));
+            continue;
+        }
+        let waiting = state
+            .iter()
+            .position(|s| matches!(s, State::Barrier))
+            .unwrap();
+        let other = state
+            .iter()
+            .position(|s| !matches!(s, State::Barrier))
+            .unwrap();
+        let other_state = if matches!(state[other], State::Done) {
+            "has exited without reaching it"
+        } else {
+            "waits at a warp shuffle"
+        };
+        return Err(EmuError::BarrierDivergence {
+            kernel,
+            block: bid,
+            waiting: ctxs[waiting].tid,
+            other: ctxs[other].tid,
+            other_state,
+        });
+    }
+}

@@ -1,0 +1,67 @@
+//! Kernel parameter structs shared by the kernels and the host: matrix views and
+//! the matmul parameters, passed by value (one `.param` byte array each, as CUDA
+//! C++ passes a struct).
+//!
+//! Named fields instead of a positional argument list: swapping `m` and `n`, or
+//! `lda` and `ldb`, no longer type-checks by accident.
+use simt_std::{kernel_params, KernelParam};
+
+kernel_params! {
+    /// A read-only row-major matrix view: `rows x cols`, consecutive rows `ld`
+    /// elements apart (`ld >= cols`).
+    pub struct MatRef { pub ptr: *const f32, pub rows: u32, pub cols: u32, pub ld: u32 }
+
+    /// A writable row-major matrix view, as [`MatRef`].
+    pub struct MatMut { pub ptr: *mut f32, pub rows: u32, pub cols: u32, pub ld: u32 }
+
+    /// `C = epilogue(A · B)` with `A: m x k`, `B: k x n`, `C: m x n`.
+    pub struct MatmulParams { pub a: MatRef, pub b: MatRef, pub c: MatMut, pub epilogue: Epilogue }
+}
+
+/// What the matmul applies to each accumulated output before storing it.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Epilogue {
+    /// Store `A · B` as is.
+    None = 0,
+    /// Store `max(0, A · B)` (a fused ReLU).
+    Relu = 1,
+}
+
+// SAFETY: a `#[repr(u32)]` enum is a u32 on both sides; the host only builds valid variants.
+unsafe impl KernelParam for Epilogue {}
+
+impl MatmulParams {
+    /// The fields as the kernels' loops use them:
+    /// `(a, b, c, m, n, k, lda, ldb, ldc, relu)`, `relu` 1 for [`Epilogue::Relu`].
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    pub fn unpack(
+        self,
+    ) -> (
+        *const f32,
+        *const f32,
+        *mut f32,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+    ) {
+        let MatmulParams { a, b, c, epilogue } = self;
+        (
+            a.ptr,
+            b.ptr,
+            c.ptr,
+            a.rows,
+            b.cols,
+            a.cols,
+            a.ld,
+            b.ld,
+            c.ld,
+            epilogue as u32,
+        )
+    }
+}

@@ -1,0 +1,137 @@
+//! A sound timing harness, like the lecture's `benchmark()`, plus the two ceilings.
+//!
+//! * warm-up runs first (module load, first-touch, clocks ramping up);
+//! * each repetition is timed alone with CUDA events around it;
+//! * before each repetition L2 is flushed by writing a buffer twice its size, so
+//!   every repetition reads its inputs from HBM (no input rotation is needed);
+//! * the report is the median and the 10th/90th percentiles.
+use crate::BackendKind;
+use crate::Result;
+use crate::{Buffer, Gpu, LaunchConfig};
+
+/// How to time.
+#[derive(Clone, Copy, Debug)]
+pub struct BenchConfig {
+    pub warmup: usize,
+    pub reps: usize,
+    pub flush_l2: bool,
+}
+
+impl BenchConfig {
+    /// 5 warm-ups and 30 repetitions on a GPU; 1 and 3 on the emulator.
+    pub fn for_gpu(gpu: &Gpu) -> BenchConfig {
+        match gpu.kind() {
+            BackendKind::Cuda => BenchConfig {
+                warmup: 5,
+                reps: 30,
+                flush_l2: true,
+            },
+            BackendKind::Emulator => BenchConfig {
+                warmup: 1,
+                reps: 3,
+                flush_l2: false,
+            },
+        }
+    }
+}
+
+/// Summary of repeated timings, in milliseconds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stats {
+    pub median_ms: f64,
+    pub p10_ms: f64,
+    pub p90_ms: f64,
+    pub reps: usize,
+}
+
+impl Stats {
+    /// From raw samples.
+    pub fn from_samples(mut v: Vec<f64>) -> Stats {
+        v.sort_by(|a, b| a.total_cmp(b));
+        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        Stats {
+            median_ms: q(0.5),
+            p10_ms: q(0.1),
+            p90_ms: q(0.9),
+            reps: v.len(),
+        }
+    }
+    /// Throughput in GB/s for `bytes` moved per run.
+    pub fn gbps(&self, bytes: f64) -> f64 {
+        bytes / (self.median_ms * 1e-3) / 1e9
+    }
+    /// TFLOP/s for `flops` per run.
+    pub fn tflops(&self, flops: f64) -> f64 {
+        flops / (self.median_ms * 1e-3) / 1e12
+    }
+}
+
+/// Keeps the L2-flush buffer.
+pub struct Bencher<'g> {
+    gpu: &'g Gpu,
+    cfg: BenchConfig,
+    flush: Option<Buffer<f32>>,
+}
+
+impl<'g> Bencher<'g> {
+    /// A harness for `gpu`.
+    pub fn new(gpu: &'g Gpu, cfg: BenchConfig) -> Result<Bencher<'g>> {
+        let flush = if cfg.flush_l2 && gpu.props().l2_bytes > 0 {
+            Some(gpu.alloc::<f32>(gpu.props().l2_bytes as usize / 2)?)
+        } else {
+            None
+        };
+        Ok(Bencher { gpu, cfg, flush })
+    }
+
+    fn flush_l2(&mut self) -> Result<()> {
+        if let Some(b) = self.flush.as_mut() {
+            let n = b.len();
+            // SAFETY: the buffer holds n floats.
+            unsafe {
+                self.gpu.launch::<kernels::util::fill_f32>(
+                    LaunchConfig::linear::<kernels::util::fill_f32>(n)?,
+                    (b.ptr_mut(), n as u32, 1.0),
+                )?
+            };
+        }
+        Ok(())
+    }
+
+    /// Times `f` (which launches work) per the config.
+    pub fn run(&mut self, mut f: impl FnMut() -> Result<()>) -> Result<Stats> {
+        for _ in 0..self.cfg.warmup {
+            f()?;
+        }
+        self.gpu.synchronize()?;
+        let mut samples = Vec::with_capacity(self.cfg.reps);
+        for _ in 0..self.cfg.reps {
+            self.flush_l2()?;
+            samples.push(self.gpu.time_ms(&mut f)?);
+        }
+        Ok(Stats::from_samples(samples))
+    }
+}
+
+/// The measured memory ceiling: a device-to-device copy of `bytes` bytes, counting
+/// bytes read plus bytes written, in GB/s.
+pub fn copy_bandwidth(gpu: &Gpu, bytes: usize) -> Result<f64> {
+    let n = bytes / 4;
+    let src = gpu.alloc::<f32>(n)?;
+    let mut dst = gpu.alloc::<f32>(n)?;
+    let mut b = Bencher::new(gpu, BenchConfig::for_gpu(gpu))?;
+    let s = b.run(|| gpu.copy(&src, &mut dst))?;
+    Ok(s.gbps(2.0 * (n * 4) as f64))
+}
+
+/// A progress bar for sweeps (hidden when stderr is not a terminal).
+pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new(len);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{msg:>14} [{bar:30}] {pos}/{len} {elapsed}")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}

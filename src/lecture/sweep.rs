@@ -1,0 +1,381 @@
+//! Scaling sweeps (the lecture's matmul sweep, softmax over N, GeLU over n, row sum
+//! with few long and many short rows), written to CSV, merged with the peers'
+//! numbers (`scripts/peers.py`), drawn as PNG plots, and summarised against the floor.
+//!
+//! Every row is `op,variant,shape,ms`; the shape string (`n`, `MxN` or `MxNxK`)
+//! determines the op's minimal bytes and FLOPs, so ours and the peers' rows are
+//! converted to throughput by the same formulas.
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+
+use crate::bench::{progress, BenchConfig, Bencher};
+use crate::ops::matmul::{matmul, Epilogue, MatmulKernel};
+use crate::ops::{gelu, row_sum, softmax};
+use crate::plot::{line_plot, Series};
+use crate::BackendKind;
+use crate::Gpu;
+use crate::Result;
+
+/// One timing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub op: String,
+    pub variant: String,
+    pub shape: String,
+    pub ms: f64,
+}
+
+/// Dimensions parsed from a shape string.
+fn dims(shape: &str) -> Vec<f64> {
+    shape
+        .split('x')
+        .filter_map(|d| d.parse::<f64>().ok())
+        .collect()
+}
+
+/// The fewest bytes an op must move and the FLOPs it must do, for a shape.
+pub fn work(op: &str, shape: &str) -> (f64, f64) {
+    let d = dims(shape);
+    match (op, d.as_slice()) {
+        ("gelu", [n]) => (8.0 * n, 0.0),
+        ("softmax", [m, n]) => (8.0 * m * n, 0.0),
+        ("row_sum", [r, c]) => (4.0 * r * c + 4.0 * r, 0.0),
+        ("matmul", [m, n, k]) => (4.0 * (m * k + k * n + m * n), 2.0 * m * n * k),
+        _ => (0.0, 0.0),
+    }
+}
+
+/// The x coordinate plotted for a shape: n, N (columns) or the matmul size.
+fn x_of(op: &str, shape: &str) -> f64 {
+    let d = dims(shape);
+    match op {
+        "gelu" | "matmul" => d[0],
+        _ => *d.last().unwrap_or(&0.0),
+    }
+}
+
+/// The hardware ceilings the floor is computed from.
+#[derive(Clone, Copy, Debug)]
+pub struct Ceilings {
+    /// Measured copy bandwidth, GB/s.
+    pub copy_gbps: f64,
+    /// FP32 non-tensor peak, TFLOP/s.
+    pub fp32_tflops: f64,
+}
+
+impl Ceilings {
+    /// Floor time in ms: the larger of bytes / bandwidth and FLOPs / peak.
+    pub fn floor_ms(&self, op: &str, shape: &str) -> f64 {
+        let (b, f) = work(op, shape);
+        let tb = b / (self.copy_gbps * 1e9);
+        let tf = if self.fp32_tflops > 0.0 {
+            f / (self.fp32_tflops * 1e12)
+        } else {
+            0.0
+        };
+        tb.max(tf) * 1e3
+    }
+}
+
+fn rand_vec(n: usize, seed: u64) -> Vec<f32> {
+    let mut r = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| r.gen_range(-2.0f32..2.0)).collect()
+}
+
+/// The sweep's shapes per op. `quick`: tiny shapes (emulator / CI).
+pub fn shapes(op: &str, quick: bool) -> Vec<String> {
+    let p2 = |lo: u32, hi: u32, step: usize| {
+        (lo..=hi)
+            .step_by(step)
+            .map(|e| 1usize << e)
+            .collect::<Vec<_>>()
+    };
+    match (op, quick) {
+        ("matmul", false) => p2(8, 13, 1)
+            .iter()
+            .map(|n| format!("{n}x{n}x{n}"))
+            .collect(),
+        ("matmul", true) => vec!["64x64x64".into(), "128x128x128".into()],
+        ("softmax", false) => p2(7, 14, 1).iter().map(|n| format!("4096x{n}")).collect(),
+        ("softmax", true) => vec!["64x128".into(), "64x512".into()],
+        ("gelu", false) => p2(16, 27, 1).iter().map(|n| n.to_string()).collect(),
+        ("gelu", true) => vec!["4096".into(), "65536".into()],
+        ("row_sum", false) => {
+            let mut v: Vec<String> = p2(16, 26, 2).iter().map(|c| format!("4x{c}")).collect();
+            v.extend(
+                [16usize, 64, 256, 1024]
+                    .iter()
+                    .map(|c| format!("{}x{c}", (1usize << 24) / c)),
+            );
+            v
+        }
+        ("row_sum", true) => vec!["4x16384".into(), "1024x16".into()],
+        _ => vec![],
+    }
+}
+
+/// Runs our kernels over the sweep shapes of `ops`, with a progress bar.
+pub fn run(gpu: &Gpu, ops: &[&str], quick: bool) -> Result<Vec<Row>> {
+    let mut cfg = BenchConfig::for_gpu(gpu);
+    if gpu.kind() == BackendKind::Cuda {
+        cfg.warmup = 2;
+        cfg.reps = 10;
+    }
+    let mut b = Bencher::new(gpu, cfg)?;
+    let total: usize = ops.iter().map(|o| shapes(o, quick).len()).sum();
+    let pb = progress(total as u64, "sweeps");
+    let mut rows = Vec::new();
+    let mut push = |op: &str, variant: &str, shape: &str, ms: f64| {
+        rows.push(Row {
+            op: op.into(),
+            variant: variant.into(),
+            shape: shape.into(),
+            ms,
+        })
+    };
+    for &op in ops {
+        for shape in shapes(op, quick) {
+            pb.set_message(format!("{op} {shape}"));
+            let d: Vec<usize> = dims(&shape).iter().map(|&v| v as usize).collect();
+            match op {
+                "gelu" => {
+                    let n = d[0];
+                    let x = gpu.upload(&rand_vec(n, 1))?;
+                    let mut y = gpu.alloc::<f32>(n)?;
+                    let mut t = gpu.alloc::<f32>(n)?;
+                    push(
+                        op,
+                        "rust-simt fused",
+                        &shape,
+                        b.run(|| gelu::gelu(gpu, &x, &mut y))?.median_ms,
+                    );
+                    push(
+                        op,
+                        "rust-simt naive",
+                        &shape,
+                        b.run(|| gelu::gelu_naive(gpu, &x, &mut y, &mut t))?
+                            .median_ms,
+                    );
+                }
+                "softmax" => {
+                    let (m, n) = (d[0], d[1]);
+                    let x = gpu.upload(&rand_vec(m * n, 2))?;
+                    let mut y = gpu.alloc::<f32>(m * n)?;
+                    let mut t = gpu.alloc::<f32>(m)?;
+                    push(
+                        op,
+                        "rust-simt fused",
+                        &shape,
+                        b.run(|| softmax::softmax(gpu, x.matrix(m, n)?, y.matrix_mut(m, n)?))?
+                            .median_ms,
+                    );
+                    push(
+                        op,
+                        "rust-simt naive",
+                        &shape,
+                        b.run(|| {
+                            softmax::softmax_naive(
+                                gpu,
+                                x.matrix(m, n)?,
+                                y.matrix_mut(m, n)?,
+                                &mut t,
+                            )
+                        })?
+                        .median_ms,
+                    );
+                }
+                "row_sum" => {
+                    let (r, c) = (d[0], d[1]);
+                    let x = gpu.upload(&rand_vec(r * c, 3))?;
+                    let mut o = gpu.alloc::<f32>(r)?;
+                    push(
+                        op,
+                        "rust-simt",
+                        &shape,
+                        b.run(|| row_sum::row_sum(gpu, x.matrix(r, c)?, &mut o))?
+                            .median_ms,
+                    );
+                }
+                "matmul" => {
+                    let n = d[0];
+                    let a = gpu.upload(&rand_vec(n * n, 4))?;
+                    let bb = gpu.upload(&rand_vec(n * n, 5))?;
+                    let mut c = gpu.alloc::<f32>(n * n)?;
+                    for k in MatmulKernel::ALL {
+                        push(
+                            op,
+                            &format!("rust-simt {}", k.name()),
+                            &shape,
+                            b.run(|| {
+                                matmul(
+                                    gpu,
+                                    k,
+                                    a.matrix(n, n)?,
+                                    bb.matrix(n, n)?,
+                                    c.matrix_mut(n, n)?,
+                                    Epilogue::Relu,
+                                )
+                            })?
+                            .median_ms,
+                        );
+                    }
+                }
+                _ => {}
+            }
+            pb.inc(1);
+        }
+    }
+    pb.finish_and_clear();
+    Ok(rows)
+}
+
+/// Writes rows as CSV (`op,variant,shape,ms`).
+pub fn write_csv(path: &Path, rows: &[Row]) -> std::io::Result<()> {
+    let mut s = String::from("op,variant,shape,ms\n");
+    for r in rows {
+        let _ = writeln!(s, "{},{},{},{}", r.op, r.variant, r.shape, r.ms);
+    }
+    std::fs::write(path, s)
+}
+
+/// Reads rows written by [`write_csv`] or by `scripts/peers.py`.
+pub fn read_csv(path: &Path) -> std::io::Result<Vec<Row>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f.len() == 4).then(|| Row {
+                op: f[0].into(),
+                variant: f[1].into(),
+                shape: f[2].into(),
+                ms: f[3].parse().unwrap_or(f64::NAN),
+            })
+        })
+        .collect())
+}
+
+/// One PNG per op: throughput (GB/s, or TFLOP/s for matmul) against size, one line per variant.
+pub fn plot_all(
+    rows: &[Row],
+    dir: &Path,
+    device: &str,
+) -> std::result::Result<Vec<String>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let mut files = Vec::new();
+    let mut by_op: BTreeMap<&str, BTreeMap<String, Vec<(f64, f64)>>> = BTreeMap::new();
+    // Other-precision peers ("[tf32] ...") stay in the CSV and tables; plotted next to
+    // FP32 kernels they only flatten the comparison.
+    for r in rows.iter().filter(|r| !r.variant.starts_with('[')) {
+        let (bytes, flops) = work(&r.op, &r.shape);
+        let y = if r.op == "matmul" {
+            flops / (r.ms * 1e-3) / 1e12
+        } else {
+            bytes / (r.ms * 1e-3) / 1e9
+        };
+        // row_sum has two sweeps (4 long rows; 2^24 elements in short rows): one line each
+        let variant = if r.op == "row_sum" {
+            let rows = dims(&r.shape).first().copied().unwrap_or(0.0);
+            format!(
+                "{}, {}",
+                r.variant,
+                if rows <= 4.0 {
+                    "4 long rows"
+                } else {
+                    "many short rows"
+                }
+            )
+        } else {
+            r.variant.clone()
+        };
+        by_op
+            .entry(&r.op)
+            .or_default()
+            .entry(variant)
+            .or_default()
+            .push((x_of(&r.op, &r.shape), y));
+    }
+    for (op, variants) in by_op {
+        // row_sum: plot the few-long-rows sweep (4 rows) by columns
+        let series: Vec<Series> = variants
+            .into_iter()
+            .map(|(v, mut pts)| {
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Series {
+                    name: v,
+                    points: pts,
+                }
+            })
+            .collect();
+        let (xl, yl) = match op {
+            "matmul" => ("n (n x n x n)", "TFLOP/s"),
+            "softmax" => ("N (4096 x N)", "GB/s"),
+            "gelu" => ("n", "GB/s"),
+            _ => ("columns per row", "GB/s"),
+        };
+        let path = dir.join(format!("{op}.png"));
+        line_plot(&path, &format!("{op} on {device}"), xl, yl, &series, true)?;
+        files.push(path.display().to_string());
+    }
+    Ok(files)
+}
+
+/// The markdown summary: for each op and shape, the floor, our best variant, the
+/// best peer of the same precision, and the ratios.
+pub fn summary(rows: &[Row], c: Ceilings) -> String {
+    let mut s = String::from("| op | shape | floor ms | ours (best) ms | ours / floor | best peer | peer ms | ours vs best peer |\n|---|---|---|---|---|---|---|---|\n");
+    let mut keys: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (r.op.clone(), r.shape.clone()))
+        .collect();
+    keys.dedup();
+    let mut seen = std::collections::HashSet::new();
+    for (op, shape) in keys {
+        if !seen.insert((op.clone(), shape.clone())) {
+            continue;
+        }
+        let here: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.op == op && r.shape == shape && r.ms.is_finite())
+            .collect();
+        // Peers in another precision (variants tagged "[tf32] ...") are plotted but never
+        // the comparison for an FP32 kernel.
+        let comparable = |r: &&&Row| !r.variant.starts_with('[');
+        let best = |ours: bool| {
+            here.iter()
+                .filter(comparable)
+                .filter(|r| r.variant.starts_with("rust-simt") == ours)
+                .min_by(|a, b| a.ms.total_cmp(&b.ms))
+                .copied()
+        };
+        let floor = c.floor_ms(&op, &shape);
+        let (o, p) = (best(true), best(false));
+        let _ = writeln!(
+            s,
+            "| {op} | {shape} | {floor:.4} | {} | {} | {} | {} | {} |",
+            o.map(|r| format!(
+                "{:.4} ({})",
+                r.ms,
+                r.variant.trim_start_matches("rust-simt ").trim()
+            ))
+            .unwrap_or("-".into()),
+            o.map(|r| format!("{:.2}x", r.ms / floor))
+                .unwrap_or("-".into()),
+            p.map(|r| r.variant.clone()).unwrap_or("-".into()),
+            p.map(|r| format!("{:.4}", r.ms)).unwrap_or("-".into()),
+            match (o, p) {
+                (Some(o), Some(p)) => format!(
+                    "{:.2}x {}",
+                    (p.ms / o.ms).max(o.ms / p.ms),
+                    if o.ms <= p.ms { "faster" } else { "slower" }
+                ),
+                _ => "-".into(),
+            }
+        );
+    }
+    s
+}

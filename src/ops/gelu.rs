@@ -1,0 +1,88 @@
+//! GeLU: fused (one kernel), naive (PyTorch-eager composition, 7 kernels), exact (erf).
+//! An empty input launches nothing.
+use kernels::config::ELEMENTWISE_VEC;
+use kernels::gelu as k;
+use simt::{Buffer, Gpu, Kernel, LaunchConfig, Result, SimtError};
+
+use super::check_same_len;
+use crate::ptx;
+
+/// A launch of `K` with one thread per 16-byte vector of `n` floats.
+fn vec_launch<K: Kernel>(n: u32) -> Result<LaunchConfig> {
+    LaunchConfig::linear::<K>((n as usize).div_ceil(ELEMENTWISE_VEC as usize))
+}
+
+/// `y = gelu(x)` (tanh form), one fused kernel: 8 bytes of traffic per element.
+pub fn gelu(gpu: &Gpu, x: &Buffer<f32>, y: &mut Buffer<f32>) -> Result<()> {
+    let n = check_same_len(gpu, "gelu", x, y)?;
+    if n == 0 {
+        return Ok(());
+    }
+    ptx::load(gpu)?;
+    // SAFETY: x and y hold n floats on this Gpu (checked); mapping per the kernel's docs.
+    unsafe {
+        gpu.launch::<k::gelu_fused>(vec_launch::<k::gelu_fused>(n)?, (x.ptr(), y.ptr_mut(), n))
+    }
+}
+
+/// `y = 0.5·x·(1 + erf(x/√2))`, the exact GeLU, fused.
+pub fn gelu_erf(gpu: &Gpu, x: &Buffer<f32>, y: &mut Buffer<f32>) -> Result<()> {
+    let n = check_same_len(gpu, "gelu_erf", x, y)?;
+    if n == 0 {
+        return Ok(());
+    }
+    ptx::load(gpu)?;
+    // SAFETY: as `gelu`.
+    unsafe {
+        gpu.launch::<k::gelu_erf_fused>(
+            vec_launch::<k::gelu_erf_fused>(n)?,
+            (x.ptr(), y.ptr_mut(), n),
+        )
+    }
+}
+
+/// `y = gelu(x)` as PyTorch eager computes the formula: 7 kernels (see
+/// [`kernels::gelu::NAIVE_STAGES`]), each reading and writing the whole tensor,
+/// with `tmp` (same length) as the intermediate.
+pub fn gelu_naive(
+    gpu: &Gpu,
+    x: &Buffer<f32>,
+    y: &mut Buffer<f32>,
+    tmp: &mut Buffer<f32>,
+) -> Result<()> {
+    let n = check_same_len(gpu, "gelu_naive", x, y)?;
+    gpu.check("gelu_naive", "tmp", tmp)?;
+    if tmp.len() != x.len() {
+        return Err(SimtError::Shape {
+            op: "gelu_naive",
+            detail: format!("tmp has {} elements, needs {n}", tmp.len()),
+        });
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    ptx::load(gpu)?;
+    let v = vec_launch::<k::ew_cube>(n)?;
+    let s = LaunchConfig::linear::<k::ew_axpby>(n as usize)?;
+    let (xp, t, yp) = (x.ptr(), tmp.ptr_mut(), y.ptr_mut());
+    // SAFETY: x, tmp and y each hold n floats on this Gpu; elementwise kernels may run
+    // in place (each thread reads then writes the same indices); mappings per the docs.
+    unsafe {
+        gpu.launch::<k::ew_cube>(v, (xp, t, n))?;
+        gpu.launch::<k::ew_axpby>(s, (xp, t as *const f32, t, n, 1.0, k::GELU_CUBIC))?;
+        gpu.launch::<k::ew_affine>(v, (t as *const f32, t, n, k::SQRT_2_OVER_PI, 0.0))?;
+        gpu.launch::<k::ew_tanh>(v, (t as *const f32, t, n))?;
+        gpu.launch::<k::ew_affine>(v, (t as *const f32, t, n, 1.0, 1.0))?;
+        gpu.launch::<k::ew_mul>(s, (xp, t as *const f32, t, n))?;
+        gpu.launch::<k::ew_affine>(v, (t as *const f32, yp, n, 0.5, 0.0))?;
+    }
+    Ok(())
+}
+
+/// Host-slice convenience for [`gelu`].
+pub fn gelu_host(gpu: &Gpu, x: &[f32]) -> Result<Vec<f32>> {
+    let xb = gpu.upload(x)?;
+    let mut yb = gpu.alloc::<f32>(x.len())?;
+    gelu(gpu, &xb, &mut yb)?;
+    gpu.download(&yb)
+}

@@ -1,0 +1,102 @@
+//! Row sums of rows of any length. No rows: nothing to write, no launch; rows of
+//! no columns sum to 0 (as `torch.sum`), written by a fill.
+use kernels::config::{ROW_REDUCE_THREADS, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE};
+use kernels::{row_sum as k, util};
+use simt::{dim3, Buffer, Gpu, LaunchConfig, MatrixRef, Result, SimtError};
+
+use super::check_ref;
+use crate::ptx;
+
+/// How [`row_sum`] splits the work: `(splits per row, columns per split)`.
+///
+/// Enough blocks to give every SM at least 4 (so few, long rows still fill the
+/// GPU), but no split shorter than 16 vectors per thread, which would spend more
+/// on the atomic and the reduction than on reading.
+pub fn plan(gpu: &Gpu, rows: usize, cols: usize) -> (u32, u32) {
+    let want_blocks = 4 * gpu.props().sms.max(1) as usize;
+    let min_chunk = 16 * 4 * ROW_REDUCE_THREADS as usize;
+    let by_occupancy = want_blocks.div_ceil(rows.max(1));
+    let by_length = cols.div_ceil(min_chunk).max(1);
+    let splits = by_occupancy.min(by_length).clamp(1, 65535);
+    let chunk = cols.div_ceil(splits).next_multiple_of(4);
+    let splits = cols.div_ceil(chunk.max(1)).max(1);
+    (splits as u32, chunk as u32)
+}
+
+/// Lanes that `row_sum_warp` gives each row of `cols <= WARP_ROW_MAX_COLS` columns:
+/// about one per 16-byte vector, a power of two from 1 to 32.
+pub fn lanes_per_row(cols: usize) -> u32 {
+    cols.div_ceil(4)
+        .next_power_of_two()
+        .clamp(1, WARP_SIZE as usize) as u32
+}
+
+/// `out[r] = Σ_c x[r, c]`: up to `WARP_ROW_MAX_COLS` columns a group of 1-32 lanes
+/// per row (`row_sum_warp`), else blocks per row as [`plan`] says. `out` holds
+/// `x.rows()` floats.
+pub fn row_sum(gpu: &Gpu, x: MatrixRef<'_, f32>, out: &mut Buffer<f32>) -> Result<()> {
+    let op = "row_sum";
+    let (rows, cols, ld) = check_ref(gpu, op, "x", &x)?;
+    gpu.check(op, "out", out)?;
+    if out.len() != x.rows() {
+        return Err(SimtError::Shape {
+            op,
+            detail: format!("out has {} elements for {} rows", out.len(), x.rows()),
+        });
+    }
+    if rows == 0 {
+        return Ok(());
+    }
+    ptx::load(gpu)?;
+    if cols == 0 {
+        // SAFETY: out holds `rows` floats on this Gpu.
+        return unsafe {
+            gpu.launch::<util::fill_f32>(
+                LaunchConfig::linear::<util::fill_f32>(rows as usize)?,
+                (out.ptr_mut(), rows, 0.0),
+            )
+        };
+    }
+    if cols <= WARP_ROW_MAX_COLS {
+        // Short rows: a group of lanes per row (about one lane per 16-byte vector,
+        // 1 to 32), no barriers.
+        let group = lanes_per_row(cols as usize);
+        let rows_per_block = (WARP_ROWS_THREADS / WARP_SIZE) * (WARP_SIZE / group);
+        let cfg =
+            LaunchConfig::for_kernel::<k::row_sum_warp>(dim3(rows.div_ceil(rows_per_block), 1, 1));
+        // SAFETY: view checked on this Gpu; out holds rows floats; group is a power of two <= 32.
+        return unsafe {
+            gpu.launch::<k::row_sum_warp>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld, group))
+        };
+    }
+    let (splits, chunk) = plan(gpu, x.rows(), x.cols());
+    let blocks = rows as u64 * splits as u64;
+    if blocks > i32::MAX as u64 {
+        return Err(SimtError::TooLarge {
+            op,
+            detail: format!("{blocks} blocks; split the rows into several calls"),
+        });
+    }
+    if splits > 1 {
+        // SAFETY: out holds `rows` floats.
+        unsafe {
+            gpu.launch::<util::fill_f32>(
+                LaunchConfig::linear::<util::fill_f32>(rows as usize)?,
+                (out.ptr_mut(), rows, 0.0),
+            )?
+        };
+    }
+    let cfg = LaunchConfig::for_kernel::<k::row_sum>(dim3(blocks as u32, 1, 1));
+    // SAFETY: view checked; out holds rows floats, zeroed above when splits > 1.
+    unsafe {
+        gpu.launch::<k::row_sum>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld, splits, chunk))
+    }
+}
+
+/// Host-slice convenience: sums of a contiguous `rows x cols` matrix.
+pub fn row_sum_host(gpu: &Gpu, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
+    let xb = gpu.upload(x)?;
+    let mut o = gpu.alloc::<f32>(rows)?;
+    row_sum(gpu, xb.matrix(rows, cols)?, &mut o)?;
+    gpu.download(&o)
+}
