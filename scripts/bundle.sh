@@ -32,6 +32,11 @@ done
 cargo bench --no-run --message-format=json 2>/dev/null | list | while read -r kind name exe; do
   if [ "$kind" = bench ]; then cp "$exe" "$out/benches/$name"; fi
 done
+# The user-style crate (its own workspace): its demo and its tests, on the GPU too.
+(cd examples/custom_kernel && cargo build --release -q && cp "$CARGO_TARGET_DIR/release/custom-kernel" "$out/bin/" &&
+  cargo test --release --no-run --message-format=json 2>/dev/null | list | while read -r kind name exe; do
+    case "$kind" in test) cp "$exe" "$out/tests/custom_kernel_$name";; esac
+  done)
 cp scripts/peers.py "$out/peers/"
 cp scripts/gpu-check.sh scripts/gpu-perf.sh "$out/"
 strip "$out"/bin/* "$out"/tests/* "$out"/benches/* 2>/dev/null || true

@@ -33,6 +33,12 @@ pub fn gpu() -> Result<Gpu> {
     Ok(g)
 }
 
+/// Whether to use full-size problems: on a GPU, unless `SIMT_SMALL=1` asks for
+/// emulator-sized ones (for compute-sanitizer runs, which are slow).
+pub fn full_size(gpu: &Gpu) -> bool {
+    gpu.kind() == BackendKind::Cuda && std::env::var("SIMT_SMALL").map_or(true, |v| v != "1")
+}
+
 pub mod ops;
 pub mod reference;
 
