@@ -64,7 +64,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let out = PathBuf::from(value("--out").unwrap_or_else(|| "results".into()));
     std::fs::create_dir_all(&out)?;
     let ops_arg = value("--ops").unwrap_or_else(|| "gelu,softmax,row_sum,matmul".into());
-    let ops: Vec<&str> = ops_arg.split(',').collect();
+    let ops = sweep::Op::parse_list(&ops_arg).map_err(|e| format!("--ops: {e}"))?;
     let copy_gbps = bench::copy_bandwidth(&gpu, if quick { 1 << 22 } else { 1 << 30 })?;
     let c = Ceilings {
         copy_gbps,
@@ -77,7 +77,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         match sweep::read_csv(std::path::Path::new(&p)) {
             Ok(peers) => {
                 println!("merged {} peer timings from {p}", peers.len());
-                rows.extend(peers.into_iter().filter(|r| ops.contains(&r.op.as_str())));
+                rows.extend(
+                    peers
+                        .into_iter()
+                        .filter(|r| ops.iter().any(|o| o.name() == r.op)),
+                );
             }
             Err(e) => println!(
                 "no peer timings ({p}: {e}); run scripts/peers.py where PyTorch is installed"

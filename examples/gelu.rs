@@ -9,8 +9,14 @@ use rust_simt::{reference, Gpu, Result};
 fn main() -> Result<()> {
     let gpu: Gpu = rust_simt::gpu()?; // from the environment, lecture module loaded
     println!("{}", gpu.describe());
-    let n = if rust_simt::full_size(&gpu) { 1 << 24 } else { 1 << 16 };
-    let x: Vec<f32> = (0..n).map(|i| ((i * 2654435761usize) % 12001) as f32 / 1000.0 - 6.0).collect();
+    let n = if rust_simt::full_size(&gpu) {
+        1 << 24
+    } else {
+        1 << 16
+    };
+    let x: Vec<f32> = (0..n)
+        .map(|i| ((i * 2654435761usize) % 12001) as f32 / 1000.0 - 6.0)
+        .collect();
     let xb = gpu.upload(&x)?;
     let mut y = gpu.upload(&vec![f32::NAN; n])?; // poisoned: an unwritten element fails the check
     let mut tmp = gpu.alloc::<f32>(n)?;
@@ -21,15 +27,27 @@ fn main() -> Result<()> {
     gpu.write(&mut y, &vec![f32::NAN; n])?;
     let (_, fused_launches) = gpu.profile(|| gelu(&gpu, &xb, &mut y))?;
     let fused_err = reference::rel_err(&gpu.download(&y)?, &want);
-    println!("naive: {} launches, rel. error {naive_err:.1e}", naive_launches.len());
-    println!("fused: {} launch,   rel. error {fused_err:.1e}", fused_launches.len());
-    assert!(naive_err < 1e-5 && fused_err < 1e-5, "GeLU mismatch against float64");
+    println!(
+        "naive: {} launches, rel. error {naive_err:.1e}",
+        naive_launches.len()
+    );
+    println!(
+        "fused: {} launch,   rel. error {fused_err:.1e}",
+        fused_launches.len()
+    );
+    assert!(
+        naive_err < 1e-5 && fused_err < 1e-5,
+        "GeLU mismatch against float64"
+    );
 
     // Median over 20 samples of 10 back-to-back calls each, after a warm-up: device
     // events around the batch, so the host's per-call checks overlap the GPU's work.
     let median = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
         f()?;
-        let mut batch = || gpu.time_ms(|| (0..10).try_for_each(|_| f())).map(|ms| ms / 10.0);
+        let mut batch = || {
+            gpu.time_ms(|| (0..10).try_for_each(|_| f()))
+                .map(|ms| ms / 10.0)
+        };
         let mut t = (0..20).map(|_| batch()).collect::<Result<Vec<f64>>>()?;
         t.sort_by(f64::total_cmp);
         Ok(t[t.len() / 2])

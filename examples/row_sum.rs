@@ -9,17 +9,31 @@ fn main() -> Result<()> {
     let gpu = rust_simt::gpu()?;
     println!("{}", gpu.describe());
     let big = rust_simt::full_size(&gpu);
-    let shapes = if big { [(8, 1 << 22), (65536, 256)] } else { [(4, 1 << 16), (4096, 64)] };
+    let shapes = if big {
+        [(8, 1 << 22), (65536, 256)]
+    } else {
+        [(4, 1 << 16), (4096, 64)]
+    };
     for (rows, cols) in shapes {
         // Values in [0, 1): sums far from 0, so the relative error measures accumulation.
-        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 2654435761usize) % 1000) as f32 / 1000.0).collect();
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 2654435761usize) % 1000) as f32 / 1000.0)
+            .collect();
         let xb = gpu.upload(&x)?;
         let mut out = gpu.upload(&vec![f32::NAN; rows])?;
         row_sum(&gpu, xb.matrix(rows, cols)?, &mut out)?;
-        let err = reference::rel_err(&gpu.download(&out)?, &reference::row_sum(&x, rows, cols, cols));
+        let err = reference::rel_err(
+            &gpu.download(&out)?,
+            &reference::row_sum(&x, rows, cols, cols),
+        );
         let (splits, _) = plan(&gpu, rows, cols);
         // 20 samples of 10 back-to-back calls (device events around each batch).
-        let mut batch = || gpu.time_ms(|| (0..10).try_for_each(|_| row_sum(&gpu, xb.matrix(rows, cols)?, &mut out))).map(|ms| ms / 10.0);
+        let mut batch = || {
+            gpu.time_ms(|| {
+                (0..10).try_for_each(|_| row_sum(&gpu, xb.matrix(rows, cols)?, &mut out))
+            })
+            .map(|ms| ms / 10.0)
+        };
         let mut t = (0..20).map(|_| batch()).collect::<Result<Vec<f64>>>()?;
         t.sort_by(f64::total_cmp);
         let ms = t[t.len() / 2];

@@ -8,8 +8,14 @@ use rust_simt::{reference, Layout, Result};
 fn main() -> Result<()> {
     let gpu = rust_simt::gpu()?;
     println!("{}", gpu.describe());
-    let (rows, cols) = if rust_simt::full_size(&gpu) { (4096, 4096) } else { (64, 1000) };
-    let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 8001) as f32 / 1000.0 - 4.0).collect();
+    let (rows, cols) = if rust_simt::full_size(&gpu) {
+        (4096, 4096)
+    } else {
+        (64, 1000)
+    };
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 7919) % 8001) as f32 / 1000.0 - 4.0)
+        .collect();
     let xb = gpu.upload(&x)?;
     let mut y = gpu.upload(&vec![f32::NAN; rows * cols])?;
     let mut tmp = gpu.alloc::<f32>(rows)?;
@@ -18,31 +24,65 @@ fn main() -> Result<()> {
     // A view is a buffer plus shape and row stride, checked when made.
     softmax(&gpu, xb.matrix(rows, cols)?, y.matrix_mut(rows, cols)?)?;
     let fused_err = reference::rel_err(&gpu.download(&y)?, &want);
-    softmax_naive(&gpu, xb.matrix(rows, cols)?, y.matrix_mut(rows, cols)?, &mut tmp)?;
+    softmax_naive(
+        &gpu,
+        xb.matrix(rows, cols)?,
+        y.matrix_mut(rows, cols)?,
+        &mut tmp,
+    )?;
     let naive_err = reference::rel_err(&gpu.download(&y)?, &want);
     println!("{rows} x {cols}: fused rel. error {fused_err:.1e}, naive {naive_err:.1e}");
-    assert!(fused_err < 1e-5 && naive_err < 1e-5, "softmax mismatch against float64");
+    assert!(
+        fused_err < 1e-5 && naive_err < 1e-5,
+        "softmax mismatch against float64"
+    );
 
     // The same op on a strided view: the left half of every row.
     let half = Layout::strided(rows, cols / 2, cols);
     let mut yh = gpu.alloc::<f32>(rows * (cols / 2))?;
-    softmax(&gpu, xb.matrix_strided(half)?, yh.matrix_mut(rows, cols / 2)?)?;
-    let left: Vec<f32> = (0..rows).flat_map(|r| x[r * cols..r * cols + cols / 2].to_vec()).collect();
-    let half_err = reference::rel_err(&gpu.download(&yh)?, &reference::softmax(&left, rows, cols / 2));
-    println!("strided view {rows} x {} (ld {cols}): rel. error {half_err:.1e}", cols / 2);
+    softmax(
+        &gpu,
+        xb.matrix_strided(half)?,
+        yh.matrix_mut(rows, cols / 2)?,
+    )?;
+    let left: Vec<f32> = (0..rows)
+        .flat_map(|r| x[r * cols..r * cols + cols / 2].to_vec())
+        .collect();
+    let half_err = reference::rel_err(
+        &gpu.download(&yh)?,
+        &reference::softmax(&left, rows, cols / 2),
+    );
+    println!(
+        "strided view {rows} x {} (ld {cols}): rel. error {half_err:.1e}",
+        cols / 2
+    );
     assert!(half_err < 1e-5);
 
     // Median over 20 samples of 10 back-to-back calls each, after a warm-up: device
     // events around the batch, so the host's per-call checks overlap the GPU's work.
     let median = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
         f()?;
-        let mut batch = || gpu.time_ms(|| (0..10).try_for_each(|_| f())).map(|ms| ms / 10.0);
+        let mut batch = || {
+            gpu.time_ms(|| (0..10).try_for_each(|_| f()))
+                .map(|ms| ms / 10.0)
+        };
         let mut t = (0..20).map(|_| batch()).collect::<Result<Vec<f64>>>()?;
         t.sort_by(f64::total_cmp);
         Ok(t[t.len() / 2])
     };
-    let tn = median(&mut || softmax_naive(&gpu, xb.matrix(rows, cols)?, y.matrix_mut(rows, cols)?, &mut tmp))?;
+    let tn = median(&mut || {
+        softmax_naive(
+            &gpu,
+            xb.matrix(rows, cols)?,
+            y.matrix_mut(rows, cols)?,
+            &mut tmp,
+        )
+    })?;
     let tf = median(&mut || softmax(&gpu, xb.matrix(rows, cols)?, y.matrix_mut(rows, cols)?))?;
-    println!("naive {tn:.4} ms, fused {tf:.4} ms ({:.0} GB/s): fused is {:.1}x faster", 8.0 * (rows * cols) as f64 / tf / 1e6, tn / tf);
+    println!(
+        "naive {tn:.4} ms, fused {tf:.4} ms ({:.0} GB/s): fused is {:.1}x faster",
+        8.0 * (rows * cols) as f64 / tf / 1e6,
+        tn / tf
+    );
     Ok(())
 }

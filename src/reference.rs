@@ -116,28 +116,3 @@ pub fn rel_err(out: &[f32], reference: &[f64]) -> f64 {
         (num / den).sqrt()
     }
 }
-
-/// Largest |out − ref| (NaN/inf only matching NaN/inf of the same kind counts as 0).
-pub fn max_abs_err(out: &[f32], reference: &[f64]) -> f64 {
-    out.iter()
-        .zip(reference)
-        .map(|(&o, &r)| {
-            let o = o as f64;
-            if (o.is_nan() && r.is_nan()) || (o.is_infinite() && o == r) {
-                0.0
-            } else {
-                (o - r).abs()
-            }
-        })
-        .fold(0.0, |m, e| {
-            if e.is_nan() || e > m {
-                if e.is_nan() {
-                    f64::NAN
-                } else {
-                    e
-                }
-            } else {
-                m
-            }
-        })
-}

@@ -15,8 +15,7 @@ pub fn bench(c: &mut Criterion) {
         let a = gpu.upload(&data(n * n)).unwrap();
         let b = gpu.upload(&data(n * n)).unwrap();
         let mut out = gpu.alloc::<f32>(n * n).unwrap();
-        let s = Dims { m: n, n, k: n };
-        g.throughput(Throughput::Elements(2 * (n * n * n) as u64)); // FLOPs
+        g.throughput(Throughput::Elements(Dims { m: n, n, k: n }.flops() as u64)); // FLOPs
         for k in MatmulKernel::ALL {
             g.bench_function(BenchmarkId::new(format!("{k:?}"), n), |bch| {
                 bch.iter_custom(|iters| {

@@ -38,7 +38,6 @@ mod launch;
 mod module;
 mod view;
 
-pub use backend::BUILT_WITH_CUDA;
 pub use buffer::Buffer;
 pub use device::{BackendKind, DeviceProps, KernelResources};
 pub use error::{DriverStatus, Result, SimtError};

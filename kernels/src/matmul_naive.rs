@@ -31,7 +31,6 @@ kernel! {
     #[launch(block = (NAIVE_TILE, NAIVE_TILE, 1))]
     pub unsafe fn matmul_relu_naive(p: MatmulParams) {
         let (a, b, c, m, n, k, lda, ldb, ldc, relu) = p.unpack();
-        let _ = NAIVE_TILE;
         let j = (block_idx().x * block_dim().x + thread_idx().x) as usize;
         let i = (block_idx().y * block_dim().y + thread_idx().y) as usize;
         if i < m as usize && j < n as usize {

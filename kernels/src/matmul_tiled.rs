@@ -210,8 +210,8 @@ impl Tiling {
     /// [`Tiling::compute`] with the 8 steps unrolled, so the compiler can issue step
     /// `kk+1`'s shared loads under step `kk`'s FMAs. Affordable (120-128 registers, no
     /// spills) since shared accesses use 32-bit [`Smem`] addresses; with generic
-    /// 64-bit pointers it needed more than 128 and spilled, and unrolled by 2 it gave
-    /// 4.45 ms against stage 2's 4.59 ms at 4096^3 (H100, 2026-11-22).
+    /// 64-bit pointers it needed more than 128 and spilled (the measured steps are in
+    /// docs/PERFORMANCE.md).
     ///
     /// # Safety
     /// As [`Tiling::compute`].

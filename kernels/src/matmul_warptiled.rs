@@ -13,13 +13,12 @@
 //! pins these byte counts and checks that the warp tiles cover the block tile
 //! exactly once.
 //!
-//! What the H100 showed (4096^3, 2026-11-22, `bundle/bin/matmul_relu` and ncu):
-//! * An ablation kernel with this file's code but stage 3's thread layout ran
-//!   3.20 ms; with warp tiles, 2.93 ms. The layout alone is worth 8%.
-//! * ncu counted exactly 3 shared-memory wavefronts per 16-byte warp load in both
-//!   layouts (402.7 M for 134.2 M loads), with no bank conflicts. So the gain does
-//!   not come from fewer passes over the banks, as a simple pass model predicts
-//!   (6 per k vs 4). Fewer distinct bytes per load is what changed.
+//! Why the layout is the gain (the measurements are in `docs/PERFORMANCE.md`): an
+//! ablation kernel with this file's code but stage 3's thread layout ran as slowly
+//! as stage 3, and ncu counted the same shared-memory wavefronts per 16-byte warp
+//! load in both layouts, with no bank conflicts. So the gain is not fewer passes
+//! over the banks, as a simple pass model predicts (6 per k vs 4), but fewer
+//! distinct bytes per load.
 //!
 //! Against stage 3, this stage also:
 //! * gives blocks whose tile lies wholly inside A, B and C (with aligned rows) an
@@ -146,8 +145,7 @@ impl WarpTiling {
         let (gr, gc) = (self.row0 + self.la_row, self.col0 + self.lb_col);
         let (ka, kb) = (k0 + self.la_k, k0 + self.lb_k);
         // One interior test for both operands: with a test per operand, ptxas emitted
-        // two branchy regions and the kernel took 3.84 ms instead of 3.37 (before the
-        // `load4_first` fix; H100, 2026-11-22).
+        // two branchy regions and the kernel ran 14% slower (docs/PERFORMANCE.md).
         if self.interior && k0 + MM_BK <= self.k {
             // SAFETY: interior block and a whole K step: every index is in range, and
             // rows are 16-byte aligned.

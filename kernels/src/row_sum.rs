@@ -33,9 +33,10 @@ kernel! {
     #[launch(threads = ROW_REDUCE_THREADS)]
     pub unsafe fn row_sum(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, splits: u32, chunk: u32) {
         let scratch = shared_array!(ROW_SUM_SCRATCH, f32, 32);
-        let _ = rows;
         let b = block_idx().x as usize;
         let r = b / splits as usize;
+        // The grid is rows·splits blocks; checked on the emulator (debug builds).
+        debug_assert!(r < rows as usize, "row_sum: grid.x must be rows * splits");
         let part = b % splits as usize;
         let start = (part * chunk as usize).min(cols as usize);
         let end = (start + chunk as usize).min(cols as usize);

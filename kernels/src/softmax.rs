@@ -51,7 +51,8 @@ kernel! {
         let r = block_idx().x as usize;
         let t = thread_idx().x as usize;
         let n = cols as usize;
-        let _ = rows;
+        // The grid is one block per row; checked on the emulator (debug builds).
+        debug_assert!(r < rows as usize, "softmax_fused: grid.x must be rows");
         // SAFETY: r < rows (grid.x = rows), offsets stay in the row.
         let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
         let lanes = SOFTMAX_THREADS as usize;
@@ -202,8 +203,8 @@ kernel! {
     #[launch(threads = ROW_REDUCE_THREADS)]
     pub unsafe fn row_max(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32) {
         let scratch = shared_array!(ROW_MAX_SCRATCH, f32, 32);
-        let _ = rows;
         let r = block_idx().x as usize;
+        debug_assert!(r < rows as usize, "row_max: grid.x must be rows");
         // SAFETY: r < rows; the reduction reads only [0, cols) of row r.
         let m = unsafe { reduce_range(x.add(r * ld as usize), 0, cols as usize, crate::config::ROW_REDUCE_THREADS as usize, f32::NEG_INFINITY, max_nan) };
         let m = unsafe { block_max(m, scratch) };

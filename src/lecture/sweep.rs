@@ -19,6 +19,48 @@ use crate::BackendKind;
 use crate::Gpu;
 use crate::Result;
 
+/// The ops the sweeps cover.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Gelu,
+    Softmax,
+    RowSum,
+    Matmul,
+}
+
+impl Op {
+    /// Every op, in sweep order.
+    pub const ALL: [Op; 4] = [Op::Gelu, Op::Softmax, Op::RowSum, Op::Matmul];
+
+    /// The name used in CSV rows, plots and `--ops`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Gelu => "gelu",
+            Op::Softmax => "softmax",
+            Op::RowSum => "row_sum",
+            Op::Matmul => "matmul",
+        }
+    }
+
+    /// Parses a name; an unknown one is an error that lists the known ones.
+    pub fn parse(s: &str) -> std::result::Result<Op, String> {
+        Op::ALL
+            .into_iter()
+            .find(|o| o.name() == s.trim())
+            .ok_or_else(|| {
+                format!(
+                    "unknown op `{s}`: use a comma-separated subset of {}",
+                    Op::ALL.map(Op::name).join(",")
+                )
+            })
+    }
+
+    /// Parses a comma-separated list (`gelu,softmax`).
+    pub fn parse_list(s: &str) -> std::result::Result<Vec<Op>, String> {
+        s.split(',').map(Op::parse).collect()
+    }
+}
+
 /// One timing.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
@@ -118,14 +160,14 @@ pub fn shapes(op: &str, quick: bool) -> Vec<String> {
 }
 
 /// Runs our kernels over the sweep shapes of `ops`, with a progress bar.
-pub fn run(gpu: &Gpu, ops: &[&str], quick: bool) -> Result<Vec<Row>> {
+pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
     let mut cfg = BenchConfig::for_gpu(gpu);
     if gpu.kind() == BackendKind::Cuda {
         cfg.warmup = 2;
         cfg.reps = 10;
     }
     let mut b = Bencher::new(gpu, cfg)?;
-    let total: usize = ops.iter().map(|o| shapes(o, quick).len()).sum();
+    let total: usize = ops.iter().map(|o| shapes(o.name(), quick).len()).sum();
     let pb = progress(total as u64, "sweeps");
     let mut rows = Vec::new();
     let mut push = |op: &str, variant: &str, shape: &str, ms: f64| {
@@ -136,12 +178,13 @@ pub fn run(gpu: &Gpu, ops: &[&str], quick: bool) -> Result<Vec<Row>> {
             ms,
         })
     };
-    for &op in ops {
+    for &kind in ops {
+        let op = kind.name();
         for shape in shapes(op, quick) {
             pb.set_message(format!("{op} {shape}"));
             let d: Vec<usize> = dims(&shape).iter().map(|&v| v as usize).collect();
-            match op {
-                "gelu" => {
+            match kind {
+                Op::Gelu => {
                     let n = d[0];
                     let x = gpu.upload(&rand_vec(n, 1))?;
                     let mut y = gpu.alloc::<f32>(n)?;
@@ -160,7 +203,7 @@ pub fn run(gpu: &Gpu, ops: &[&str], quick: bool) -> Result<Vec<Row>> {
                             .median_ms,
                     );
                 }
-                "softmax" => {
+                Op::Softmax => {
                     let (m, n) = (d[0], d[1]);
                     let x = gpu.upload(&rand_vec(m * n, 2))?;
                     let mut y = gpu.alloc::<f32>(m * n)?;
@@ -187,7 +230,7 @@ pub fn run(gpu: &Gpu, ops: &[&str], quick: bool) -> Result<Vec<Row>> {
                         .median_ms,
                     );
                 }
-                "row_sum" => {
+                Op::RowSum => {
                     let (r, c) = (d[0], d[1]);
                     let x = gpu.upload(&rand_vec(r * c, 3))?;
                     let mut o = gpu.alloc::<f32>(r)?;
@@ -199,7 +242,7 @@ pub fn run(gpu: &Gpu, ops: &[&str], quick: bool) -> Result<Vec<Row>> {
                             .median_ms,
                     );
                 }
-                "matmul" => {
+                Op::Matmul => {
                     let n = d[0];
                     let a = gpu.upload(&rand_vec(n * n, 4))?;
                     let bb = gpu.upload(&rand_vec(n * n, 5))?;
@@ -223,7 +266,6 @@ pub fn run(gpu: &Gpu, ops: &[&str], quick: bool) -> Result<Vec<Row>> {
                         );
                     }
                 }
-                _ => {}
             }
             pb.inc(1);
         }

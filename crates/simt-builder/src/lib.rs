@@ -5,9 +5,7 @@
 //! LLVM 7. A host crate's whole `build.rs`:
 //!
 //! ```no_run
-//! fn main() {
-//!     simt_builder::Builder::new("kernels").build().unwrap_or_else(|e| panic!("{e}"));
-//! }
+//! simt_builder::Builder::new("kernels").build().unwrap_or_else(|e| panic!("{e}"));
 //! ```
 //!
 //! and its `src/lib.rs` (or `main.rs`) includes the typed module the build wrote:

@@ -148,7 +148,7 @@ pub unsafe fn store4_first(p: *mut f32, v: F32x4, valid: u32, vec_ok: bool) {
 ///
 /// The scalar path is volatile so that LLVM cannot merge the two paths into the
 /// scalar one, which it did in the fused softmax: its aligned rows were written 4
-/// bytes at a time (H100, 2026-11-22: 4096^2 took 0.0547 ms, 0.0505 after the fix).
+/// bytes at a time, 8% slower (rust-simt's docs/PERFORMANCE.md).
 ///
 /// # Safety
 /// `p[0..4]` writable; `p` 16-byte aligned when `vec`.

@@ -15,13 +15,12 @@
 //! in flight. With S shared stages a kernel keeps S-1 steps in flight and holds
 //! none of them in registers.
 //!
-//! Where it did not pay (H100, 2026-11-22, docs/PERFORMANCE.md): the warp-tiled
-//! matmul fed by a 4-stage `cp.async` pipeline ran 3.59 ms at 4096^3, against
-//! 3.37 ms for register staging. Its long-scoreboard stalls went away (0.93 -> 0.14
-//! per instruction), as predicted. But the A tile is transposed on its way to shared
-//! memory, so it needs four 4-byte copies per thread per K step, and they crowded
-//! the memory pipe: shared-load waits went 0.30 -> 1.64. Use 16-byte copies of
-//! contiguous data.
+//! Where it did not pay (rust-simt's docs/PERFORMANCE.md has the numbers): a
+//! warp-tiled FP32 matmul fed by a 4-stage `cp.async` pipeline ran slower than
+//! register staging. Its long-scoreboard stalls went away, as predicted, but its A
+//! tile is transposed on the way to shared memory, so it needed four 4-byte copies
+//! per thread per K step, and they crowded the memory pipe (shared-load waits grew
+//! fivefold). Use 16-byte copies of contiguous data.
 //!
 //! Rules (the emulator enforces the first two):
 //! 1. A copy is only guaranteed to have landed after a `wait` that covers its

@@ -12,8 +12,8 @@
 //! Kernels address it through [`Smem<T>`]: on the GPU a 32-bit address in the
 //! shared window, accessed with `ld.shared`/`st.shared` (`LDS`/`STS` in SASS). A
 //! generic 64-bit pointer would also work, but every access would then be a generic
-//! `LD`/`ST` plus 64-bit address arithmetic: measured on the double-buffered matmul at
-//! 4096^3 on an H100, 4.45 ms with generic pointers and 4.07 ms with `Smem`.
+//! `LD`/`ST` plus 64-bit address arithmetic, which cost the double-buffered matmul
+//! 9% (rust-simt's docs/PERFORMANCE.md).
 //! (Where LLVM's scheduling of global loads matters more, see [`Smem::generic`].)
 //! On the emulator `Smem<T>` is a plain pointer into the block's shared buffer.
 //!
@@ -92,9 +92,9 @@ impl<T> Smem<T> {
     ///
     /// `Smem`'s own accesses are inline PTX, which LLVM must assume may touch any
     /// memory: a loop that interleaves global loads with `Smem` stores loses its
-    /// memory-level parallelism. The fused softmax measured 53 us through generic
-    /// pointers and 65 us through `Smem` at 4096x4096 (H100, 2026-11-22); the
-    /// tiled matmul, whose inner loop only reads shared memory, is faster with `Smem`.
+    /// memory-level parallelism: the fused softmax ran 20% slower through `Smem`
+    /// than through generic pointers (rust-simt's docs/PERFORMANCE.md); the tiled
+    /// matmul, whose inner loop only reads shared memory, is faster with `Smem`.
     #[inline(always)]
     pub fn generic(self) -> *mut T {
         #[cfg(target_arch = "nvptx64")]

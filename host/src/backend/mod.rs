@@ -81,6 +81,3 @@ pub(crate) fn cuda(ordinal: u32) -> Result<Box<dyn Backend>> {
         ))
     }
 }
-
-/// Whether this build has the CUDA backend.
-pub const BUILT_WITH_CUDA: bool = cfg!(simt_cuda);
