@@ -37,7 +37,7 @@ done
   cargo test --release --no-run --message-format=json 2>/dev/null | list | while read -r kind name exe; do
     case "$kind" in test) cp "$exe" "$out/tests/custom_kernel_$name";; esac
   done)
-cp scripts/peers.py "$out/peers/"
+cp scripts/peers.py scripts/peers_tc.py "$out/peers/"
 cp scripts/gpu-check.sh scripts/gpu-perf.sh "$out/"
 strip "$out"/bin/* "$out"/tests/* "$out"/benches/* 2>/dev/null || true
 cat >"$out/run-tests.sh" <<'SH'

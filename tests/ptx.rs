@@ -26,7 +26,13 @@ fn every_kernel_is_in_the_module() {
     }
     assert!(MODULE.ptx().contains(".target sm_"), "PTX has a .target");
     assert_eq!(MODULE.crate_name(), "kernels");
-    for k in ["matmul_relu_tiled_db", "matmul_relu_warptiled"] {
+    for k in [
+        "matmul_relu_tiled_db",
+        "matmul_relu_warptiled",
+        "matmul_mma_pipelined_bf16",
+        "matmul_mma_pipelined_f16",
+        "matmul_mma_pipelined_tf32",
+    ] {
         let ptx = kernel_ptx(k).unwrap();
         assert!(
             ptx.contains(".maxntid 256, 1, 1") && ptx.contains(".minnctapersm 2"),
@@ -67,7 +73,13 @@ fn ptxas_assembles_without_spills() {
             .find(|r| r.kernel == "matmul_relu_tiled")
             .unwrap();
         assert_eq!(tiled.smem_bytes, 4 * 2 * 8 * 128, "two 8x128 f32 tiles");
-        for k in ["matmul_relu_tiled_db", "matmul_relu_warptiled"] {
+        for k in [
+            "matmul_relu_tiled_db",
+            "matmul_relu_warptiled",
+            "matmul_mma_pipelined_bf16",
+            "matmul_mma_pipelined_f16",
+            "matmul_mma_pipelined_tf32",
+        ] {
             let r = res.iter().find(|r| r.kernel == k).unwrap();
             assert!(
                 r.registers <= 128,

@@ -40,3 +40,26 @@ pub const WARP_ROWS_THREADS: u32 = 256;
 /// Rows up to this length take the barrier-free kernels: `softmax_warp` (a warp per
 /// row) and `row_sum_warp` (1 to 32 lanes per row). Longer rows take a block per row.
 pub const WARP_ROW_MAX_COLS: u32 = 1024;
+
+/// Tensor-core matmul (stages 5 and 6): rows of C per block.
+pub const TC_BM: u32 = 128;
+/// Tensor-core matmul: columns of C per block.
+pub const TC_BN: u32 = 128;
+/// Tensor-core matmul, 16-bit inputs: depth of one K step (two `mma` k16 steps).
+pub const TC_BK: u32 = 32;
+/// Tensor-core matmul, TF32 inputs: depth of one K step (two `mma` k8 steps); the
+/// same 64 bytes per row of A as [`TC_BK`] 16-bit elements.
+pub const TC_BK_TF32: u32 = 16;
+/// Tensor-core matmul: threads per block, 8 warps as 2 (rows) x 4 (columns).
+pub const TC_THREADS: u32 = 256;
+/// Tensor-core matmul: rows of C per warp (4 `m16` tiles).
+pub const TC_WARP_M: u32 = 64;
+/// Tensor-core matmul: columns of C per warp (4 `n8` tiles).
+pub const TC_WARP_N: u32 = 32;
+/// Tensor-core matmul, stage 6: shared-memory stages of the `cp.async` pipeline.
+pub const TC_STAGES: u32 = 4;
+/// Bytes of one stage: a `TC_BM x 64 B` slice of A and a `64 B`-deep slice of B
+/// (`TC_BK` 16-bit or `TC_BK_TF32` f32 elements per row of A).
+pub const TC_STAGE_BYTES: u32 = TC_BM * 64 + (64 / 2) * TC_BN * 2;
+/// Dynamic shared memory of the pipelined tensor-core kernels (64 KiB).
+pub const TC_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES;

@@ -16,6 +16,12 @@ kernel_params! {
 
     /// `C = epilogue(A · B)` with `A: m x k`, `B: k x n`, `C: m x n`.
     pub struct MatmulParams { pub a: MatRef, pub b: MatRef, pub c: MatMut, pub epilogue: Epilogue }
+
+    /// A read-only row-major view of 16-bit elements (bf16 or f16 bits).
+    pub struct MatRef16 { pub ptr: *const u16, pub rows: u32, pub cols: u32, pub ld: u32 }
+
+    /// `C = epilogue(A · B)` with 16-bit `A: m x k`, `B: k x n` and f32 `C: m x n`.
+    pub struct MatmulParams16 { pub a: MatRef16, pub b: MatRef16, pub c: MatMut, pub epilogue: Epilogue }
 }
 
 /// What the matmul applies to each accumulated output before storing it.

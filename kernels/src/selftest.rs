@@ -229,7 +229,7 @@ kernel! {
         let s = shared_array!(PROBE_ASYNC, f32, 256);
         let t = thread_idx().x as usize;
         // SAFETY: as documented; 16-byte aligned on both sides.
-        unsafe { simt_std::pipeline::copy_async::<16>(s.add(4 * t), x.add(4 * t), 4 * src_floats) };
+        unsafe { simt_std::pipeline::copy_async::<16, f32>(s.add(4 * t), x.add(4 * t), 4 * src_floats) };
         simt_std::pipeline::commit();
         if wait != 0 {
             simt_std::pipeline::wait::<0>();
@@ -238,5 +238,98 @@ kernel! {
         let u = (t + 1) % 64;
         // SAFETY: in bounds; the copy landed (wait + barrier) unless wait == 0.
         unsafe { store4(out.add(4 * t), s.add(4 * u).load4()) };
+    }
+}
+
+kernel! {
+    /// One warp: D = A·B on one tensor-core tile, operands gathered from global
+    /// memory at the fragment coordinates of `simt_std::mma` (so a wrong map gives a
+    /// wrong product). `kind` 0: bf16 m16n8k16, 1: f16, 2: tf32 m16n8k8.
+    ///
+    /// # Safety
+    /// `a`: 16 x K row-major (16-bit bits for kinds 0/1, f32 bits for 2), `b`: K x 8
+    /// row-major, `d`: 16 x 8 f32; K = 16 (kinds 0/1) or 8 (kind 2); one 32-thread
+    /// block (the contract allows 64 so that the emulator's partial-warp check can be
+    /// tested: every warp computes the same tile).
+    #[launch(max_threads = 64)]
+    pub unsafe fn probe_mma(a: *const u32, b: *const u32, d: *mut f32, kind: u32) {
+        use simt_std::mma::{a_coords, b_coords, c_coords, mma_bf16, mma_f16, mma_tf32, to_tf32, MmaKind};
+        let lane = simt_std::warp::lane_id();
+        let mk = match kind {
+            0 => MmaKind::Bf16,
+            1 => MmaKind::F16,
+            _ => MmaKind::Tf32,
+        };
+        let kk = mk.k();
+        let (a16, b16) = (a as *const u16, b as *const u16);
+        let mut af = [0u32; 4];
+        let mut bf = [0u32; 2];
+        for (r, v) in af.iter_mut().enumerate() {
+            let [(r0, c0), (r1, c1)] = a_coords(mk, lane, r);
+            // SAFETY: coordinates inside 16 x K.
+            *v = unsafe {
+                if kind == 2 {
+                    to_tf32(f32::from_bits(*a.add(r0 as usize * kk + c0 as usize)))
+                } else {
+                    *a16.add(r0 as usize * kk + c0 as usize) as u32 | (*a16.add(r1 as usize * kk + c1 as usize) as u32) << 16
+                }
+            };
+        }
+        for (r, v) in bf.iter_mut().enumerate() {
+            let [(r0, c0), (r1, c1)] = b_coords(mk, lane, r);
+            // SAFETY: coordinates inside K x 8.
+            *v = unsafe {
+                if kind == 2 {
+                    to_tf32(f32::from_bits(*b.add(r0 as usize * 8 + c0 as usize)))
+                } else {
+                    *b16.add(r0 as usize * 8 + c0 as usize) as u32 | (*b16.add(r1 as usize * 8 + c1 as usize) as u32) << 16
+                }
+            };
+        }
+        // SAFETY: one full warp, converged.
+        let dv = unsafe {
+            match kind {
+                0 => mma_bf16(af, bf, [0.0; 4]),
+                1 => mma_f16(af, bf, [0.0; 4]),
+                _ => mma_tf32(af, bf, [0.0; 4]),
+            }
+        };
+        for (i, v) in dv.iter().enumerate() {
+            let (r, c) = c_coords(lane, i);
+            // SAFETY: inside 16 x 8.
+            unsafe { *d.add(r as usize * 8 + c as usize) = *v };
+        }
+    }
+}
+
+kernel! {
+    /// One warp: copies a 16x16 tile of u16 from `x` to shared memory, loads it with
+    /// `ldmatrix.x4` (`trans` != 0: `.trans`) at the addresses of
+    /// `simt_std::mma::ldmatrix_row_addr`, and writes each lane's 4 registers to
+    /// `out[4·lane..4·lane + 4]`. `skew` (in elements, a multiple of 8 keeps rows
+    /// aligned) offsets the tile in shared memory: an odd one makes the row addresses
+    /// misaligned, for the emulator's negative test.
+    ///
+    /// # Safety
+    /// `x` holds 256 u16, `out` 128 u32; one 32-thread block.
+    #[launch(threads = 32)]
+    pub unsafe fn probe_ldmatrix(x: *const u16, out: *mut u32, trans: u32, skew: u32) {
+        let s = shared_array!(PROBE_LDMATRIX, u16, 512);
+        let lane = simt_std::warp::lane_id();
+        let mut i = lane as usize;
+        while i < 256 {
+            // SAFETY: i < 256; 256 + skew < 512.
+            unsafe { *s.add(skew as usize + i).generic() = *x.add(i) };
+            i += 32;
+        }
+        sync_threads();
+        let (r, c) = simt_std::mma::ldmatrix_row_addr(lane);
+        let p = s.add(skew as usize + r as usize * 16 + c as usize);
+        // SAFETY: one full warp; rows written before the barrier.
+        let v = unsafe { if trans != 0 { simt_std::mma::ldmatrix_x4_trans(p) } else { simt_std::mma::ldmatrix_x4(p) } };
+        for (j, w) in v.iter().enumerate() {
+            // SAFETY: 4·32 outputs.
+            unsafe { *out.add(4 * lane as usize + j) = *w };
+        }
     }
 }

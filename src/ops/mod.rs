@@ -13,6 +13,7 @@ use simt::{Buffer, Gpu, MatrixMut, MatrixRef, Result, SimtError};
 
 pub mod gelu;
 pub mod matmul;
+pub mod matmul_tc;
 pub mod row_sum;
 pub mod softmax;
 

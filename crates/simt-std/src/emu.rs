@@ -20,6 +20,23 @@ pub enum ShflMode {
     Idx,
 }
 
+/// A warp-collective matrix operation (tensor cores, `ldmatrix`): the emulator
+/// completes it once all 32 lanes of the warp have reached one, and returns each
+/// lane its registers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WarpMatrixOp {
+    /// `mma.sync`: this lane's A, B and C (f32 bits) fragments.
+    Mma {
+        kind: crate::mma::MmaKind,
+        a: [u32; 4],
+        b: [u32; 2],
+        c: [u32; 4],
+    },
+    /// `ldmatrix.m8n8.x{num}[.trans]`: the row address this lane supplies (a host
+    /// pointer into the block's shared memory).
+    Ldmatrix { num: u32, trans: bool, addr: usize },
+}
+
 /// What one emulated GPU thread can ask of the emulator.
 pub trait ThreadEnv {
     fn thread_idx(&self) -> Dim3;
@@ -34,6 +51,8 @@ pub trait ThreadEnv {
     fn static_shared(&self, key: usize, bytes: usize) -> *mut u8;
     /// The block's dynamic shared memory and its size in bytes.
     fn dynamic_shared(&self) -> (*mut u8, usize);
+    /// A warp-collective matrix operation; every lane of the warp must call it.
+    fn warp_matrix(&self, op: WarpMatrixOp) -> [u32; 4];
     /// Queues an asynchronous copy of `bytes` bytes to shared `dst`: `src_bytes` from
     /// `src`, then zeros. It lands at the [`copy_wait`](ThreadEnv::copy_wait) that covers it.
     fn copy_async(&self, dst: *mut u8, src: *const u8, bytes: usize, src_bytes: usize);

@@ -23,6 +23,8 @@
 //! | [`math`] | fast exp/exp2/tanh/rcp/fma/erf with stated errors | `tanh.approx`: sm_75+ |
 //! | [`memory`] | 16-byte vector loads and stores | any |
 //! | [`pipeline`] | `cp.async` global-to-shared copies, commit groups, waits | sm_80+ |
+//! | [`mma`] | tensor cores: `mma.sync` (bf16, f16, tf32), `ldmatrix`, fragment maps | sm_80+ |
+//! | [`convert`] | bf16, f16 and tf32 conversions with the hardware's rounding | sm_80+ |
 //! | [`swizzle`] | XOR swizzles and bank arithmetic | any |
 //! | [`atomic`] | f32 atomic add | sm_20+ |
 //!
@@ -43,10 +45,12 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
 }
 
 pub mod atomic;
+pub mod convert;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu;
 pub mod math;
 pub mod memory;
+pub mod mma;
 pub mod pipeline;
 pub mod shared;
 pub mod swizzle;

@@ -44,7 +44,7 @@ use crate::shared::Smem;
 /// shared array that no thread reads until a [`wait`] covering this copy and then a
 /// barrier; both addresses are `BYTES`-aligned.
 #[inline(always)]
-pub unsafe fn copy_async<const BYTES: u32>(dst: Smem<f32>, src: *const f32, src_bytes: u32) {
+pub unsafe fn copy_async<const BYTES: u32, T>(dst: Smem<T>, src: *const T, src_bytes: u32) {
     const {
         assert!(
             BYTES == 4 || BYTES == 16,

@@ -72,6 +72,18 @@ impl<T> Smem<T> {
     pub(crate) fn ptr(self) -> *mut T {
         self.ptr
     }
+    /// The same address as a pointer to `U` (reinterpreting the bytes).
+    #[inline(always)]
+    pub fn cast<U>(self) -> Smem<U> {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            Smem::from_addr(self.addr)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            Smem::from_ptr(self.ptr as *mut U)
+        }
+    }
     /// The element `n` places further (no bounds check: see the soundness rules).
     #[inline(always)]
     pub fn add(self, n: usize) -> Self {

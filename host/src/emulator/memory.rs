@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use corosensei::Yielder;
-use simt_std::emu::{ShflMode, ThreadEnv};
+use simt_std::emu::{ShflMode, ThreadEnv, WarpMatrixOp};
 use simt_std::Dim3;
 
 use super::EmuError;
@@ -15,6 +15,7 @@ use super::EmuError;
 pub(crate) enum Event {
     Barrier,
     Shfl(ShflMode, u32, u32),
+    Warp(WarpMatrixOp),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -22,6 +23,7 @@ pub(crate) enum State {
     Run(u32),
     Barrier,
     Shfl(ShflMode, u32, u32),
+    Warp(WarpMatrixOp),
     Done,
 }
 
@@ -42,6 +44,17 @@ impl BlockMem {
             dynamic_bytes,
         }
     }
+
+    /// Whether `addr..addr + len` lies inside one of the block's shared arrays.
+    pub(crate) fn contains(&self, addr: usize, len: usize) -> bool {
+        let within = |p: usize, bytes: usize| addr >= p && addr + len <= p + bytes;
+        within(self.dynamic.as_ptr() as usize, self.dynamic_bytes)
+            || self
+                .statics
+                .borrow()
+                .iter()
+                .any(|(_, bytes, buf)| within(buf.as_ptr() as usize, *bytes))
+    }
 }
 
 /// One emulated thread's view of the launch.
@@ -53,6 +66,8 @@ pub(crate) struct Ctx {
     pub(crate) yielder: Cell<*const Yielder<u32, Event>>,
     pub(crate) mem: *const BlockMem,
     /// Async copies issued but not committed, and committed groups, oldest first.
+    /// The registers a completed warp matrix operation returns to this lane.
+    pub(crate) warp_out: Cell<[u32; 4]>,
     pub(crate) copies: RefCell<(Vec<AsyncCopy>, VecDeque<Vec<AsyncCopy>>)>,
 }
 
@@ -90,6 +105,10 @@ impl ThreadEnv for Ctx {
     }
     fn shfl(&self, mode: ShflMode, value: u32, arg: u32) -> u32 {
         self.suspend(Event::Shfl(mode, value, arg))
+    }
+    fn warp_matrix(&self, op: WarpMatrixOp) -> [u32; 4] {
+        self.suspend(Event::Warp(op));
+        self.warp_out.get()
     }
     fn static_shared(&self, key: usize, bytes: usize) -> *mut u8 {
         // SAFETY: the block memory outlives every coroutine of the block.

@@ -80,6 +80,7 @@ pub(super) unsafe fn run_block(
             gdim: grid,
             yielder: Cell::new(std::ptr::null()),
             mem: &mem,
+            warp_out: Cell::new([0; 4]),
             copies: RefCell::new((Vec::new(), VecDeque::new())),
         })
         .collect();
@@ -132,6 +133,7 @@ pub(super) unsafe fn run_block(
             match catch_unwind(AssertUnwindSafe(|| co.resume(input))) {
                 Ok(CoroutineResult::Yield(Event::Barrier)) => state[t] = State::Barrier,
                 Ok(CoroutineResult::Yield(Event::Shfl(m, v, a))) => state[t] = State::Shfl(m, v, a),
+                Ok(CoroutineResult::Yield(Event::Warp(op))) => state[t] = State::Warp(op),
                 Ok(CoroutineResult::Return(())) => {
                     state[t] = State::Done;
                     pool.push(cos[t].take().unwrap().into_stack());
@@ -155,7 +157,7 @@ pub(super) unsafe fn run_block(
             return Ok(());
         }
         // Warp shuffles whose 32 lanes are all there.
-        let progressed = warp::complete_shuffles(kernel, bid, &ctxs, &mut state)?;
+        let progressed = warp::complete_collectives(kernel, bid, &ctxs, &mem, &mut state)?;
         if progressed {
             continue;
         }
@@ -176,7 +178,7 @@ pub(super) unsafe fn run_block(
         let other_state = if matches!(state[other], State::Done) {
             "has exited without reaching it"
         } else {
-            "waits at a warp shuffle"
+            "waits at a warp collective (shuffle, mma, ldmatrix)"
         };
         return Err(EmuError::BarrierDivergence {
             kernel,

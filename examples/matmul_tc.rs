@@ -1,0 +1,158 @@
+//! Matmul + ReLU on tensor cores: `cargo run --release --example matmul_tc [-- N ...]`.
+//!
+//! For each size: the inputs converted to bf16 / f16 on the device (round to nearest
+//! even), stage 5 (`mma.sync` from plain tiles) and stage 6 (`cp.async` pipeline,
+//! swizzled tiles, `ldmatrix`) in bf16 and f16, and stage 6 in TF32 on the f32
+//! inputs; each checked against float64 on sampled rows, both of the rounded inputs
+//! (what the kernel must get right) and of the original f32 ones (what the precision
+//! costs), then timed. GPU if present, else the emulator (small sizes).
+use rust_simt::ops::matmul::{Dims, Epilogue};
+use rust_simt::ops::matmul_tc::{bf16, f16, matmul_tc, matmul_tf32, to_bf16, to_f16, TcKernel};
+use rust_simt::{reference, Gpu, Result};
+
+/// Median ms per call over 7 samples of `reps` back-to-back calls (after a warm-up).
+fn time(gpu: &Gpu, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    f()?;
+    let mut t = (0..7)
+        .map(|_| {
+            gpu.time_ms(|| (0..reps).try_for_each(|_| f()))
+                .map(|ms| ms / reps as f64)
+        })
+        .collect::<Result<Vec<f64>>>()?;
+    t.sort_by(f64::total_cmp);
+    Ok(t[t.len() / 2])
+}
+
+fn main() -> Result<()> {
+    let gpu = rust_simt::gpu()?;
+    println!("{}", gpu.describe());
+    let full = rust_simt::full_size(&gpu);
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sizes = if !sizes.is_empty() {
+        sizes
+    } else if full {
+        vec![2048, 4096, 8192]
+    } else {
+        vec![256]
+    };
+    // Dense tensor peaks of an H100 SXM (datasheet), for the "% of peak" column.
+    let (peak16, peak_tf32) = (989.0, 494.0);
+    println!(
+        "{:<26} {:>6} {:>10} {:>9} {:>7} {:>12} {:>12}",
+        "kernel", "n", "ms", "TFLOP/s", "% peak", "err rounded", "err f32 in"
+    );
+    for n in sizes {
+        let d = Dims { m: n, n, k: n };
+        let a: Vec<f32> = (0..n * n)
+            .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
+            .collect();
+        let b: Vec<f32> = (0..n * n)
+            .map(|i| ((i * 104729) % 2001) as f32 / 1000.0 - 1.0)
+            .collect();
+        let (af, bf) = (gpu.upload(&a)?, gpu.upload(&b)?);
+        let (mut ab, mut bb) = (gpu.alloc::<bf16>(n * n)?, gpu.alloc::<bf16>(n * n)?);
+        let (mut ah, mut bh) = (gpu.alloc::<f16>(n * n)?, gpu.alloc::<f16>(n * n)?);
+        to_bf16(&gpu, &af, &mut ab)?;
+        to_bf16(&gpu, &bf, &mut bb)?;
+        to_f16(&gpu, &af, &mut ah)?;
+        to_f16(&gpu, &bf, &mut bh)?;
+        let mut c = gpu.alloc::<f32>(n * n)?;
+        // float64 references of 4 sampled rows.
+        let rows: Vec<usize> = (0..4).map(|i| (i * 2654435761usize + 7) % n).collect();
+        let sample = |x: &[f32]| -> Vec<f32> {
+            rows.iter()
+                .flat_map(|&r| x[r * n..(r + 1) * n].to_vec())
+                .collect()
+        };
+        let reference_of = |round: &dyn Fn(f32) -> f32| {
+            let (ar, br): (Vec<f32>, Vec<f32>) = (
+                sample(&a).iter().map(|&v| round(v)).collect(),
+                b.iter().map(|&v| round(v)).collect(),
+            );
+            reference::matmul(&ar, &br, rows.len(), n, n, n, n, true)
+        };
+        let exact = reference_of(&|v| v);
+        let want_bf = reference_of(&|v| bf16::from_f32(v).to_f32());
+        let want_h = reference_of(&|v| f16::from_f32(v).to_f32());
+        let want_tf =
+            reference_of(&|v| f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v)));
+        let reps = if full { 5 } else { 1 };
+        let report = |name: &str,
+                      peak: f64,
+                      want: &[f64],
+                      c: &mut rust_simt::Buffer<f32>,
+                      run: &mut dyn FnMut(&mut rust_simt::Buffer<f32>) -> Result<()>|
+         -> Result<()> {
+            gpu.write(c, &vec![f32::NAN; n * n])?;
+            run(c)?;
+            let got = sample(&gpu.download(c)?);
+            let (e_r, e_x) = (
+                reference::rel_err(&got, want),
+                reference::rel_err(&got, &exact),
+            );
+            let ms = time(&gpu, reps, || run(c))?;
+            let tf = d.flops() / ms / 1e9;
+            println!(
+                "{name:<26} {n:>6} {ms:>10.4} {tf:>9.1} {:>6.1}% {e_r:>12.1e} {e_x:>12.1e}",
+                100.0 * tf / peak
+            );
+            assert!(
+                e_r < 1e-5,
+                "{name}: error {e_r:e} against float64 of the rounded inputs"
+            );
+            Ok(())
+        };
+        for (name, stage) in [
+            ("bf16 stage 5 (mma)", TcKernel::Mma),
+            ("bf16 stage 6 (pipelined)", TcKernel::MmaPipelined),
+        ] {
+            report(name, peak16, &want_bf, &mut c, &mut |c| {
+                matmul_tc(
+                    &gpu,
+                    stage,
+                    ab.matrix(n, n)?,
+                    bb.matrix(n, n)?,
+                    c.matrix_mut(n, n)?,
+                    Epilogue::Relu,
+                )
+            })?;
+        }
+        report(
+            "f16 stage 6 (pipelined)",
+            peak16,
+            &want_h,
+            &mut c,
+            &mut |c| {
+                matmul_tc(
+                    &gpu,
+                    TcKernel::MmaPipelined,
+                    ah.matrix(n, n)?,
+                    bh.matrix(n, n)?,
+                    c.matrix_mut(n, n)?,
+                    Epilogue::Relu,
+                )
+            },
+        )?;
+        report(
+            "tf32 stage 6 (pipelined)",
+            peak_tf32,
+            &want_tf,
+            &mut c,
+            &mut |c| {
+                matmul_tf32(
+                    &gpu,
+                    af.matrix(n, n)?,
+                    bf.matrix(n, n)?,
+                    c.matrix_mut(n, n)?,
+                    Epilogue::Relu,
+                )
+            },
+        )?;
+    }
+    println!("err rounded: against float64 of the bf16/f16/tf32-rounded inputs (the kernel's own error);");
+    println!("err f32 in: against float64 of the f32 inputs (what the precision costs: bf16 keeps 8 mantissa bits, f16 and tf32 11).");
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! Precision conversions on the device: f32 to bf16 or f16 (round to nearest even,
+//! as PyTorch's `.bfloat16()` and `.half()`), and back (exact). Elementwise and
+//! memory-bound: 6 bytes per element.
+use crate::config::ELEMENTWISE_THREADS;
+use simt_std::convert::{bf16_to_f32, f16_to_f32, f32_to_bf16_rne, f32_to_f16_rne};
+use simt_std::kernel;
+use simt_std::thread::{global_index_x, grid_stride_x};
+
+/// `y[i] = f(x[i])` for `i < n`, grid-stride.
+///
+/// # Safety
+/// `x` readable and `y` writable for `n` elements.
+#[inline(always)]
+unsafe fn map<A: Copy, B>(x: *const A, y: *mut B, n: u32, f: impl Fn(A) -> B) {
+    let mut i = global_index_x();
+    while i < n as usize {
+        // SAFETY: i < n.
+        unsafe { *y.add(i) = f(*x.add(i)) };
+        i += grid_stride_x();
+    }
+}
+
+kernel! {
+    /// `y[i] = bf16(x[i])`, round to nearest even (`cvt.rn.bf16.f32`).
+    ///
+    /// # Safety
+    /// `x` readable for `n` f32, `y` writable for `n` u16 (bf16 bits).
+    ///
+    /// # Thread Mapping
+    /// Grid-stride over `i`, any grid of `ELEMENTWISE_THREADS`-thread blocks.
+    #[launch(threads = ELEMENTWISE_THREADS)]
+    pub unsafe fn f32_to_bf16(x: *const f32, y: *mut u16, n: u32) {
+        // SAFETY: forwarded.
+        unsafe { map(x, y, n, f32_to_bf16_rne) }
+    }
+}
+
+kernel! {
+    /// `y[i] = f16(x[i])`, round to nearest even (`cvt.rn.f16.f32`); beyond 65504 gives infinity.
+    ///
+    /// # Safety
+    /// As [`f32_to_bf16()`].
+    #[launch(threads = ELEMENTWISE_THREADS)]
+    pub unsafe fn f32_to_f16(x: *const f32, y: *mut u16, n: u32) {
+        // SAFETY: forwarded.
+        unsafe { map(x, y, n, f32_to_f16_rne) }
+    }
+}
+
+kernel! {
+    /// `y[i] = f32(x[i])` for bf16 bits `x` (exact).
+    ///
+    /// # Safety
+    /// `x` readable for `n` u16, `y` writable for `n` f32.
+    #[launch(threads = ELEMENTWISE_THREADS)]
+    pub unsafe fn bf16_to_f32_kernel(x: *const u16, y: *mut f32, n: u32) {
+        // SAFETY: forwarded.
+        unsafe { map(x, y, n, bf16_to_f32) }
+    }
+}
+
+kernel! {
+    /// `y[i] = f32(x[i])` for f16 bits `x` (exact).
+    ///
+    /// # Safety
+    /// As [`bf16_to_f32_kernel()`].
+    #[launch(threads = ELEMENTWISE_THREADS)]
+    pub unsafe fn f16_to_f32_kernel(x: *const u16, y: *mut f32, n: u32) {
+        // SAFETY: forwarded.
+        unsafe { map(x, y, n, f16_to_f32) }
+    }
+}

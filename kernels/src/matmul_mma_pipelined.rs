@@ -1,0 +1,363 @@
+//! Matmul + ReLU, stage 6: tensor cores fed by a 4-deep `cp.async` pipeline,
+//! XOR-swizzled shared tiles read with `ldmatrix`. bf16, f16 or TF32 inputs, f32
+//! accumulation and output.
+//!
+//! Against stage 5 ([`matmul_mma`](crate::matmul_mma)):
+//! * **Copies, not loads.** Each K step's tiles travel global -> shared as 16-byte
+//!   `cp.async` copies that never pass through registers, issued 3 steps ahead into
+//!   a ring of 4 stages (64 KiB of dynamic shared memory): the tensor cores work on
+//!   step `s` while steps `s+1..s+3` are in flight. Ragged edges are zero-filled by
+//!   the copy itself (fewer source bytes than 16).
+//! * **`ldmatrix`.** A warp's A fragments of a 16x16 tile arrive in one `ldmatrix.x4`
+//!   instead of four 32-bit loads per lane, and two n8 B fragments in one
+//!   `ldmatrix.x4.trans` (B is k-major in shared memory, the `mma` wants it n-major).
+//! * **Swizzles instead of padding.** `ldmatrix` reads 8 rows of 16 bytes at one
+//!   column. A's rows are 64 bytes, so 8 rows span 4 bank lines and would meet 2 by
+//!   2; B's rows are 256 bytes, and 8 rows would all hit the same 4 banks (8-way).
+//!   XOR-ing the 16-byte chunk index with the row bits ([`swz_a`], [`swz_b`]) spreads
+//!   the 8 rows over all 32 banks; `tests/tensor_cores.rs` counts the banks.
+//!
+//! TF32 (f32 inputs) uses the same block, warp and stage sizes with K steps of 16
+//! (64-byte rows of A again): A fragments still come from `ldmatrix` (an 8x8 matrix
+//! of 16-bit elements is an 8x4 matrix of f32, exactly the tf32 A fragment), each
+//! element rounded with `cvt.rna.tf32.f32`; B fragments are single f32 words,
+//! read with `ld.shared` from a layout swizzled by `k % 4` ([`swz_b_tf32`]).
+//!
+//! The host sends only aligned problems here (rows of A and B 16-byte aligned:
+//! strides a multiple of 8 elements, or 4 for TF32); others take stage 5.
+use crate::config::{
+    TC_BK, TC_BK_TF32, TC_BM, TC_BN, TC_SMEM_BYTES, TC_STAGES, TC_STAGE_BYTES, TC_THREADS,
+    TC_WARP_M, TC_WARP_N,
+};
+use crate::matmul_mma::write_c;
+use crate::params::{MatmulParams, MatmulParams16};
+use simt_std::mma::{
+    ldmatrix_row_addr, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, mma_f16, mma_tf32, to_tf32,
+};
+use simt_std::pipeline::{commit, copy_async, wait};
+use simt_std::shared::{dynamic_shared, Smem};
+use simt_std::thread::{block_idx, sync_threads, thread_idx};
+use simt_std::warp::{lane_id, warp_id};
+use simt_std::{kernel, unroll};
+
+const STAGES: u32 = TC_STAGES;
+const _: () = assert!(
+    STAGES == 4
+        && TC_THREADS == 256
+        && TC_WARP_M == 64
+        && TC_WARP_N == 32
+        && TC_BM == 128
+        && TC_BN == 128
+);
+/// Bytes of A per stage (128 rows of 64 bytes); B follows.
+const A_BYTES: u32 = TC_BM * 64;
+const _: () = assert!(TC_STAGE_BYTES == 2 * A_BYTES && TC_SMEM_BYTES == STAGES * TC_STAGE_BYTES);
+
+/// Physical 16-byte chunk of logical chunk `c` (0..4) in row `row` of an A tile:
+/// 64-byte rows, so two rows share a 128-byte bank line; `(row / 2) % 4` flips the
+/// chunk so that 8 consecutive rows use 8 distinct bank groups.
+#[inline(always)]
+pub const fn swz_a(row: u32, c: u32) -> u32 {
+    c ^ ((row >> 1) & 3)
+}
+
+/// Physical chunk of logical chunk `c` (0..16) in row `k` of a 16-bit B tile
+/// (256-byte rows): `k % 8` flips the low 3 bits.
+#[inline(always)]
+pub const fn swz_b(k: u32, c: u32) -> u32 {
+    c ^ (k & 7)
+}
+
+/// Physical chunk of logical chunk `c` (0..32) in row `k` of a TF32 B tile
+/// (512-byte rows): word `n` moves to `n ^ 8·(k % 4)`, so the 4 k-rows of a warp's
+/// scalar fragment load hit 4 different 8-bank groups.
+#[inline(always)]
+pub const fn swz_b_tf32(k: u32, c: u32) -> u32 {
+    c ^ ((k & 3) << 1)
+}
+
+/// What one thread needs to issue a stage's copies.
+#[derive(Clone, Copy)]
+struct Loader {
+    a: *const u8,
+    b: *const u8,
+    m: u32,
+    n: u32,
+    k: u32,
+    lda_bytes: u32,
+    ldb_bytes: u32,
+    row0: u32,
+    col0: u32,
+    t: u32,
+}
+
+impl Loader {
+    /// Issues the copies of K step `kt` into stage `s`. `EB`: element bytes (2, or 4
+    /// for TF32, which also picks B's swizzle); `BK`: the step's depth in elements.
+    ///
+    /// # Safety
+    /// The kernel's contract (rows of A and B 16-byte aligned); stage `s` is not read
+    /// until a `wait` covering these copies and a barrier.
+    #[inline(always)]
+    unsafe fn issue<const EB: u32, const BK: u32>(&self, smem: Smem<u8>, s: u32, kt: u32) {
+        let epc = 16 / EB; // elements per 16-byte chunk
+        let k0 = kt * BK;
+        let base = smem.add((s * TC_STAGE_BYTES) as usize);
+        // A: 128 rows x 4 chunks, 2 per thread.
+        unroll!(2, J => {
+            let q = self.t + J as u32 * TC_THREADS;
+            let (r, c) = (q / 4, q % 4);
+            let (gr, gk) = (self.row0 + r, k0 + c * epc);
+            let valid = if gr < self.m && gk < self.k { (self.k - gk).min(epc) } else { 0 };
+            let src = if valid > 0 { self.a.wrapping_add((gr * self.lda_bytes + gk * EB) as usize) } else { self.a };
+            // SAFETY: `valid` elements of row gr are inside A and 16-byte aligned (contract);
+            // the destination chunk is inside stage s.
+            unsafe { copy_async::<16, u8>(base.add((r * 64 + swz_a(r, c) * 16) as usize), src, valid * EB) };
+        });
+        // B: (64 / EB) k-rows of 128 columns, 512 chunks, 2 per thread.
+        let chunks_per_row = TC_BN / epc;
+        unroll!(2, J => {
+            let q = self.t + J as u32 * TC_THREADS;
+            let (kr, c) = (q / chunks_per_row, q % chunks_per_row);
+            let (gk, gc) = (k0 + kr, self.col0 + c * epc);
+            let valid = if gk < self.k && gc < self.n { (self.n - gc).min(epc) } else { 0 };
+            let src = if valid > 0 { self.b.wrapping_add((gk * self.ldb_bytes + gc * EB) as usize) } else { self.b };
+            // SAFETY: as for A.
+            let pc = if EB == 4 { swz_b_tf32(kr, c) } else { swz_b(kr, c) };
+            unsafe { copy_async::<16, u8>(base.add((A_BYTES + kr * TC_BN * EB + pc * 16) as usize), src, valid * EB) };
+        });
+    }
+}
+
+/// The 16-bit kernel (`F16` picks f16 over bf16).
+///
+/// # Safety
+/// As [`matmul_mma_pipelined_bf16()`].
+#[inline(always)]
+unsafe fn body16<const F16: bool>(p: MatmulParams16) {
+    let smem = dynamic_shared::<u8>();
+    let (m, n, k) = (p.a.rows, p.b.cols, p.a.cols);
+    let (row0, col0) = (block_idx().y * TC_BM, block_idx().x * TC_BN);
+    let ld = Loader {
+        a: p.a.ptr as *const u8,
+        b: p.b.ptr as *const u8,
+        m,
+        n,
+        k,
+        lda_bytes: p.a.ld * 2,
+        ldb_bytes: p.b.ld * 2,
+        row0,
+        col0,
+        t: thread_idx().x,
+    };
+    let (w, lane) = (warp_id(), lane_id());
+    let (wm, wn) = (w / 4 * TC_WARP_M, w % 4 * TC_WARP_N);
+    let (lr, lc) = ldmatrix_row_addr(lane); // this lane's row and column (0 or 8) in a 16x16 quadrant set
+    let ktiles = k.div_ceil(TC_BK);
+    let mut acc = [[[0f32; 4]; 4]; 4];
+    unroll!(4, S => {
+        if (S as u32) < STAGES - 1 {
+            if (S as u32) < ktiles {
+                // SAFETY: the kernel's contract; stage S is unread until the waits below.
+                unsafe { ld.issue::<2, TC_BK>(smem, S as u32, S as u32) };
+            }
+            commit();
+        }
+    });
+    let mut kt = 0;
+    while kt < ktiles {
+        wait::<{ TC_STAGES - 2 }>();
+        sync_threads();
+        let next = kt + STAGES - 1;
+        if next < ktiles {
+            // SAFETY: stage next % STAGES was last read in step kt - 1, before the barrier.
+            unsafe { ld.issue::<2, TC_BK>(smem, next % STAGES, next) };
+        }
+        commit();
+        let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
+        unroll!(2, KK => {
+            let kk = KK as u32;
+            let mut bf = [[0u32; 2]; 4];
+            unroll!(2, NJ => {
+                let kr = kk * 16 + lr;
+                let c = (wn + NJ as u32 * 16 + lc) / 8;
+                // SAFETY: inside stage kt % STAGES, written before the barrier; 16-byte aligned.
+                let r = unsafe { ldmatrix_x4_trans(base.add((A_BYTES + kr * 256 + swz_b(kr, c) * 16) as usize)) };
+                bf[2 * NJ] = [r[0], r[1]];
+                bf[2 * NJ + 1] = [r[2], r[3]];
+            });
+            unroll!(4, MI => {
+                let row = wm + MI as u32 * 16 + lr;
+                let c = kk * 2 + lc / 8;
+                // SAFETY: as above.
+                let af = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
+                unroll!(4, NJ => {
+                    // SAFETY: the whole warp executes every mma (no divergence in the loop).
+                    acc[MI][NJ] = unsafe { if F16 { mma_f16(af, bf[NJ], acc[MI][NJ]) } else { mma_bf16(af, bf[NJ], acc[MI][NJ]) } };
+                });
+            });
+        });
+        kt += 1;
+    }
+    // SAFETY: the kernel's contract for C.
+    unsafe {
+        write_c(
+            &acc,
+            p.c.ptr,
+            m as usize,
+            n as usize,
+            p.c.ld as usize,
+            (row0 + wm) as usize,
+            (col0 + wn) as usize,
+            lane,
+            p.epilogue as u32 != 0,
+        )
+    };
+}
+
+/// The TF32 kernel.
+///
+/// # Safety
+/// As [`matmul_mma_pipelined_tf32()`].
+#[inline(always)]
+unsafe fn body_tf32(p: MatmulParams) {
+    let smem = dynamic_shared::<u8>();
+    let (m, n, k) = (p.a.rows, p.b.cols, p.a.cols);
+    let (row0, col0) = (block_idx().y * TC_BM, block_idx().x * TC_BN);
+    let ld = Loader {
+        a: p.a.ptr as *const u8,
+        b: p.b.ptr as *const u8,
+        m,
+        n,
+        k,
+        lda_bytes: p.a.ld * 4,
+        ldb_bytes: p.b.ld * 4,
+        row0,
+        col0,
+        t: thread_idx().x,
+    };
+    let (w, lane) = (warp_id(), lane_id());
+    let (wm, wn) = (w / 4 * TC_WARP_M, w % 4 * TC_WARP_N);
+    let (lr, lc) = ldmatrix_row_addr(lane);
+    let (g, tq) = (lane / 4, lane % 4);
+    let ktiles = k.div_ceil(TC_BK_TF32);
+    let mut acc = [[[0f32; 4]; 4]; 4];
+    unroll!(4, S => {
+        if (S as u32) < STAGES - 1 {
+            if (S as u32) < ktiles {
+                // SAFETY: as in `body16`.
+                unsafe { ld.issue::<4, TC_BK_TF32>(smem, S as u32, S as u32) };
+            }
+            commit();
+        }
+    });
+    let mut kt = 0;
+    while kt < ktiles {
+        wait::<{ TC_STAGES - 2 }>();
+        sync_threads();
+        let next = kt + STAGES - 1;
+        if next < ktiles {
+            // SAFETY: as in `body16`.
+            unsafe { ld.issue::<4, TC_BK_TF32>(smem, next % STAGES, next) };
+        }
+        commit();
+        let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
+        unroll!(2, KK => {
+            let kk = KK as u32;
+            let mut bf = [[0u32; 2]; 4];
+            unroll!(4, NJ => {
+                let col = wn + NJ as u32 * 8 + g;
+                unroll!(2, R => {
+                    let kr = kk * 8 + tq + 4 * R as u32;
+                    let word = swz_b_tf32(kr, col / 4) * 4 + col % 4;
+                    // SAFETY: inside stage kt % STAGES, written before the barrier.
+                    bf[NJ][R] = to_tf32(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
+                });
+            });
+            unroll!(4, MI => {
+                let row = wm + MI as u32 * 16 + lr;
+                let c = kk * 2 + lc / 8;
+                // SAFETY: as in `body16`.
+                let raw = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
+                let af = raw.map(|x| to_tf32(f32::from_bits(x)));
+                unroll!(4, NJ => {
+                    // SAFETY: the whole warp executes every mma.
+                    acc[MI][NJ] = unsafe { mma_tf32(af, bf[NJ], acc[MI][NJ]) };
+                });
+            });
+        });
+        kt += 1;
+    }
+    // SAFETY: the kernel's contract for C.
+    unsafe {
+        write_c(
+            &acc,
+            p.c.ptr,
+            m as usize,
+            n as usize,
+            p.c.ld as usize,
+            (row0 + wm) as usize,
+            (col0 + wn) as usize,
+            lane,
+            p.epilogue as u32 != 0,
+        )
+    };
+}
+
+kernel! {
+    /// `C = epilogue(A · B)` on tensor cores, bf16 inputs, f32 accumulation and output,
+    /// fed by a 4-stage `cp.async` pipeline and `ldmatrix` from swizzled tiles.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_bf16()`](crate::matmul_mma::matmul_mma_bf16()), and the rows of
+    /// A and B start 16-byte aligned (base pointers 16-byte aligned, `lda` and `ldb`
+    /// multiples of 8); every matrix has fewer than 2^32 bytes.
+    ///
+    /// # Parameters
+    /// One [`MatmulParams16`]: `a`: `[m, k]`, `b`: `[k, n]` row-major bf16 bits;
+    /// `c`: `[m, n]` row-major f32; `epilogue: Relu` fuses the ReLU.
+    ///
+    /// # Tiling
+    /// Block tile 128x128, K steps of 32, 4 shared stages of 16 KiB (A `[128][32]`,
+    /// B `[32][128]`, 16-byte chunks XOR-swizzled); warp tile 64x32 = 4x4
+    /// `mma.m16n8k16`, fragments by `ldmatrix.x4` (A) and `ldmatrix.x4.trans` (B).
+    ///
+    /// # Thread Mapping
+    /// 256 threads = 8 warps, warp `w` at rows `64·(w/4)`, columns `32·(w%4)`; each
+    /// thread issues 2 copies of A and 2 of B per step; `grid = (ceil(n/128), ceil(m/128))`.
+    #[launch(threads = TC_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
+    pub unsafe fn matmul_mma_pipelined_bf16(p: MatmulParams16) {
+        // SAFETY: forwarded.
+        unsafe { body16::<false>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_mma_pipelined_bf16()`], f16 inputs.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_pipelined_bf16()`].
+    #[launch(threads = TC_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
+    pub unsafe fn matmul_mma_pipelined_f16(p: MatmulParams16) {
+        // SAFETY: forwarded.
+        unsafe { body16::<true>(p) }
+    }
+}
+
+kernel! {
+    /// `C = epilogue(A · B)` on tensor cores in TF32: f32 inputs rounded to TF32
+    /// (`cvt.rna`), f32 accumulation and output, as PyTorch with
+    /// `allow_tf32 = True`. Same pipeline and tiles as
+    /// [`matmul_mma_pipelined_bf16()`] with K steps of 16 and `mma.m16n8k8`.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_pipelined_bf16()`], with `lda` and `ldb` multiples of 4.
+    ///
+    /// # Parameters
+    /// One [`MatmulParams`] (f32 `a`, `b`, `c`).
+    #[launch(threads = TC_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
+    pub unsafe fn matmul_mma_pipelined_tf32(p: MatmulParams) {
+        // SAFETY: forwarded.
+        unsafe { body_tf32(p) }
+    }
+}

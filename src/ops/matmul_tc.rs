@@ -1,0 +1,320 @@
+//! `C = epilogue(A·B)` on tensor cores: bf16, f16 or TF32 inputs, f32
+//! accumulation and output (stages 5 and 6 of the matmul progression).
+//!
+//! The precision is in the types: [`matmul_tc`] takes `MatrixRef<bf16>` or
+//! `MatrixRef<f16>` (the `half` crate's types; [`to_bf16`] and [`to_f16`] convert
+//! on the device with round-to-nearest-even, as PyTorch's `.bfloat16()`), and
+//! [`matmul_tf32`] takes f32 matrices and rounds them to TF32 inside the kernel, as
+//! `torch.backends.cuda.matmul.allow_tf32 = True` does. A device below sm_80 is
+//! [`SimtError::Unsupported`].
+//!
+//! Why BF16 loses digits: bf16 keeps 8 bits of mantissa (f32 keeps 24), so each
+//! input is off by up to 2^-9 relative (0.2%) before any arithmetic; the products
+//! and the f32 sums add little on top. Against a float64 product of the *original*
+//! f32 inputs a 4096-deep bf16 matmul lands near 1e-3 relative; against the product
+//! of the rounded inputs, near 1e-6 (the tests check both).
+//!
+//! Zero-sized: as [`matmul`](super::matmul::matmul): `m = 0` or `n = 0` launches
+//! nothing, `k = 0` writes `epilogue(0) = 0`.
+use cust::memory::DeviceCopy;
+pub use half::{bf16, f16};
+use kernels::config::{TC_BM, TC_BN};
+use kernels::params::{Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16};
+use kernels::{convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6};
+use simt::{
+    dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, MAX_GRID,
+};
+
+use super::{check_mut, fits_u32};
+use crate::ptx;
+
+/// Which tensor-core stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcKernel {
+    /// Stage 5: `mma.sync` from plain shared tiles, any strides and alignment.
+    Mma,
+    /// Stage 6: 4-stage `cp.async` pipeline, swizzled tiles, `ldmatrix`. Views whose
+    /// rows are not 16-byte aligned run stage 5 instead.
+    MmaPipelined,
+}
+
+/// The 16-bit input types of the tensor-core matmul.
+pub trait TcInput: DeviceCopy + Default {
+    /// "bf16" or "f16".
+    const NAME: &'static str;
+    #[doc(hidden)]
+    fn launch(gpu: &Gpu, stage: TcKernel, grid: simt::Dim3, p: MatmulParams16) -> Result<()>;
+}
+
+fn go<K: Kernel<Args = (P,)>, P: simt::KernelParam>(
+    gpu: &Gpu,
+    grid: simt::Dim3,
+    p: P,
+) -> Result<()> {
+    // SAFETY: the views were checked against their buffers on this Gpu and against each
+    // other, C does not overlap A or B (a `&mut` view), and the grid covers C with the
+    // kernel's own block, as its Thread Mapping asks; stage 6 gets aligned rows only.
+    unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), (p,)) }
+}
+
+impl TcInput for bf16 {
+    const NAME: &'static str = "bf16";
+    fn launch(gpu: &Gpu, stage: TcKernel, grid: simt::Dim3, p: MatmulParams16) -> Result<()> {
+        match stage {
+            TcKernel::Mma => go::<s5::matmul_mma_bf16, _>(gpu, grid, p),
+            TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_bf16, _>(gpu, grid, p),
+        }
+    }
+}
+
+impl TcInput for f16 {
+    const NAME: &'static str = "f16";
+    fn launch(gpu: &Gpu, stage: TcKernel, grid: simt::Dim3, p: MatmulParams16) -> Result<()> {
+        match stage {
+            TcKernel::Mma => go::<s5::matmul_mma_f16, _>(gpu, grid, p),
+            TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_f16, _>(gpu, grid, p),
+        }
+    }
+}
+
+/// Tensor cores need sm_80 (Ampere) or newer.
+fn check_device(gpu: &Gpu, op: &'static str) -> Result<()> {
+    let cc = gpu.props().compute_capability;
+    if cc < (8, 0) {
+        return Err(SimtError::Unsupported(format!(
+            "{op}: mma.sync with bf16/f16/tf32 needs compute capability 8.0 or newer, this device is {}.{}; use ops::matmul (FP32 SIMT)",
+            cc.0, cc.1
+        )));
+    }
+    Ok(())
+}
+
+/// Shapes, devices and 32-bit byte offsets of `A·B -> C`: `(m, n, k)`.
+fn check<T: DeviceCopy>(
+    gpu: &Gpu,
+    op: &'static str,
+    a: &MatrixRef<'_, T>,
+    b: &MatrixRef<'_, T>,
+    c: &MatrixMut<'_, f32>,
+) -> Result<(u32, u32, u32)> {
+    gpu.check(op, "A", a.buffer())?;
+    gpu.check(op, "B", b.buffer())?;
+    let (mc, nc, _) = check_mut(gpu, op, "C", c)?;
+    let (m, k, kb, n) = (a.rows(), a.cols(), b.rows(), b.cols());
+    if kb != k || mc as usize != m || nc as usize != n {
+        return Err(SimtError::Shape {
+            op,
+            detail: format!(
+                "A is {m}x{k}, B is {kb}x{n}, C is {mc}x{nc}: need A m x k, B k x n, C m x n"
+            ),
+        });
+    }
+    let eb = std::mem::size_of::<T>();
+    for (what, l) in [("A", a.layout()), ("B", b.layout())] {
+        if (l.min_len() as u64) * eb as u64 > u32::MAX as u64 {
+            return Err(SimtError::TooLarge { op, detail: format!("{what} spans {} bytes; the tensor-core kernels index bytes in 32 bits; split the product", l.min_len() * eb) });
+        }
+        fits_u32(op, what, l.ld)?;
+    }
+    if c.layout().min_len() as u64 > u32::MAX as u64 {
+        return Err(SimtError::TooLarge {
+            op,
+            detail: "C spans 2^32 elements or more; split the product".into(),
+        });
+    }
+    Ok((m as u32, n as u32, k as u32))
+}
+
+fn grid(op: &'static str, m: u32, n: u32) -> Result<simt::Dim3> {
+    let gy = m.div_ceil(TC_BM);
+    if gy > MAX_GRID.y {
+        return Err(SimtError::TooLarge {
+            op,
+            detail: format!("m = {m} needs {gy} block rows, over 65535; split A's rows"),
+        });
+    }
+    Ok(dim3(n.div_ceil(TC_BN), gy, 1))
+}
+
+/// Whether a view's rows all start 16-byte aligned (what stage 6's copies need).
+fn rows_aligned<T: DeviceCopy>(v: &MatrixRef<'_, T>) -> bool {
+    let eb = std::mem::size_of::<T>();
+    v.ptr() as usize % 16 == 0 && (v.ld() * eb) % 16 == 0
+}
+
+/// `C = epilogue(A·B)` on tensor cores with 16-bit inputs (`T` = [`bf16`] or
+/// [`f16`]), f32 accumulation and output. Any shape and strides.
+pub fn matmul_tc<T: TcInput>(
+    gpu: &Gpu,
+    stage: TcKernel,
+    a: MatrixRef<'_, T>,
+    b: MatrixRef<'_, T>,
+    mut c: MatrixMut<'_, f32>,
+    epilogue: Epilogue,
+) -> Result<()> {
+    let op = "matmul_tc";
+    let (m, n, k) = check(gpu, op, &a, &b, &c)?;
+    check_device(gpu, op)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        // The empty sum: epilogue(0) = 0 everywhere, through the FP32 path's k = 0 case.
+        let empty = gpu.alloc::<f32>(0)?;
+        return super::matmul::matmul(
+            gpu,
+            super::matmul::MatmulKernel::Naive,
+            empty.matrix(m as usize, 0)?,
+            empty.matrix(0, n as usize)?,
+            c,
+            epilogue,
+        );
+    }
+    ptx::load(gpu)?;
+    let ldc = c.ld() as u32;
+    let p = MatmulParams16 {
+        a: MatRef16 {
+            ptr: a.ptr() as *const u16,
+            rows: m,
+            cols: k,
+            ld: a.ld() as u32,
+        },
+        b: MatRef16 {
+            ptr: b.ptr() as *const u16,
+            rows: k,
+            cols: n,
+            ld: b.ld() as u32,
+        },
+        c: MatMut {
+            ptr: c.ptr_mut(),
+            rows: m,
+            cols: n,
+            ld: ldc,
+        },
+        epilogue,
+    };
+    let stage = if stage == TcKernel::MmaPipelined && !(rows_aligned(&a) && rows_aligned(&b)) {
+        TcKernel::Mma
+    } else {
+        stage
+    };
+    T::launch(gpu, stage, grid(op, m, n)?, p)
+}
+
+/// `C = epilogue(A·B)` in TF32 on tensor cores: f32 inputs rounded to TF32 in the
+/// kernel (`cvt.rna`), f32 accumulation and output, stage 6. Rows of A and B must
+/// start 16-byte aligned (row strides a multiple of 4 floats); others are a
+/// [`SimtError::Shape`] saying so.
+pub fn matmul_tf32(
+    gpu: &Gpu,
+    a: MatrixRef<'_, f32>,
+    b: MatrixRef<'_, f32>,
+    mut c: MatrixMut<'_, f32>,
+    epilogue: Epilogue,
+) -> Result<()> {
+    let op = "matmul_tf32";
+    let (m, n, k) = check(gpu, op, &a, &b, &c)?;
+    check_device(gpu, op)?;
+    if m == 0 || n == 0 || k == 0 {
+        return super::matmul::matmul(gpu, super::matmul::MatmulKernel::Naive, a, b, c, epilogue);
+    }
+    if !(rows_aligned(&a) && rows_aligned(&b)) {
+        return Err(SimtError::Shape {
+            op,
+            detail: format!(
+                "the TF32 kernel copies 16-byte rows: A's and B's row strides ({} and {}) must be multiples of 4 floats and the buffers' starts 16-byte aligned; copy into a padded buffer, or use ops::matmul (FP32)",
+                a.ld(),
+                b.ld()
+            ),
+        });
+    }
+    ptx::load(gpu)?;
+    let p = MatmulParams {
+        a: MatRef {
+            ptr: a.ptr(),
+            rows: m,
+            cols: k,
+            ld: a.ld() as u32,
+        },
+        b: MatRef {
+            ptr: b.ptr(),
+            rows: k,
+            cols: n,
+            ld: b.ld() as u32,
+        },
+        c: MatMut {
+            ptr: c.ptr_mut(),
+            rows: m,
+            cols: n,
+            ld: c.ld() as u32,
+        },
+        epilogue,
+    };
+    go::<s6::matmul_mma_pipelined_tf32, _>(gpu, grid(op, m, n)?, p)
+}
+
+/// Launches a conversion kernel `K` over `x -> y`, whose element types `A`, `B`
+/// have the sizes and bit patterns of the kernel's `KA`, `KB` (bf16/f16 as u16).
+fn convert<K, KA, KB, A, B>(
+    gpu: &Gpu,
+    op: &'static str,
+    x: &Buffer<A>,
+    y: &mut Buffer<B>,
+) -> Result<()>
+where
+    K: Kernel<Args = (*const KA, *mut KB, u32)>,
+    KA: 'static,
+    KB: 'static,
+    A: DeviceCopy,
+    B: DeviceCopy,
+{
+    const {
+        assert!(
+            std::mem::size_of::<A>() == std::mem::size_of::<KA>()
+                && std::mem::size_of::<B>() == std::mem::size_of::<KB>()
+        )
+    };
+    gpu.check(op, "x", x)?;
+    gpu.check(op, "y", y)?;
+    if x.len() != y.len() {
+        return Err(SimtError::Shape {
+            op,
+            detail: format!("input has {} elements, output {}", x.len(), y.len()),
+        });
+    }
+    let n = fits_u32(op, "length", x.len())?;
+    if n == 0 {
+        return Ok(());
+    }
+    ptx::load(gpu)?;
+    // 4 elements per thread per pass of the grid-stride loop, at most 2^18 blocks.
+    let blocks = (n as usize).div_ceil(4 * 256).min(1 << 18);
+    // SAFETY: x and y hold n elements of the kernel's sizes on this Gpu (checked); the
+    // kernel's loop is grid-stride, so any grid covers them.
+    unsafe {
+        gpu.launch::<K>(
+            LaunchConfig::for_kernel::<K>(dim3(blocks as u32, 1, 1)),
+            (x.ptr() as *const KA, y.ptr_mut() as *mut KB, n),
+        )
+    }
+}
+
+/// `y = bf16(x)` on the device, round to nearest even (PyTorch's `.bfloat16()`).
+pub fn to_bf16(gpu: &Gpu, x: &Buffer<f32>, y: &mut Buffer<bf16>) -> Result<()> {
+    convert::<cv::f32_to_bf16, f32, u16, _, _>(gpu, "to_bf16", x, y)
+}
+
+/// `y = f16(x)` on the device, round to nearest even (PyTorch's `.half()`).
+pub fn to_f16(gpu: &Gpu, x: &Buffer<f32>, y: &mut Buffer<f16>) -> Result<()> {
+    convert::<cv::f32_to_f16, f32, u16, _, _>(gpu, "to_f16", x, y)
+}
+
+/// `y = f32(x)` for bf16 `x` on the device (exact).
+pub fn bf16_to_f32(gpu: &Gpu, x: &Buffer<bf16>, y: &mut Buffer<f32>) -> Result<()> {
+    convert::<cv::bf16_to_f32_kernel, u16, f32, _, _>(gpu, "bf16_to_f32", x, y)
+}
+
+/// `y = f32(x)` for f16 `x` on the device (exact).
+pub fn f16_to_f32(gpu: &Gpu, x: &Buffer<f16>, y: &mut Buffer<f32>) -> Result<()> {
+    convert::<cv::f16_to_f32_kernel, u16, f32, _, _>(gpu, "f16_to_f32", x, y)
+}
