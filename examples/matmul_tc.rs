@@ -99,9 +99,11 @@ fn main() -> Result<()> {
                 "{name:<26} {n:>6} {ms:>10.4} {tf:>9.1} {:>6.1}% {e_r:>12.1e} {e_x:>12.1e}",
                 100.0 * tf / peak
             );
+            // f32 accumulation of n products: the relative error grows like sqrt(n)·eps.
+            let tol = 5e-7 * (n as f64).sqrt();
             assert!(
-                e_r < 1e-5,
-                "{name}: error {e_r:e} against float64 of the rounded inputs"
+                e_r < tol,
+                "{name}: error {e_r:e} against float64 of the rounded inputs (tolerance {tol:e})"
             );
             Ok(())
         };

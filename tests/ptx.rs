@@ -26,17 +26,17 @@ fn every_kernel_is_in_the_module() {
     }
     assert!(MODULE.ptx().contains(".target sm_"), "PTX has a .target");
     assert_eq!(MODULE.crate_name(), "kernels");
-    for k in [
-        "matmul_relu_tiled_db",
-        "matmul_relu_warptiled",
-        "matmul_mma_pipelined_bf16",
-        "matmul_mma_pipelined_f16",
-        "matmul_mma_pipelined_tf32",
-    ] {
+    for (k, _) in bounded() {
         let ptx = kernel_ptx(k).unwrap();
+        let b = bounds_of(k);
+        let want = format!(
+            ".maxntid {}, 1, 1\n.minnctapersm {}",
+            b.max_block_threads(),
+            b.min_blocks_per_sm
+        );
         assert!(
-            ptx.contains(".maxntid 256, 1, 1") && ptx.contains(".minnctapersm 2"),
-            "{k}: launch bounds applied by build.rs"
+            ptx.contains(&want),
+            "{k}: launch bounds applied by simt-builder ({want})"
         );
     }
 }
@@ -73,19 +73,46 @@ fn ptxas_assembles_without_spills() {
             .find(|r| r.kernel == "matmul_relu_tiled")
             .unwrap();
         assert_eq!(tiled.smem_bytes, 4 * 2 * 8 * 128, "two 8x128 f32 tiles");
-        for k in [
-            "matmul_relu_tiled_db",
-            "matmul_relu_warptiled",
-            "matmul_mma_pipelined_bf16",
-            "matmul_mma_pipelined_f16",
-            "matmul_mma_pipelined_tf32",
-        ] {
+        // Launch bounds cap registers at 65536 / (threads · min_blocks), from each
+        // kernel's own #[launch] contract.
+        for (k, most) in bounded() {
             let r = res.iter().find(|r| r.kernel == k).unwrap();
             assert!(
-                r.registers <= 128,
-                "{k}: launch_bounds!(.., 256, 2) caps registers at 128, got {}",
+                r.registers <= most.min(255),
+                "{k}: its launch bounds cap registers at {most}, got {}",
                 r.registers
             );
         }
+    }
+}
+
+/// The kernels with launch bounds (`min_blocks` in their contract) and their
+/// register caps, 65536 / (threads · min_blocks).
+fn bounded() -> Vec<(&'static str, u32)> {
+    use kernels::{matmul_mma_pipelined as p6, matmul_tiled_db as s3, matmul_warptiled as s4};
+    fn cap<K: rust_simt::Kernel>() -> (&'static str, u32) {
+        (
+            K::NAME,
+            65536 / (K::BOUNDS.max_block_threads() * K::BOUNDS.min_blocks_per_sm),
+        )
+    }
+    vec![
+        cap::<s3::matmul_relu_tiled_db>(),
+        cap::<s4::matmul_relu_warptiled>(),
+        cap::<p6::matmul_mma_pipelined_bf16>(),
+        cap::<p6::matmul_mma_pipelined_f16>(),
+        cap::<p6::matmul_mma_pipelined_tf32>(),
+    ]
+}
+
+fn bounds_of(name: &str) -> rust_simt::kernels::simt_std::LaunchBounds {
+    use kernels::{matmul_mma_pipelined as p6, matmul_tiled_db as s3, matmul_warptiled as s4};
+    use rust_simt::Kernel;
+    match name {
+        "matmul_relu_tiled_db" => s3::matmul_relu_tiled_db::BOUNDS,
+        "matmul_relu_warptiled" => s4::matmul_relu_warptiled::BOUNDS,
+        "matmul_mma_pipelined_bf16" => p6::matmul_mma_pipelined_bf16::BOUNDS,
+        "matmul_mma_pipelined_f16" => p6::matmul_mma_pipelined_f16::BOUNDS,
+        _ => p6::matmul_mma_pipelined_tf32::BOUNDS,
     }
 }

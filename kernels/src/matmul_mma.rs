@@ -129,14 +129,14 @@ unsafe fn body<const F16: bool>(p: MatmulParams16) {
 }
 
 /// Stores a warp's 64x32 accumulators at `(r0, c0)` of C, bounds-checked, with the
-/// ReLU when `relu`. Shared by stages 5 and 6 (the accumulator layout is theirs).
+/// ReLU when `relu`; the warp tile is `64 x 8·NT` (stage 5: NT = 4, stage 6: 8).
 ///
 /// # Safety
 /// C is writable at every in-bounds `(row, col)` with row stride `ldc`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn write_c(
-    acc: &[[[f32; 4]; 4]; 4],
+pub(crate) unsafe fn write_c<const NT: usize>(
+    acc: &[[[f32; 4]; NT]; 4],
     c: *mut f32,
     m: usize,
     n: usize,
@@ -147,16 +147,20 @@ pub(crate) unsafe fn write_c(
     relu: bool,
 ) {
     unroll!(4, MI => {
-        unroll!(4, NJ => {
-            unroll!(4, I => {
-                let (r, cc) = c_coords(lane, I);
-                let (row, col) = (r0 + MI * 16 + r as usize, c0 + NJ * 8 + cc as usize);
-                if row < m && col < n {
-                    let v = acc[MI][NJ][I];
-                    // SAFETY: row < m, col < n.
-                    unsafe { *c.add(row * ldc + col) = if relu && v < 0.0 { 0.0 } else { v } };
-                }
-            });
+        // Explicitly unrolled (8 covers both stages; `NJ < NT` folds away), so `acc`
+        // stays in registers: a loop here put it on the stack (tests/ptx.rs fails on that).
+        unroll!(8, NJ => {
+            if NJ < NT {
+                unroll!(4, I => {
+                    let (r, cc) = c_coords(lane, I);
+                    let (row, col) = (r0 + MI * 16 + r as usize, c0 + NJ * 8 + cc as usize);
+                    if row < m && col < n {
+                        let v = acc[MI][NJ][I];
+                        // SAFETY: row < m, col < n.
+                        unsafe { *c.add(row * ldc + col) = if relu && v < 0.0 { 0.0 } else { v } };
+                    }
+                });
+            }
         });
     });
 }

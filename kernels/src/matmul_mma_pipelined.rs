@@ -26,8 +26,8 @@
 //! The host sends only aligned problems here (rows of A and B 16-byte aligned:
 //! strides a multiple of 8 elements, or 4 for TF32); others take stage 5.
 use crate::config::{
-    TC_BK, TC_BK_TF32, TC_BM, TC_BN, TC_SMEM_BYTES, TC_STAGES, TC_STAGE_BYTES, TC_THREADS,
-    TC_WARP_M, TC_WARP_N,
+    TC6_THREADS, TC6_WARP_N, TC_BK, TC_BK_TF32, TC_BM, TC_BN, TC_SMEM_BYTES, TC_STAGES,
+    TC_STAGE_BYTES, TC_WARP_M,
 };
 use crate::matmul_mma::write_c;
 use crate::params::{MatmulParams, MatmulParams16};
@@ -43,9 +43,9 @@ use simt_std::{kernel, unroll};
 const STAGES: u32 = TC_STAGES;
 const _: () = assert!(
     STAGES == 4
-        && TC_THREADS == 256
+        && TC6_THREADS == 128
         && TC_WARP_M == 64
-        && TC_WARP_N == 32
+        && TC6_WARP_N == 64
         && TC_BM == 128
         && TC_BN == 128
 );
@@ -103,9 +103,9 @@ impl Loader {
         let epc = 16 / EB; // elements per 16-byte chunk
         let k0 = kt * BK;
         let base = smem.add((s * TC_STAGE_BYTES) as usize);
-        // A: 128 rows x 4 chunks, 2 per thread.
-        unroll!(2, J => {
-            let q = self.t + J as u32 * TC_THREADS;
+        // A: 128 rows x 4 chunks, 4 per thread.
+        unroll!(4, J => {
+            let q = self.t + J as u32 * TC6_THREADS;
             let (r, c) = (q / 4, q % 4);
             let (gr, gk) = (self.row0 + r, k0 + c * epc);
             let valid = if gr < self.m && gk < self.k { (self.k - gk).min(epc) } else { 0 };
@@ -114,10 +114,10 @@ impl Loader {
             // the destination chunk is inside stage s.
             unsafe { copy_async::<16, u8>(base.add((r * 64 + swz_a(r, c) * 16) as usize), src, valid * EB) };
         });
-        // B: (64 / EB) k-rows of 128 columns, 512 chunks, 2 per thread.
+        // B: (64 / EB) k-rows of 128 columns, 512 chunks, 4 per thread.
         let chunks_per_row = TC_BN / epc;
-        unroll!(2, J => {
-            let q = self.t + J as u32 * TC_THREADS;
+        unroll!(4, J => {
+            let q = self.t + J as u32 * TC6_THREADS;
             let (kr, c) = (q / chunks_per_row, q % chunks_per_row);
             let (gk, gc) = (k0 + kr, self.col0 + c * epc);
             let valid = if gk < self.k && gc < self.n { (self.n - gc).min(epc) } else { 0 };
@@ -151,10 +151,10 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
         t: thread_idx().x,
     };
     let (w, lane) = (warp_id(), lane_id());
-    let (wm, wn) = (w / 4 * TC_WARP_M, w % 4 * TC_WARP_N);
+    let (wm, wn) = (w / 2 * TC_WARP_M, w % 2 * TC6_WARP_N);
     let (lr, lc) = ldmatrix_row_addr(lane); // this lane's row and column (0 or 8) in a 16x16 quadrant set
     let ktiles = k.div_ceil(TC_BK);
-    let mut acc = [[[0f32; 4]; 4]; 4];
+    let mut acc = [[[0f32; 4]; 8]; 4];
     unroll!(4, S => {
         if (S as u32) < STAGES - 1 {
             if (S as u32) < ktiles {
@@ -177,8 +177,8 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
         let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
         unroll!(2, KK => {
             let kk = KK as u32;
-            let mut bf = [[0u32; 2]; 4];
-            unroll!(2, NJ => {
+            let mut bf = [[0u32; 2]; 8];
+            unroll!(4, NJ => {
                 let kr = kk * 16 + lr;
                 let c = (wn + NJ as u32 * 16 + lc) / 8;
                 // SAFETY: inside stage kt % STAGES, written before the barrier; 16-byte aligned.
@@ -191,7 +191,7 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
                 let c = kk * 2 + lc / 8;
                 // SAFETY: as above.
                 let af = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
-                unroll!(4, NJ => {
+                unroll!(8, NJ => {
                     // SAFETY: the whole warp executes every mma (no divergence in the loop).
                     acc[MI][NJ] = unsafe { if F16 { mma_f16(af, bf[NJ], acc[MI][NJ]) } else { mma_bf16(af, bf[NJ], acc[MI][NJ]) } };
                 });
@@ -237,11 +237,11 @@ unsafe fn body_tf32(p: MatmulParams) {
         t: thread_idx().x,
     };
     let (w, lane) = (warp_id(), lane_id());
-    let (wm, wn) = (w / 4 * TC_WARP_M, w % 4 * TC_WARP_N);
+    let (wm, wn) = (w / 2 * TC_WARP_M, w % 2 * TC6_WARP_N);
     let (lr, lc) = ldmatrix_row_addr(lane);
     let (g, tq) = (lane / 4, lane % 4);
     let ktiles = k.div_ceil(TC_BK_TF32);
-    let mut acc = [[[0f32; 4]; 4]; 4];
+    let mut acc = [[[0f32; 4]; 8]; 4];
     unroll!(4, S => {
         if (S as u32) < STAGES - 1 {
             if (S as u32) < ktiles {
@@ -264,8 +264,8 @@ unsafe fn body_tf32(p: MatmulParams) {
         let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
         unroll!(2, KK => {
             let kk = KK as u32;
-            let mut bf = [[0u32; 2]; 4];
-            unroll!(4, NJ => {
+            let mut bf = [[0u32; 2]; 8];
+            unroll!(8, NJ => {
                 let col = wn + NJ as u32 * 8 + g;
                 unroll!(2, R => {
                     let kr = kk * 8 + tq + 4 * R as u32;
@@ -280,7 +280,7 @@ unsafe fn body_tf32(p: MatmulParams) {
                 // SAFETY: as in `body16`.
                 let raw = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
                 let af = raw.map(|x| to_tf32(f32::from_bits(x)));
-                unroll!(4, NJ => {
+                unroll!(8, NJ => {
                     // SAFETY: the whole warp executes every mma.
                     acc[MI][NJ] = unsafe { mma_tf32(af, bf[NJ], acc[MI][NJ]) };
                 });
@@ -325,7 +325,7 @@ kernel! {
     /// # Thread Mapping
     /// 256 threads = 8 warps, warp `w` at rows `64·(w/4)`, columns `32·(w%4)`; each
     /// thread issues 2 copies of A and 2 of B per step; `grid = (ceil(n/128), ceil(m/128))`.
-    #[launch(threads = TC_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
+    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
     pub unsafe fn matmul_mma_pipelined_bf16(p: MatmulParams16) {
         // SAFETY: forwarded.
         unsafe { body16::<false>(p) }
@@ -337,7 +337,7 @@ kernel! {
     ///
     /// # Safety
     /// As [`matmul_mma_pipelined_bf16()`].
-    #[launch(threads = TC_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
+    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
     pub unsafe fn matmul_mma_pipelined_f16(p: MatmulParams16) {
         // SAFETY: forwarded.
         unsafe { body16::<true>(p) }
@@ -355,7 +355,7 @@ kernel! {
     ///
     /// # Parameters
     /// One [`MatmulParams`] (f32 `a`, `b`, `c`).
-    #[launch(threads = TC_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
+    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
     pub unsafe fn matmul_mma_pipelined_tf32(p: MatmulParams) {
         // SAFETY: forwarded.
         unsafe { body_tf32(p) }
