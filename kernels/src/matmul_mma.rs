@@ -17,6 +17,7 @@
 //! `cp.async` copies in a 4-deep pipeline and the fragment loads with `ldmatrix`.
 use crate::config::{TC_BK, TC_BM, TC_BN, TC_THREADS, TC_WARP_M, TC_WARP_N};
 use crate::params::MatmulParams16;
+use simt_std::memory::store2;
 use simt_std::mma::{a_coords, b_coords, c_coords, mma_bf16, mma_f16, MmaKind};
 use simt_std::thread::{block_idx, sync_threads, thread_idx};
 use simt_std::warp::{lane_id, warp_id};
@@ -146,18 +147,34 @@ pub(crate) unsafe fn write_c<const NT: usize>(
     lane: u32,
     relu: bool,
 ) {
+    // Pairs (2t, 2t+1) of a row are adjacent: one 8-byte store when C's rows allow it.
+    let vec = ldc % 2 == 0 && c as usize % 8 == 0;
     unroll!(4, MI => {
         // Explicitly unrolled (8 covers both stages; `NJ < NT` folds away), so `acc`
         // stays in registers: a loop here put it on the stack (tests/ptx.rs fails on that).
         unroll!(8, NJ => {
             if NJ < NT {
-                unroll!(4, I => {
-                    let (r, cc) = c_coords(lane, I);
+                unroll!(2, H => {
+                    let (r, cc) = c_coords(lane, 2 * H);
                     let (row, col) = (r0 + MI * 16 + r as usize, c0 + NJ * 8 + cc as usize);
-                    if row < m && col < n {
-                        let v = acc[MI][NJ][I];
-                        // SAFETY: row < m, col < n.
-                        unsafe { *c.add(row * ldc + col) = if relu && v < 0.0 { 0.0 } else { v } };
+                    let relu_of = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
+                    let (v0, v1) = (relu_of(acc[MI][NJ][2 * H]), relu_of(acc[MI][NJ][2 * H + 1]));
+                    if row < m {
+                        // SAFETY: row < m and each column < n; col is even, so with
+                        // `vec` the pair is 8-byte aligned.
+                        unsafe {
+                            let p = c.add(row * ldc + col);
+                            if vec && col + 1 < n {
+                                store2(p, v0, v1);
+                            } else {
+                                if col < n {
+                                    *p = v0;
+                                }
+                                if col + 1 < n {
+                                    *p.add(1) = v1;
+                                }
+                            }
+                        }
                     }
                 });
             }

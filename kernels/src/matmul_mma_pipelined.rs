@@ -36,7 +36,7 @@ use simt_std::mma::{
 };
 use simt_std::pipeline::{commit, copy_async, wait};
 use simt_std::shared::{dynamic_shared, Smem};
-use simt_std::thread::{block_idx, sync_threads, thread_idx};
+use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
 use simt_std::warp::{lane_id, warp_id};
 use simt_std::{kernel, unroll};
 
@@ -74,6 +74,18 @@ pub const fn swz_b(k: u32, c: u32) -> u32 {
 #[inline(always)]
 pub const fn swz_b_tf32(k: u32, c: u32) -> u32 {
     c ^ ((k & 3) << 1)
+}
+
+/// Tile-rows that consecutive blocks walk down before moving right (L2 reuse).
+pub const GROUP_M: u32 = 8;
+
+/// The `(row, col)` of C where this block's tile starts: the grid is `(n tiles, m
+/// tiles)`, visited in [`grouped_tile`] order.
+#[inline(always)]
+fn block_origin() -> (u32, u32) {
+    let (b, g) = (block_idx(), grid_dim());
+    let (pm, pn) = grouped_tile(b.y * g.x + b.x, g.y, g.x, GROUP_M);
+    (pm * TC_BM, pn * TC_BN)
 }
 
 /// What one thread needs to issue a stage's copies.
@@ -137,7 +149,7 @@ impl Loader {
 unsafe fn body16<const F16: bool>(p: MatmulParams16) {
     let smem = dynamic_shared::<u8>();
     let (m, n, k) = (p.a.rows, p.b.cols, p.a.cols);
-    let (row0, col0) = (block_idx().y * TC_BM, block_idx().x * TC_BN);
+    let (row0, col0) = block_origin();
     let ld = Loader {
         a: p.a.ptr as *const u8,
         b: p.b.ptr as *const u8,
@@ -223,7 +235,7 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
 unsafe fn body_tf32(p: MatmulParams) {
     let smem = dynamic_shared::<u8>();
     let (m, n, k) = (p.a.rows, p.b.cols, p.a.cols);
-    let (row0, col0) = (block_idx().y * TC_BM, block_idx().x * TC_BN);
+    let (row0, col0) = block_origin();
     let ld = Loader {
         a: p.a.ptr as *const u8,
         b: p.b.ptr as *const u8,

@@ -81,6 +81,29 @@ pub unsafe fn store4(p: *mut f32, v: F32x4) {
     unsafe { *(p as *mut F32x4) = v }
 }
 
+/// Two f32 in one 8-byte access (`ld/st.global.v2.f32`).
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct F32x2 {
+    pub x: f32,
+    pub y: f32,
+}
+
+/// Stores `x, y` to `p[0..2]` as one 8-byte access.
+///
+/// # Safety
+/// `p[0..2]` writable and `p` 8-byte aligned (checked on the emulator).
+#[inline(always)]
+pub unsafe fn store2(p: *mut f32, x: f32, y: f32) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    assert!(
+        p as usize % 8 == 0,
+        "misaligned 8-byte vector store at {p:p}"
+    );
+    // SAFETY: caller guarantees validity and alignment.
+    unsafe { *(p as *mut F32x2) = F32x2 { x, y } }
+}
+
 /// Loads the 4 floats `p[0..4]` of which only the first `valid` exist (the rest read
 /// as 0): one 16-byte load when all 4 exist and `vec_ok`, scalar loads otherwise.
 /// The edge-tile load of the tiled matmuls; with `valid = 4`, the aligned-or-not row

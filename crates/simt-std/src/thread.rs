@@ -178,3 +178,60 @@ pub fn block_threads() -> u32 {
 pub fn sync_threads() {
     imp::sync_threads()
 }
+
+/// The tile `(row, col)` that linear block `pid` of a `rows x cols` grid of output
+/// tiles computes when blocks go down `group` tile-rows before moving right (the
+/// "grouped" order of Triton's matmul tutorial).
+///
+/// Blocks run roughly in `pid` order. Row-major order sweeps a whole row of tiles
+/// first: every block of the wave needs another column panel of B, and for a large
+/// B the panels fall out of L2 before the next row of tiles reuses them. Grouped,
+/// a wave covers a `group x k` patch that reuses `group` panels of A and `k` of B.
+#[inline(always)]
+pub const fn grouped_tile(pid: u32, rows: u32, cols: u32, group: u32) -> (u32, u32) {
+    let per_group = group * cols;
+    let first = (pid / per_group) * group;
+    let size = if rows - first < group {
+        rows - first
+    } else {
+        group
+    };
+    let within = pid % per_group;
+    (first + within % size, within / size)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn grouped_tile_is_a_bijection_in_column_major_groups() {
+        for (rows, cols, group) in [
+            (1, 1, 8),
+            (3, 5, 8),
+            (8, 8, 8),
+            (17, 3, 8),
+            (64, 64, 8),
+            (10, 7, 4),
+        ] {
+            let mut seen = vec![false; (rows * cols) as usize];
+            for pid in 0..rows * cols {
+                let (r, c) = super::grouped_tile(pid, rows, cols, group);
+                assert!(
+                    r < rows && c < cols,
+                    "{rows}x{cols}: pid {pid} -> ({r}, {c})"
+                );
+                assert!(
+                    !std::mem::replace(&mut seen[(r * cols + c) as usize], true),
+                    "({r}, {c}) twice"
+                );
+            }
+        }
+        // The first 8 blocks of a 64x64 grid go down one column of tiles.
+        assert_eq!(
+            (0..8)
+                .map(|p| super::grouped_tile(p, 64, 64, 8))
+                .collect::<Vec<_>>(),
+            (0..8).map(|r| (r, 0)).collect::<Vec<_>>()
+        );
+        assert_eq!(super::grouped_tile(8, 64, 64, 8), (0, 1));
+    }
+}
