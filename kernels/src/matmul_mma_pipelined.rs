@@ -101,6 +101,8 @@ struct Loader {
     row0: u32,
     col0: u32,
     t: u32,
+    /// The block's whole 128x128 tile of C is inside the matrices.
+    interior: bool,
 }
 
 impl Loader {
@@ -115,6 +117,39 @@ impl Loader {
         let epc = 16 / EB; // elements per 16-byte chunk
         let k0 = kt * BK;
         let base = smem.add((s * TC_STAGE_BYTES) as usize);
+        let chunks_per_row = TC_BN / epc;
+        if self.interior && k0 + BK <= self.k {
+            // The whole tile is inside A and B: no bounds, no predicates. Thread t's
+            // copies j = 0..4 sit 32 rows of A (and 128 / chunks_per_row k-rows of B)
+            // apart, at swizzles that do not depend on j (the row bits they use are
+            // the same for all four), so each is one address add from the first.
+            let (ra, ca) = (self.t / 4, self.t % 4);
+            let (rb, cb) = (self.t / chunks_per_row, self.t % chunks_per_row);
+            let a0 = self
+                .a
+                .wrapping_add(((self.row0 + ra) * self.lda_bytes + (k0 + ca * epc) * EB) as usize);
+            let b0 = self
+                .b
+                .wrapping_add(((k0 + rb) * self.ldb_bytes + (self.col0 + cb * epc) * EB) as usize);
+            let da = base.add((ra * 64 + swz_a(ra, ca) * 16) as usize);
+            let pb = if EB == 4 {
+                swz_b_tf32(rb, cb)
+            } else {
+                swz_b(rb, cb)
+            };
+            let db = base.add((A_BYTES + rb * TC_BN * EB + pb * 16) as usize);
+            let rows_b = TC6_THREADS / chunks_per_row;
+            unroll!(4, J => {
+                let j = J as u32;
+                // SAFETY: interior tile (checked above): every chunk is 16 bytes inside A
+                // or B, 16-byte aligned (contract); destinations inside stage s.
+                unsafe {
+                    copy_async::<16, u8>(da.add((j * 32 * 64) as usize), a0.wrapping_add((j * 32 * self.lda_bytes) as usize), 16);
+                    copy_async::<16, u8>(db.add((j * rows_b * TC_BN * EB) as usize), b0.wrapping_add((j * rows_b * self.ldb_bytes) as usize), 16);
+                }
+            });
+            return;
+        }
         // A: 128 rows x 4 chunks, 4 per thread.
         unroll!(4, J => {
             let q = self.t + J as u32 * TC6_THREADS;
@@ -127,7 +162,6 @@ impl Loader {
             unsafe { copy_async::<16, u8>(base.add((r * 64 + swz_a(r, c) * 16) as usize), src, valid * EB) };
         });
         // B: (64 / EB) k-rows of 128 columns, 512 chunks, 4 per thread.
-        let chunks_per_row = TC_BN / epc;
         unroll!(4, J => {
             let q = self.t + J as u32 * TC6_THREADS;
             let (kr, c) = (q / chunks_per_row, q % chunks_per_row);
@@ -161,6 +195,7 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
         row0,
         col0,
         t: thread_idx().x,
+        interior: row0 + TC_BM <= m && col0 + TC_BN <= n,
     };
     let (w, lane) = (warp_id(), lane_id());
     let (wm, wn) = (w / 2 * TC_WARP_M, w % 2 * TC6_WARP_N);
@@ -176,39 +211,60 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
             commit();
         }
     });
+    // Fragments of one k16 step: A of the 4 m16 tiles, B of the 8 n8 tiles.
+    let frags = |kt: u32, kk: u32| -> ([[u32; 4]; 4], [[u32; 2]; 8]) {
+        let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
+        let mut bf = [[0u32; 2]; 8];
+        unroll!(4, NJ => {
+            let kr = kk * 16 + lr;
+            let c = (wn + NJ as u32 * 16 + lc) / 8;
+            // SAFETY: inside stage kt % STAGES, landed and published by the last barrier;
+            // 16-byte aligned rows.
+            let r = unsafe { ldmatrix_x4_trans(base.add((A_BYTES + kr * 256 + swz_b(kr, c) * 16) as usize)) };
+            bf[2 * NJ] = [r[0], r[1]];
+            bf[2 * NJ + 1] = [r[2], r[3]];
+        });
+        let mut af = [[0u32; 4]; 4];
+        unroll!(4, MI => {
+            let row = wm + MI as u32 * 16 + lr;
+            let c = kk * 2 + lc / 8;
+            // SAFETY: as above.
+            af[MI] = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
+        });
+        (af, bf)
+    };
+    let mma_all = |acc: &mut [[[f32; 4]; 8]; 4], (af, bf): ([[u32; 4]; 4], [[u32; 2]; 8])| {
+        unroll!(4, MI => {
+            unroll!(8, NJ => {
+                // SAFETY: the whole warp executes every mma (no divergence in the loop).
+                acc[MI][NJ] = unsafe { if F16 { mma_f16(af[MI], bf[NJ], acc[MI][NJ]) } else { mma_bf16(af[MI], bf[NJ], acc[MI][NJ]) } };
+            });
+        });
+    };
+    // Fragments are double-buffered across the barrier: step kt's second k16 half is
+    // multiplied while step kt+1's first-half fragments are in flight, so the
+    // tensor cores never wait for ldmatrix after a barrier.
+    wait::<{ TC_STAGES - 2 }>();
+    sync_threads();
+    let mut cur = frags(0, 0);
     let mut kt = 0;
     while kt < ktiles {
-        wait::<{ TC_STAGES - 2 }>();
-        sync_threads();
         let next = kt + STAGES - 1;
         if next < ktiles {
-            // SAFETY: stage next % STAGES was last read in step kt - 1, before the barrier.
+            // SAFETY: stage next % STAGES = (kt - 1) % STAGES was last read (both halves)
+            // before the previous barrier.
             unsafe { ld.issue::<2, TC_BK>(smem, next % STAGES, next) };
         }
         commit();
-        let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
-        unroll!(2, KK => {
-            let kk = KK as u32;
-            let mut bf = [[0u32; 2]; 8];
-            unroll!(4, NJ => {
-                let kr = kk * 16 + lr;
-                let c = (wn + NJ as u32 * 16 + lc) / 8;
-                // SAFETY: inside stage kt % STAGES, written before the barrier; 16-byte aligned.
-                let r = unsafe { ldmatrix_x4_trans(base.add((A_BYTES + kr * 256 + swz_b(kr, c) * 16) as usize)) };
-                bf[2 * NJ] = [r[0], r[1]];
-                bf[2 * NJ + 1] = [r[2], r[3]];
-            });
-            unroll!(4, MI => {
-                let row = wm + MI as u32 * 16 + lr;
-                let c = kk * 2 + lc / 8;
-                // SAFETY: as above.
-                let af = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
-                unroll!(8, NJ => {
-                    // SAFETY: the whole warp executes every mma (no divergence in the loop).
-                    acc[MI][NJ] = unsafe { if F16 { mma_f16(af, bf[NJ], acc[MI][NJ]) } else { mma_bf16(af, bf[NJ], acc[MI][NJ]) } };
-                });
-            });
-        });
+        let second = frags(kt, 1);
+        mma_all(&mut acc, cur);
+        // Step kt+1 landed, and every warp has read step kt: its stage may be refilled.
+        wait::<{ TC_STAGES - 2 }>();
+        sync_threads();
+        if kt + 1 < ktiles {
+            cur = frags(kt + 1, 0);
+        }
+        mma_all(&mut acc, second);
         kt += 1;
     }
     // SAFETY: the kernel's contract for C.
@@ -247,6 +303,7 @@ unsafe fn body_tf32(p: MatmulParams) {
         row0,
         col0,
         t: thread_idx().x,
+        interior: row0 + TC_BM <= m && col0 + TC_BN <= n,
     };
     let (w, lane) = (warp_id(), lane_id());
     let (wm, wn) = (w / 2 * TC_WARP_M, w % 2 * TC6_WARP_N);
@@ -263,41 +320,57 @@ unsafe fn body_tf32(p: MatmulParams) {
             commit();
         }
     });
+    // Fragments of one k8 step, rounded to TF32: A of the 4 m16 tiles, B of the 8 n8 tiles.
+    let frags = |kt: u32, kk: u32| -> ([[u32; 4]; 4], [[u32; 2]; 8]) {
+        let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
+        let mut bf = [[0u32; 2]; 8];
+        unroll!(8, NJ => {
+            let col = wn + NJ as u32 * 8 + g;
+            unroll!(2, R => {
+                let kr = kk * 8 + tq + 4 * R as u32;
+                let word = swz_b_tf32(kr, col / 4) * 4 + col % 4;
+                // SAFETY: inside stage kt % STAGES, landed and published by the last barrier.
+                bf[NJ][R] = to_tf32(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
+            });
+        });
+        let mut af = [[0u32; 4]; 4];
+        unroll!(4, MI => {
+            let row = wm + MI as u32 * 16 + lr;
+            let c = kk * 2 + lc / 8;
+            // SAFETY: as in `body16`.
+            let raw = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
+            af[MI] = raw.map(|x| to_tf32(f32::from_bits(x)));
+        });
+        (af, bf)
+    };
+    let mma_all = |acc: &mut [[[f32; 4]; 8]; 4], (af, bf): ([[u32; 4]; 4], [[u32; 2]; 8])| {
+        unroll!(4, MI => {
+            unroll!(8, NJ => {
+                // SAFETY: the whole warp executes every mma.
+                acc[MI][NJ] = unsafe { mma_tf32(af[MI], bf[NJ], acc[MI][NJ]) };
+            });
+        });
+    };
+    // Fragments double-buffered across the barrier, as in `body16`.
+    wait::<{ TC_STAGES - 2 }>();
+    sync_threads();
+    let mut cur = frags(0, 0);
     let mut kt = 0;
     while kt < ktiles {
-        wait::<{ TC_STAGES - 2 }>();
-        sync_threads();
         let next = kt + STAGES - 1;
         if next < ktiles {
             // SAFETY: as in `body16`.
             unsafe { ld.issue::<4, TC_BK_TF32>(smem, next % STAGES, next) };
         }
         commit();
-        let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
-        unroll!(2, KK => {
-            let kk = KK as u32;
-            let mut bf = [[0u32; 2]; 8];
-            unroll!(8, NJ => {
-                let col = wn + NJ as u32 * 8 + g;
-                unroll!(2, R => {
-                    let kr = kk * 8 + tq + 4 * R as u32;
-                    let word = swz_b_tf32(kr, col / 4) * 4 + col % 4;
-                    // SAFETY: inside stage kt % STAGES, written before the barrier.
-                    bf[NJ][R] = to_tf32(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
-                });
-            });
-            unroll!(4, MI => {
-                let row = wm + MI as u32 * 16 + lr;
-                let c = kk * 2 + lc / 8;
-                // SAFETY: as in `body16`.
-                let raw = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
-                let af = raw.map(|x| to_tf32(f32::from_bits(x)));
-                unroll!(8, NJ => {
-                    // SAFETY: the whole warp executes every mma.
-                    acc[MI][NJ] = unsafe { mma_tf32(af, bf[NJ], acc[MI][NJ]) };
-                });
-            });
-        });
+        let second = frags(kt, 1);
+        mma_all(&mut acc, cur);
+        wait::<{ TC_STAGES - 2 }>();
+        sync_threads();
+        if kt + 1 < ktiles {
+            cur = frags(kt + 1, 0);
+        }
+        mma_all(&mut acc, second);
         kt += 1;
     }
     // SAFETY: the kernel's contract for C.
