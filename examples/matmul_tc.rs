@@ -40,6 +40,27 @@ fn main() -> Result<()> {
     };
     // Dense tensor peaks of an H100 SXM (datasheet), for the "% of peak" column.
     let (peak16, peak_tf32) = (989.0, 494.0);
+    // The ceiling of mma.sync itself: register-resident fragments, no memory.
+    {
+        let (blocks, threads, iters) = if full {
+            (gpu.props().sms * 8, 256u32, 4096u32)
+        } else {
+            (2, 64, 4)
+        };
+        let mut out = gpu.alloc::<f32>((blocks * threads) as usize)?;
+        let cfg = rust_simt::LaunchConfig::new(
+            rust_simt::dim3(blocks, 1, 1),
+            rust_simt::dim3(threads, 1, 1),
+        );
+        type Rate = kernels::selftest::probe_mma_rate;
+        // SAFETY: one output per thread, whole warps.
+        let ms = time(&gpu, 1, || unsafe {
+            gpu.launch::<Rate>(cfg, (out.ptr_mut(), iters))
+        })?;
+        let flops = (blocks * threads / 32) as f64 * iters as f64 * 16.0 * 4096.0;
+        let tf = flops / ms / 1e9;
+        println!("mma.sync bf16 m16n8k16 alone (no memory, 64 warps per SM): {tf:.1} TFLOP/s, {:.1}% of the {peak16} TFLOP/s dense peak", 100.0 * tf / peak16);
+    }
     println!(
         "{:<26} {:>6} {:>10} {:>9} {:>7} {:>12} {:>12}",
         "kernel", "n", "ms", "TFLOP/s", "% peak", "err rounded", "err f32 in"

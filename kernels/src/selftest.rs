@@ -333,3 +333,36 @@ kernel! {
         }
     }
 }
+
+kernel! {
+    /// The tensor cores' own ceiling: each warp runs `iters` rounds of 16 independent
+    /// bf16 `mma.sync.m16n8k16` on register-resident fragments (no memory traffic),
+    /// then writes one sum per thread so nothing is optimised away. FLOPs:
+    /// `threads / 32 · iters · 16 · 4096`.
+    ///
+    /// # Safety
+    /// `out` holds one float per thread of the grid; blocks of whole warps.
+    #[launch(max_threads = 1024)]
+    pub unsafe fn probe_mma_rate(out: *mut f32, iters: u32) {
+        let lane = simt_std::warp::lane_id();
+        // Small bf16 values (1 + lane/64 and 2^-10): the sums stay finite.
+        let a = [0x3f80_3f80u32 + (lane & 7); 4];
+        let b = [0x3a80_3a80u32; 2];
+        let mut acc = [[0f32; 4]; 16];
+        let mut i = 0;
+        while i < iters {
+            simt_std::unroll!(8, J => {
+                // SAFETY: every lane of every warp runs the same loop (uniform `iters`).
+                acc[J] = unsafe { simt_std::mma::mma_bf16(a, b, acc[J]) };
+                acc[J + 8] = unsafe { simt_std::mma::mma_bf16(a, b, acc[J + 8]) };
+            });
+            i += 1;
+        }
+        let mut s = 0.0;
+        for t in acc.iter() {
+            s += t[0] + t[1] + t[2] + t[3];
+        }
+        // SAFETY: one output per thread.
+        unsafe { *out.add(global_index_x()) = s };
+    }
+}
