@@ -351,26 +351,21 @@ unsafe fn body_tf32(p: MatmulParams) {
             });
         });
     };
-    // Fragments double-buffered across the barrier, as in `body16`.
-    wait::<{ TC_STAGES - 2 }>();
-    sync_threads();
-    let mut cur = frags(0, 0);
+    // Single-buffered fragments: double-buffering them across the barrier, as
+    // `body16` does, took this kernel to 255 registers and cost it 15% on the H100
+    // (docs/PERFORMANCE.md).
     let mut kt = 0;
     while kt < ktiles {
+        wait::<{ TC_STAGES - 2 }>();
+        sync_threads();
         let next = kt + STAGES - 1;
         if next < ktiles {
-            // SAFETY: as in `body16`.
+            // SAFETY: stage next % STAGES was last read in step kt - 1, before the barrier.
             unsafe { ld.issue::<4, TC_BK_TF32>(smem, next % STAGES, next) };
         }
         commit();
-        let second = frags(kt, 1);
-        mma_all(&mut acc, cur);
-        wait::<{ TC_STAGES - 2 }>();
-        sync_threads();
-        if kt + 1 < ktiles {
-            cur = frags(kt + 1, 0);
-        }
-        mma_all(&mut acc, second);
+        mma_all(&mut acc, frags(kt, 0));
+        mma_all(&mut acc, frags(kt, 1));
         kt += 1;
     }
     // SAFETY: the kernel's contract for C.
