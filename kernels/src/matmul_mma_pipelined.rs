@@ -43,12 +43,19 @@ use simt_std::{kernel, unroll};
 const STAGES: u32 = TC_STAGES;
 const _: () = assert!(
     STAGES == 4
-        && TC6_THREADS == 128
+        && (TC6_THREADS == 128 || TC6_THREADS == 256)
         && TC_WARP_M == 64
-        && TC6_WARP_N == 64
+        && (TC6_WARP_N == 64 || TC6_WARP_N == 32)
+        && (TC_BM / TC_WARP_M) * (TC_BN / TC6_WARP_N) * 32 == TC6_THREADS
         && TC_BM == 128
         && TC_BN == 128
 );
+/// n8 tiles per warp.
+const NT: usize = (TC6_WARP_N / 8) as usize;
+/// Warps across the block tile's columns.
+const WARPS_N: u32 = TC_BN / TC6_WARP_N;
+/// 16-byte copies per thread per operand and stage (512 chunks each).
+const CP: usize = (512 / TC6_THREADS) as usize;
 /// Bytes of A per stage (128 rows of 64 bytes); B follows.
 const A_BYTES: u32 = TC_BM * 64;
 const _: () = assert!(TC_STAGE_BYTES == 2 * A_BYTES && TC_SMEM_BYTES == STAGES * TC_STAGE_BYTES);
@@ -138,39 +145,45 @@ impl Loader {
                 swz_b(rb, cb)
             };
             let db = base.add((A_BYTES + rb * TC_BN * EB + pb * 16) as usize);
-            let rows_b = TC6_THREADS / chunks_per_row;
+            let (rows_a, rows_b) = (TC6_THREADS / 4, TC6_THREADS / chunks_per_row);
             unroll!(4, J => {
-                let j = J as u32;
-                // SAFETY: interior tile (checked above): every chunk is 16 bytes inside A
-                // or B, 16-byte aligned (contract); destinations inside stage s.
-                unsafe {
-                    copy_async::<16, u8>(da.add((j * 32 * 64) as usize), a0.wrapping_add((j * 32 * self.lda_bytes) as usize), 16);
-                    copy_async::<16, u8>(db.add((j * rows_b * TC_BN * EB) as usize), b0.wrapping_add((j * rows_b * self.ldb_bytes) as usize), 16);
+                if J < CP {
+                    let j = J as u32;
+                    // SAFETY: interior tile (checked above): every chunk is 16 bytes inside A
+                    // or B, 16-byte aligned (contract); destinations inside stage s.
+                    unsafe {
+                        copy_async::<16, u8>(da.add((j * rows_a * 64) as usize), a0.wrapping_add((j * rows_a * self.lda_bytes) as usize), 16);
+                        copy_async::<16, u8>(db.add((j * rows_b * TC_BN * EB) as usize), b0.wrapping_add((j * rows_b * self.ldb_bytes) as usize), 16);
+                    }
                 }
             });
             return;
         }
-        // A: 128 rows x 4 chunks, 4 per thread.
+        // A: 128 rows x 4 chunks, CP per thread.
         unroll!(4, J => {
-            let q = self.t + J as u32 * TC6_THREADS;
-            let (r, c) = (q / 4, q % 4);
-            let (gr, gk) = (self.row0 + r, k0 + c * epc);
-            let valid = if gr < self.m && gk < self.k { (self.k - gk).min(epc) } else { 0 };
-            let src = if valid > 0 { self.a.wrapping_add((gr * self.lda_bytes + gk * EB) as usize) } else { self.a };
-            // SAFETY: `valid` elements of row gr are inside A and 16-byte aligned (contract);
-            // the destination chunk is inside stage s.
-            unsafe { copy_async::<16, u8>(base.add((r * 64 + swz_a(r, c) * 16) as usize), src, valid * EB) };
+            if J < CP {
+                let q = self.t + J as u32 * TC6_THREADS;
+                let (r, c) = (q / 4, q % 4);
+                let (gr, gk) = (self.row0 + r, k0 + c * epc);
+                let valid = if gr < self.m && gk < self.k { (self.k - gk).min(epc) } else { 0 };
+                let src = if valid > 0 { self.a.wrapping_add((gr * self.lda_bytes + gk * EB) as usize) } else { self.a };
+                // SAFETY: `valid` elements of row gr are inside A and 16-byte aligned (contract);
+                // the destination chunk is inside stage s.
+                unsafe { copy_async::<16, u8>(base.add((r * 64 + swz_a(r, c) * 16) as usize), src, valid * EB) };
+            }
         });
-        // B: (64 / EB) k-rows of 128 columns, 512 chunks, 4 per thread.
+        // B: (64 / EB) k-rows of 128 columns, 512 chunks, CP per thread.
         unroll!(4, J => {
-            let q = self.t + J as u32 * TC6_THREADS;
-            let (kr, c) = (q / chunks_per_row, q % chunks_per_row);
-            let (gk, gc) = (k0 + kr, self.col0 + c * epc);
-            let valid = if gk < self.k && gc < self.n { (self.n - gc).min(epc) } else { 0 };
-            let src = if valid > 0 { self.b.wrapping_add((gk * self.ldb_bytes + gc * EB) as usize) } else { self.b };
-            // SAFETY: as for A.
-            let pc = if EB == 4 { swz_b_tf32(kr, c) } else { swz_b(kr, c) };
-            unsafe { copy_async::<16, u8>(base.add((A_BYTES + kr * TC_BN * EB + pc * 16) as usize), src, valid * EB) };
+            if J < CP {
+                let q = self.t + J as u32 * TC6_THREADS;
+                let (kr, c) = (q / chunks_per_row, q % chunks_per_row);
+                let (gk, gc) = (k0 + kr, self.col0 + c * epc);
+                let valid = if gk < self.k && gc < self.n { (self.n - gc).min(epc) } else { 0 };
+                let src = if valid > 0 { self.b.wrapping_add((gk * self.ldb_bytes + gc * EB) as usize) } else { self.b };
+                let pc = if EB == 4 { swz_b_tf32(kr, c) } else { swz_b(kr, c) };
+                // SAFETY: as for A.
+                unsafe { copy_async::<16, u8>(base.add((A_BYTES + kr * TC_BN * EB + pc * 16) as usize), src, valid * EB) };
+            }
         });
     }
 }
@@ -198,10 +211,10 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
         interior: row0 + TC_BM <= m && col0 + TC_BN <= n,
     };
     let (w, lane) = (warp_id(), lane_id());
-    let (wm, wn) = (w / 2 * TC_WARP_M, w % 2 * TC6_WARP_N);
+    let (wm, wn) = (w / WARPS_N * TC_WARP_M, w % WARPS_N * TC6_WARP_N);
     let (lr, lc) = ldmatrix_row_addr(lane); // this lane's row and column (0 or 8) in a 16x16 quadrant set
     let ktiles = k.div_ceil(TC_BK);
-    let mut acc = [[[0f32; 4]; 8]; 4];
+    let mut acc = [[[0f32; 4]; NT]; 4];
     unroll!(4, S => {
         if (S as u32) < STAGES - 1 {
             if (S as u32) < ktiles {
@@ -212,17 +225,19 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
         }
     });
     // Fragments of one k16 step: A of the 4 m16 tiles, B of the 8 n8 tiles.
-    let frags = |kt: u32, kk: u32| -> ([[u32; 4]; 4], [[u32; 2]; 8]) {
+    let frags = |kt: u32, kk: u32| -> ([[u32; 4]; 4], [[u32; 2]; NT]) {
         let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
-        let mut bf = [[0u32; 2]; 8];
+        let mut bf = [[0u32; 2]; NT];
         unroll!(4, NJ => {
-            let kr = kk * 16 + lr;
-            let c = (wn + NJ as u32 * 16 + lc) / 8;
-            // SAFETY: inside stage kt % STAGES, landed and published by the last barrier;
-            // 16-byte aligned rows.
-            let r = unsafe { ldmatrix_x4_trans(base.add((A_BYTES + kr * 256 + swz_b(kr, c) * 16) as usize)) };
-            bf[2 * NJ] = [r[0], r[1]];
-            bf[2 * NJ + 1] = [r[2], r[3]];
+            if NJ < NT / 2 {
+                let kr = kk * 16 + lr;
+                let c = (wn + NJ as u32 * 16 + lc) / 8;
+                // SAFETY: inside stage kt % STAGES, landed and published by the last barrier;
+                // 16-byte aligned rows.
+                let r = unsafe { ldmatrix_x4_trans(base.add((A_BYTES + kr * 256 + swz_b(kr, c) * 16) as usize)) };
+                bf[2 * NJ] = [r[0], r[1]];
+                bf[2 * NJ + 1] = [r[2], r[3]];
+            }
         });
         let mut af = [[0u32; 4]; 4];
         unroll!(4, MI => {
@@ -233,11 +248,13 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
         });
         (af, bf)
     };
-    let mma_all = |acc: &mut [[[f32; 4]; 8]; 4], (af, bf): ([[u32; 4]; 4], [[u32; 2]; 8])| {
+    let mma_all = |acc: &mut [[[f32; 4]; NT]; 4], (af, bf): ([[u32; 4]; 4], [[u32; 2]; NT])| {
         unroll!(4, MI => {
             unroll!(8, NJ => {
-                // SAFETY: the whole warp executes every mma (no divergence in the loop).
-                acc[MI][NJ] = unsafe { if F16 { mma_f16(af[MI], bf[NJ], acc[MI][NJ]) } else { mma_bf16(af[MI], bf[NJ], acc[MI][NJ]) } };
+                if NJ < NT {
+                    // SAFETY: the whole warp executes every mma (no divergence in the loop).
+                    acc[MI][NJ] = unsafe { if F16 { mma_f16(af[MI], bf[NJ], acc[MI][NJ]) } else { mma_bf16(af[MI], bf[NJ], acc[MI][NJ]) } };
+                }
             });
         });
     };
@@ -306,11 +323,11 @@ unsafe fn body_tf32(p: MatmulParams) {
         interior: row0 + TC_BM <= m && col0 + TC_BN <= n,
     };
     let (w, lane) = (warp_id(), lane_id());
-    let (wm, wn) = (w / 2 * TC_WARP_M, w % 2 * TC6_WARP_N);
+    let (wm, wn) = (w / WARPS_N * TC_WARP_M, w % WARPS_N * TC6_WARP_N);
     let (lr, lc) = ldmatrix_row_addr(lane);
     let (g, tq) = (lane / 4, lane % 4);
     let ktiles = k.div_ceil(TC_BK_TF32);
-    let mut acc = [[[0f32; 4]; 8]; 4];
+    let mut acc = [[[0f32; 4]; NT]; 4];
     unroll!(4, S => {
         if (S as u32) < STAGES - 1 {
             if (S as u32) < ktiles {
@@ -321,17 +338,19 @@ unsafe fn body_tf32(p: MatmulParams) {
         }
     });
     // Fragments of one k8 step, rounded to TF32: A of the 4 m16 tiles, B of the 8 n8 tiles.
-    let frags = |kt: u32, kk: u32| -> ([[u32; 4]; 4], [[u32; 2]; 8]) {
+    let frags = |kt: u32, kk: u32| -> ([[u32; 4]; 4], [[u32; 2]; NT]) {
         let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
-        let mut bf = [[0u32; 2]; 8];
+        let mut bf = [[0u32; 2]; NT];
         unroll!(8, NJ => {
-            let col = wn + NJ as u32 * 8 + g;
-            unroll!(2, R => {
-                let kr = kk * 8 + tq + 4 * R as u32;
-                let word = swz_b_tf32(kr, col / 4) * 4 + col % 4;
-                // SAFETY: inside stage kt % STAGES, landed and published by the last barrier.
-                bf[NJ][R] = to_tf32(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
-            });
+            if NJ < NT {
+                let col = wn + NJ as u32 * 8 + g;
+                unroll!(2, R => {
+                    let kr = kk * 8 + tq + 4 * R as u32;
+                    let word = swz_b_tf32(kr, col / 4) * 4 + col % 4;
+                    // SAFETY: inside stage kt % STAGES, landed and published by the last barrier.
+                    bf[NJ][R] = to_tf32(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
+                });
+            }
         });
         let mut af = [[0u32; 4]; 4];
         unroll!(4, MI => {
@@ -343,11 +362,13 @@ unsafe fn body_tf32(p: MatmulParams) {
         });
         (af, bf)
     };
-    let mma_all = |acc: &mut [[[f32; 4]; 8]; 4], (af, bf): ([[u32; 4]; 4], [[u32; 2]; 8])| {
+    let mma_all = |acc: &mut [[[f32; 4]; NT]; 4], (af, bf): ([[u32; 4]; 4], [[u32; 2]; NT])| {
         unroll!(4, MI => {
             unroll!(8, NJ => {
-                // SAFETY: the whole warp executes every mma.
-                acc[MI][NJ] = unsafe { mma_tf32(af[MI], bf[NJ], acc[MI][NJ]) };
+                if NJ < NT {
+                    // SAFETY: the whole warp executes every mma.
+                    acc[MI][NJ] = unsafe { mma_tf32(af[MI], bf[NJ], acc[MI][NJ]) };
+                }
             });
         });
     };
