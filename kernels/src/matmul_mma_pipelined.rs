@@ -56,6 +56,10 @@ const NT: usize = (TC6_WARP_N / 8) as usize;
 const WARPS_N: u32 = TC_BN / TC6_WARP_N;
 /// 16-byte copies per thread per operand and stage (512 chunks each).
 const CP: usize = (512 / TC6_THREADS) as usize;
+/// Whether the 16-bit kernel double-buffers its fragments across the barrier: with
+/// 64x64 warp tiles there are registers for it; with 64x32 tiles at 2 blocks per SM
+/// (128 registers) it would spill.
+const DOUBLE_BUFFER: bool = TC6_WARP_N == 64;
 /// Bytes of A per stage (128 rows of 64 bytes); B follows.
 const A_BYTES: u32 = TC_BM * 64;
 const _: () = assert!(TC_STAGE_BYTES == 2 * A_BYTES && TC_SMEM_BYTES == STAGES * TC_STAGE_BYTES);
@@ -258,31 +262,48 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
             });
         });
     };
-    // Fragments are double-buffered across the barrier: step kt's second k16 half is
-    // multiplied while step kt+1's first-half fragments are in flight, so the
-    // tensor cores never wait for ldmatrix after a barrier.
-    wait::<{ TC_STAGES - 2 }>();
-    sync_threads();
-    let mut cur = frags(0, 0);
-    let mut kt = 0;
-    while kt < ktiles {
-        let next = kt + STAGES - 1;
-        if next < ktiles {
-            // SAFETY: stage next % STAGES = (kt - 1) % STAGES was last read (both halves)
-            // before the previous barrier.
-            unsafe { ld.issue::<2, TC_BK>(smem, next % STAGES, next) };
-        }
-        commit();
-        let second = frags(kt, 1);
-        mma_all(&mut acc, cur);
-        // Step kt+1 landed, and every warp has read step kt: its stage may be refilled.
+    if DOUBLE_BUFFER {
+        // Fragments double-buffered across the barrier: step kt's second k16 half is
+        // multiplied while step kt+1's first-half fragments are in flight, so the
+        // tensor cores never wait for ldmatrix after a barrier.
         wait::<{ TC_STAGES - 2 }>();
         sync_threads();
-        if kt + 1 < ktiles {
-            cur = frags(kt + 1, 0);
+        let mut cur = frags(0, 0);
+        let mut kt = 0;
+        while kt < ktiles {
+            let next = kt + STAGES - 1;
+            if next < ktiles {
+                // SAFETY: stage next % STAGES = (kt - 1) % STAGES was last read (both
+                // halves) before the previous barrier.
+                unsafe { ld.issue::<2, TC_BK>(smem, next % STAGES, next) };
+            }
+            commit();
+            let second = frags(kt, 1);
+            mma_all(&mut acc, cur);
+            // Step kt+1 landed, and every warp has read step kt: its stage may be refilled.
+            wait::<{ TC_STAGES - 2 }>();
+            sync_threads();
+            if kt + 1 < ktiles {
+                cur = frags(kt + 1, 0);
+            }
+            mma_all(&mut acc, second);
+            kt += 1;
         }
-        mma_all(&mut acc, second);
-        kt += 1;
+    } else {
+        let mut kt = 0;
+        while kt < ktiles {
+            wait::<{ TC_STAGES - 2 }>();
+            sync_threads();
+            let next = kt + STAGES - 1;
+            if next < ktiles {
+                // SAFETY: stage next % STAGES was last read in step kt - 1, before the barrier.
+                unsafe { ld.issue::<2, TC_BK>(smem, next % STAGES, next) };
+            }
+            commit();
+            mma_all(&mut acc, frags(kt, 0));
+            mma_all(&mut acc, frags(kt, 1));
+            kt += 1;
+        }
     }
     // SAFETY: the kernel's contract for C.
     unsafe {
