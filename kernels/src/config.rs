@@ -57,11 +57,11 @@ pub const TC_WARP_M: u32 = 64;
 /// Tensor-core matmul: columns of C per warp (4 `n8` tiles).
 pub const TC_WARP_N: u32 = 32;
 /// Tensor-core matmul, stage 6: threads per block, 4 warps as 2 x 2.
-pub const TC6_THREADS: u32 = 256;
+pub const TC6_THREADS: u32 = 128;
 /// Tensor-core matmul, stage 6: columns of C per warp (8 `n8` tiles); rows as
 /// [`TC_WARP_M`]. A 64x64 warp tile loads 8 fragments (4 of A, 4 of B) per 32
 /// `mma`s, against 6 per 16 for stage 5's 64x32.
-pub const TC6_WARP_N: u32 = 32;
+pub const TC6_WARP_N: u32 = 64;
 /// Tensor-core matmul, stage 6: shared-memory stages of the `cp.async` pipeline.
 pub const TC_STAGES: u32 = 4;
 /// Bytes of one stage: a `TC_BM x 64 B` slice of A and a `64 B`-deep slice of B
