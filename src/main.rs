@@ -14,6 +14,7 @@ fn main() {
         d.softmax()?;
         d.row_sum()?;
         d.matmul()?;
+        d.tensor_cores()?;
         d.benchmarking()?;
         d.profiling()?;
         if gpu.kind() == rust_simt::BackendKind::Emulator {

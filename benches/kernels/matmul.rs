@@ -1,5 +1,6 @@
 use criterion::{BenchmarkId, Criterion, Throughput};
 use rust_simt::ops::matmul::{matmul, Dims, Epilogue, MatmulKernel};
+use rust_simt::ops::matmul_tc::{bf16, matmul_tc, matmul_tf32, to_bf16, TcKernel};
 
 use crate::common::{data, device_time, group, setup};
 
@@ -32,6 +33,40 @@ pub fn bench(c: &mut Criterion) {
                 })
             });
         }
+        // Tensor cores: bf16 (inputs converted on the device) and TF32 on the same data.
+        let (mut ab, mut bb) = (
+            gpu.alloc::<bf16>(n * n).unwrap(),
+            gpu.alloc::<bf16>(n * n).unwrap(),
+        );
+        to_bf16(&gpu, &a, &mut ab).unwrap();
+        to_bf16(&gpu, &b, &mut bb).unwrap();
+        g.bench_function(BenchmarkId::new("TensorCoreBf16", n), |bch| {
+            bch.iter_custom(|iters| {
+                device_time(&gpu, iters, || {
+                    matmul_tc(
+                        &gpu,
+                        TcKernel::MmaPipelined,
+                        ab.matrix(n, n)?,
+                        bb.matrix(n, n)?,
+                        out.matrix_mut(n, n)?,
+                        Epilogue::Relu,
+                    )
+                })
+            })
+        });
+        g.bench_function(BenchmarkId::new("TensorCoreTf32", n), |bch| {
+            bch.iter_custom(|iters| {
+                device_time(&gpu, iters, || {
+                    matmul_tf32(
+                        &gpu,
+                        a.matrix(n, n)?,
+                        b.matrix(n, n)?,
+                        out.matrix_mut(n, n)?,
+                        Epilogue::Relu,
+                    )
+                })
+            })
+        });
     }
     g.finish();
 }
