@@ -56,9 +56,9 @@ const NT: usize = (TC6_WARP_N / 8) as usize;
 const WARPS_N: u32 = TC_BN / TC6_WARP_N;
 /// 16-byte copies per thread per operand and stage (512 chunks each).
 const CP: usize = (512 / TC6_THREADS) as usize;
-/// Whether the 16-bit kernel double-buffers its fragments across the barrier: with
+/// Whether the 16-bit kernels double-buffer their fragments across the barrier: with
 /// 64x64 warp tiles there are registers for it; with 64x32 tiles at 2 blocks per SM
-/// (128 registers) it would spill.
+/// (128 registers) they would spill.
 const DOUBLE_BUFFER: bool = TC6_WARP_N == 64;
 /// Bytes of A per stage (128 rows of 64 bytes); B follows.
 const A_BYTES: u32 = TC_BM * 64;
@@ -192,63 +192,148 @@ impl Loader {
     }
 }
 
-/// The 16-bit kernel (`F16` picks f16 over bf16).
+/// Which inputs a launch multiplies.
+const BF16: u32 = 0;
+const F16: u32 = 1;
+const TF32: u32 = 2;
+
+/// One product, as the body needs it: byte pointers and strides of A and B.
+#[derive(Clone, Copy)]
+struct Problem {
+    a: *const u8,
+    b: *const u8,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    lda: u32,
+    ldb: u32,
+    ldc: u32,
+    relu: bool,
+}
+
+impl Problem {
+    #[inline(always)]
+    fn of16(p: MatmulParams16) -> Problem {
+        let (a, b, c) = (p.a, p.b, p.c);
+        Problem {
+            a: a.ptr as *const u8,
+            b: b.ptr as *const u8,
+            c: c.ptr,
+            m: a.rows,
+            n: b.cols,
+            k: a.cols,
+            lda: a.ld,
+            ldb: b.ld,
+            ldc: c.ld,
+            relu: p.epilogue as u32 != 0,
+        }
+    }
+    #[inline(always)]
+    fn of32(p: MatmulParams) -> Problem {
+        let (a, b, c) = (p.a, p.b, p.c);
+        Problem {
+            a: a.ptr as *const u8,
+            b: b.ptr as *const u8,
+            c: c.ptr,
+            m: a.rows,
+            n: b.cols,
+            k: a.cols,
+            lda: a.ld,
+            ldb: b.ld,
+            ldc: c.ld,
+            relu: p.epilogue as u32 != 0,
+        }
+    }
+}
+
+/// The kernel for `KIND` ([`BF16`], [`F16`] or [`TF32`] inputs).
 ///
 /// # Safety
 /// As [`matmul_mma_pipelined_bf16()`].
 #[inline(always)]
-unsafe fn body16<const F16: bool>(p: MatmulParams16) {
+unsafe fn body<const KIND: u32>(p: Problem) {
+    let tf32 = KIND == TF32;
     let smem = dynamic_shared::<u8>();
-    let (m, n, k) = (p.a.rows, p.b.cols, p.a.cols);
+    let (m, n, k) = (p.m, p.n, p.k);
     let (row0, col0) = block_origin();
+    let eb = if tf32 { 4 } else { 2 };
     let ld = Loader {
-        a: p.a.ptr as *const u8,
-        b: p.b.ptr as *const u8,
+        a: p.a,
+        b: p.b,
         m,
         n,
         k,
-        lda_bytes: p.a.ld * 2,
-        ldb_bytes: p.b.ld * 2,
+        lda_bytes: p.lda * eb,
+        ldb_bytes: p.ldb * eb,
         row0,
         col0,
         t: thread_idx().x,
         interior: row0 + TC_BM <= m && col0 + TC_BN <= n,
     };
+    // SAFETY (both): the kernel's contract; the stage is unread until a wait and a barrier.
+    let issue = |s: u32, kt: u32| unsafe {
+        if tf32 {
+            ld.issue::<4, TC_BK_TF32>(smem, s, kt)
+        } else {
+            ld.issue::<2, TC_BK>(smem, s, kt)
+        }
+    };
     let (w, lane) = (warp_id(), lane_id());
     let (wm, wn) = (w / WARPS_N * TC_WARP_M, w % WARPS_N * TC6_WARP_N);
     let (lr, lc) = ldmatrix_row_addr(lane); // this lane's row and column (0 or 8) in a 16x16 quadrant set
-    let ktiles = k.div_ceil(TC_BK);
+    let (g, tq) = (lane / 4, lane % 4);
+    let ktiles = k.div_ceil(if tf32 { TC_BK_TF32 } else { TC_BK });
     let mut acc = [[[0f32; 4]; NT]; 4];
     unroll!(4, S => {
         if (S as u32) < STAGES - 1 {
             if (S as u32) < ktiles {
-                // SAFETY: the kernel's contract; stage S is unread until the waits below.
-                unsafe { ld.issue::<2, TC_BK>(smem, S as u32, S as u32) };
+                issue(S as u32, S as u32);
             }
             commit();
         }
     });
-    // Fragments of one k16 step: A of the 4 m16 tiles, B of the 8 n8 tiles.
+    // Fragments of half a K step (one k16 step, or one k8 step for TF32): A of the
+    // 4 m16 tiles, B of the NT n8 tiles.
     let frags = |kt: u32, kk: u32| -> ([[u32; 4]; 4], [[u32; 2]; NT]) {
         let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
         let mut bf = [[0u32; 2]; NT];
-        unroll!(4, NJ => {
-            if NJ < NT / 2 {
-                let kr = kk * 16 + lr;
-                let c = (wn + NJ as u32 * 16 + lc) / 8;
-                // SAFETY: inside stage kt % STAGES, landed and published by the last barrier;
-                // 16-byte aligned rows.
-                let r = unsafe { ldmatrix_x4_trans(base.add((A_BYTES + kr * 256 + swz_b(kr, c) * 16) as usize)) };
-                bf[2 * NJ] = [r[0], r[1]];
-                bf[2 * NJ + 1] = [r[2], r[3]];
-            }
-        });
+        if tf32 {
+            // Single f32 words, read from a layout swizzled by k % 4, rounded to TF32.
+            unroll!(8, NJ => {
+                if NJ < NT {
+                    let col = wn + NJ as u32 * 8 + g;
+                    unroll!(2, R => {
+                        let kr = kk * 8 + tq + 4 * R as u32;
+                        let word = swz_b_tf32(kr, col / 4) * 4 + col % 4;
+                        // SAFETY: inside stage kt % STAGES, landed and published by the last barrier.
+                        bf[NJ][R] = to_tf32(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
+                    });
+                }
+            });
+        } else {
+            // Two n8 tiles per `ldmatrix.x4.trans` (B is k-major in shared memory).
+            unroll!(4, NJ => {
+                if NJ < NT / 2 {
+                    let kr = kk * 16 + lr;
+                    let c = (wn + NJ as u32 * 16 + lc) / 8;
+                    // SAFETY: inside stage kt % STAGES, landed and published by the last
+                    // barrier; 16-byte aligned rows.
+                    let r = unsafe { ldmatrix_x4_trans(base.add((A_BYTES + kr * 256 + swz_b(kr, c) * 16) as usize)) };
+                    bf[2 * NJ] = [r[0], r[1]];
+                    bf[2 * NJ + 1] = [r[2], r[3]];
+                }
+            });
+        }
         let mut af = [[0u32; 4]; 4];
         unroll!(4, MI => {
             let row = wm + MI as u32 * 16 + lr;
             let c = kk * 2 + lc / 8;
             // SAFETY: as above.
-            af[MI] = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
+            let raw = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
+            // An 8x8 matrix of 16-bit elements is an 8x4 matrix of f32: for TF32 the
+            // same load gives the (g, t) / (g+8, t) / (g, t+4) / (g+8, t+4) fragment.
+            af[MI] = if tf32 { raw.map(|x| to_tf32(f32::from_bits(x))) } else { raw };
         });
         (af, bf)
     };
@@ -257,15 +342,21 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
             unroll!(8, NJ => {
                 if NJ < NT {
                     // SAFETY: the whole warp executes every mma (no divergence in the loop).
-                    acc[MI][NJ] = unsafe { if F16 { mma_f16(af[MI], bf[NJ], acc[MI][NJ]) } else { mma_bf16(af[MI], bf[NJ], acc[MI][NJ]) } };
+                    acc[MI][NJ] = unsafe {
+                        match KIND {
+                            BF16 => mma_bf16(af[MI], bf[NJ], acc[MI][NJ]),
+                            F16 => mma_f16(af[MI], bf[NJ], acc[MI][NJ]),
+                            _ => mma_tf32(af[MI], bf[NJ], acc[MI][NJ]),
+                        }
+                    };
                 }
             });
         });
     };
-    if DOUBLE_BUFFER {
-        // Fragments double-buffered across the barrier: step kt's second k16 half is
-        // multiplied while step kt+1's first-half fragments are in flight, so the
-        // tensor cores never wait for ldmatrix after a barrier.
+    if DOUBLE_BUFFER && !tf32 {
+        // Fragments double-buffered across the barrier: step kt's second half is
+        // multiplied while step kt+1's first-half fragments are in flight. (For TF32
+        // this took the kernel to 255 registers and cost 15% on the H100.)
         wait::<{ TC_STAGES - 2 }>();
         sync_threads();
         let mut cur = frags(0, 0);
@@ -273,9 +364,9 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
         while kt < ktiles {
             let next = kt + STAGES - 1;
             if next < ktiles {
-                // SAFETY: stage next % STAGES = (kt - 1) % STAGES was last read (both
-                // halves) before the previous barrier.
-                unsafe { ld.issue::<2, TC_BK>(smem, next % STAGES, next) };
+                // Stage next % STAGES = (kt - 1) % STAGES was last read (both halves)
+                // before the previous barrier.
+                issue(next % STAGES, next);
             }
             commit();
             let second = frags(kt, 1);
@@ -296,8 +387,8 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
             sync_threads();
             let next = kt + STAGES - 1;
             if next < ktiles {
-                // SAFETY: stage next % STAGES was last read in step kt - 1, before the barrier.
-                unsafe { ld.issue::<2, TC_BK>(smem, next % STAGES, next) };
+                // Stage next % STAGES was last read in step kt - 1, before the barrier.
+                issue(next % STAGES, next);
             }
             commit();
             mma_all(&mut acc, frags(kt, 0));
@@ -309,119 +400,14 @@ unsafe fn body16<const F16: bool>(p: MatmulParams16) {
     unsafe {
         write_c(
             &acc,
-            p.c.ptr,
+            p.c,
             m as usize,
             n as usize,
-            p.c.ld as usize,
+            p.ldc as usize,
             (row0 + wm) as usize,
             (col0 + wn) as usize,
             lane,
-            p.epilogue as u32 != 0,
-        )
-    };
-}
-
-/// The TF32 kernel.
-///
-/// # Safety
-/// As [`matmul_mma_pipelined_tf32()`].
-#[inline(always)]
-unsafe fn body_tf32(p: MatmulParams) {
-    let smem = dynamic_shared::<u8>();
-    let (m, n, k) = (p.a.rows, p.b.cols, p.a.cols);
-    let (row0, col0) = block_origin();
-    let ld = Loader {
-        a: p.a.ptr as *const u8,
-        b: p.b.ptr as *const u8,
-        m,
-        n,
-        k,
-        lda_bytes: p.a.ld * 4,
-        ldb_bytes: p.b.ld * 4,
-        row0,
-        col0,
-        t: thread_idx().x,
-        interior: row0 + TC_BM <= m && col0 + TC_BN <= n,
-    };
-    let (w, lane) = (warp_id(), lane_id());
-    let (wm, wn) = (w / WARPS_N * TC_WARP_M, w % WARPS_N * TC6_WARP_N);
-    let (lr, lc) = ldmatrix_row_addr(lane);
-    let (g, tq) = (lane / 4, lane % 4);
-    let ktiles = k.div_ceil(TC_BK_TF32);
-    let mut acc = [[[0f32; 4]; NT]; 4];
-    unroll!(4, S => {
-        if (S as u32) < STAGES - 1 {
-            if (S as u32) < ktiles {
-                // SAFETY: as in `body16`.
-                unsafe { ld.issue::<4, TC_BK_TF32>(smem, S as u32, S as u32) };
-            }
-            commit();
-        }
-    });
-    // Fragments of one k8 step, rounded to TF32: A of the 4 m16 tiles, B of the 8 n8 tiles.
-    let frags = |kt: u32, kk: u32| -> ([[u32; 4]; 4], [[u32; 2]; NT]) {
-        let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
-        let mut bf = [[0u32; 2]; NT];
-        unroll!(8, NJ => {
-            if NJ < NT {
-                let col = wn + NJ as u32 * 8 + g;
-                unroll!(2, R => {
-                    let kr = kk * 8 + tq + 4 * R as u32;
-                    let word = swz_b_tf32(kr, col / 4) * 4 + col % 4;
-                    // SAFETY: inside stage kt % STAGES, landed and published by the last barrier.
-                    bf[NJ][R] = to_tf32(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
-                });
-            }
-        });
-        let mut af = [[0u32; 4]; 4];
-        unroll!(4, MI => {
-            let row = wm + MI as u32 * 16 + lr;
-            let c = kk * 2 + lc / 8;
-            // SAFETY: as in `body16`.
-            let raw = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
-            af[MI] = raw.map(|x| to_tf32(f32::from_bits(x)));
-        });
-        (af, bf)
-    };
-    let mma_all = |acc: &mut [[[f32; 4]; NT]; 4], (af, bf): ([[u32; 4]; 4], [[u32; 2]; NT])| {
-        unroll!(4, MI => {
-            unroll!(8, NJ => {
-                if NJ < NT {
-                    // SAFETY: the whole warp executes every mma.
-                    acc[MI][NJ] = unsafe { mma_tf32(af[MI], bf[NJ], acc[MI][NJ]) };
-                }
-            });
-        });
-    };
-    // Single-buffered fragments: double-buffering them across the barrier, as
-    // `body16` does, took this kernel to 255 registers and cost it 15% on the H100
-    // (docs/PERFORMANCE.md).
-    let mut kt = 0;
-    while kt < ktiles {
-        wait::<{ TC_STAGES - 2 }>();
-        sync_threads();
-        let next = kt + STAGES - 1;
-        if next < ktiles {
-            // SAFETY: stage next % STAGES was last read in step kt - 1, before the barrier.
-            unsafe { ld.issue::<4, TC_BK_TF32>(smem, next % STAGES, next) };
-        }
-        commit();
-        mma_all(&mut acc, frags(kt, 0));
-        mma_all(&mut acc, frags(kt, 1));
-        kt += 1;
-    }
-    // SAFETY: the kernel's contract for C.
-    unsafe {
-        write_c(
-            &acc,
-            p.c.ptr,
-            m as usize,
-            n as usize,
-            p.c.ld as usize,
-            (row0 + wm) as usize,
-            (col0 + wn) as usize,
-            lane,
-            p.epilogue as u32 != 0,
+            p.relu,
         )
     };
 }
@@ -450,7 +436,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
     pub unsafe fn matmul_mma_pipelined_bf16(p: MatmulParams16) {
         // SAFETY: forwarded.
-        unsafe { body16::<false>(p) }
+        unsafe { body::<BF16>(Problem::of16(p)) }
     }
 }
 
@@ -462,7 +448,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
     pub unsafe fn matmul_mma_pipelined_f16(p: MatmulParams16) {
         // SAFETY: forwarded.
-        unsafe { body16::<true>(p) }
+        unsafe { body::<F16>(Problem::of16(p)) }
     }
 }
 
@@ -480,6 +466,6 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
     pub unsafe fn matmul_mma_pipelined_tf32(p: MatmulParams) {
         // SAFETY: forwarded.
-        unsafe { body_tf32(p) }
+        unsafe { body::<TF32>(Problem::of32(p)) }
     }
 }
