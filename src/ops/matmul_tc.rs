@@ -287,8 +287,10 @@ where
         return Ok(());
     }
     ptx::load(gpu)?;
-    // 4 elements per thread per pass of the grid-stride loop, at most 2^18 blocks.
-    let blocks = (n as usize).div_ceil(4 * 256).min(1 << 18);
+    // 4 elements per thread of the kernel's block per pass of the grid-stride loop,
+    // at most 2^18 blocks.
+    let per_block = K::BOUNDS.max_block_threads() as usize;
+    let blocks = (n as usize).div_ceil(4 * per_block).min(1 << 18);
     // SAFETY: x and y hold n elements of the kernel's sizes on this Gpu (checked); the
     // kernel's loop is grid-stride, so any grid covers them.
     unsafe {
