@@ -245,19 +245,24 @@ fn swizzles_make_ldmatrix_conflict_free() {
     // An ldmatrix phase reads 8 rows of 16 bytes at one logical chunk. Its 8 physical
     // 16-byte slots must lie in 8 different 16-byte bank groups (bank / 4).
     let group = |byte: u32| (byte / 16) % 8;
-    for c in 0..4 {
+    let row = kernels::config::TC6_A_ROW_BYTES; // bytes per row of A in a stage
+    for c in 0..row / 16 {
         for r0 in (0..128).step_by(8) {
             let mut g: Vec<u32> = (r0..r0 + 8)
-                .map(|r| group(r * 64 + swz_a(r, c) * 16))
+                .map(|r| group(r * row + swz_a(r, c) * 16))
                 .collect();
             g.sort();
             g.dedup();
             assert_eq!(g.len(), 8, "A chunk {c} rows {r0}..");
-            // Unswizzled, two rows share each group: a 2-way conflict.
-            let mut u: Vec<u32> = (r0..r0 + 8).map(|r| group(r * 64 + c * 16)).collect();
+            // Unswizzled, rows meet in the same groups: 4-way for 64-byte rows (2 groups), 8-way for 128 (1).
+            let mut u: Vec<u32> = (r0..r0 + 8).map(|r| group(r * row + c * 16)).collect();
             u.sort();
             u.dedup();
-            assert_eq!(u.len(), 2);
+            assert_eq!(
+                u.len(),
+                if row == 128 { 1 } else { 2 },
+                "unswizzled A chunk {c}"
+            );
         }
     }
     for c in 0..16 {

@@ -62,10 +62,18 @@ pub const TC6_THREADS: u32 = 128;
 /// [`TC_WARP_M`]. A 64x64 warp tile loads 8 fragments (4 of A, 4 of B) per 32
 /// `mma`s, against 6 per 16 for stage 5's 64x32.
 pub const TC6_WARP_N: u32 = 64;
+/// Tensor-core matmul, stage 6: bytes per row of A in a stage (the K step: 64
+/// 16-bit or 32 f32 elements). 128 bytes halve the barriers per FLOP against 64.
+pub const TC6_A_ROW_BYTES: u32 = 128;
+/// Tensor-core matmul, stage 6: K step of the 16-bit kernels (4 `mma` k16 steps).
+pub const TC6_BK: u32 = TC6_A_ROW_BYTES / 2;
+/// Tensor-core matmul, stage 6: K step of the TF32 kernel (4 `mma` k8 steps).
+pub const TC6_BK_TF32: u32 = TC6_A_ROW_BYTES / 4;
 /// Tensor-core matmul, stage 6: shared-memory stages of the `cp.async` pipeline.
-pub const TC_STAGES: u32 = 4;
-/// Bytes of one stage: a `TC_BM x 64 B` slice of A and a `64 B`-deep slice of B
-/// (`TC_BK` 16-bit or `TC_BK_TF32` f32 elements per row of A).
-pub const TC_STAGE_BYTES: u32 = TC_BM * 64 + (64 / 2) * TC_BN * 2;
-/// Dynamic shared memory of the pipelined tensor-core kernels (64 KiB).
+pub const TC_STAGES: u32 = 3;
+/// Bytes of one stage: `TC_BM` rows of A of `TC6_A_ROW_BYTES`, and B's K-step rows of
+/// `TC_BN` elements, the same bytes in total as a `TC_BN`-row A:
+/// `(TC_BM + TC_BN) · TC6_A_ROW_BYTES`.
+pub const TC_STAGE_BYTES: u32 = (TC_BM + TC_BN) * TC6_A_ROW_BYTES;
+/// Dynamic shared memory of the pipelined tensor-core kernels (96 KiB: two blocks per SM).
 pub const TC_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES;

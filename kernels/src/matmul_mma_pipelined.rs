@@ -26,8 +26,8 @@
 //! The host sends only aligned problems here (rows of A and B 16-byte aligned:
 //! strides a multiple of 8 elements, or 4 for TF32); others take stage 5.
 use crate::config::{
-    TC6_THREADS, TC6_WARP_N, TC_BK, TC_BK_TF32, TC_BM, TC_BN, TC_SMEM_BYTES, TC_STAGES,
-    TC_STAGE_BYTES, TC_WARP_M,
+    TC6_A_ROW_BYTES, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM, TC_BN, TC_SMEM_BYTES,
+    TC_STAGES, TC_STAGE_BYTES, TC_WARP_M,
 };
 use crate::matmul_mma::write_c;
 use crate::params::{MatmulParams, MatmulParams16};
@@ -42,7 +42,7 @@ use simt_std::{kernel, unroll};
 
 const STAGES: u32 = TC_STAGES;
 const _: () = assert!(
-    STAGES == 4
+    (STAGES == 3 || STAGES == 4)
         && (TC6_THREADS == 128 || TC6_THREADS == 256)
         && TC_WARP_M == 64
         && (TC6_WARP_N == 64 || TC6_WARP_N == 32)
@@ -50,26 +50,39 @@ const _: () = assert!(
         && TC_BM == 128
         && TC_BN == 128
 );
+/// Bytes per row of A in a stage, and its 16-byte chunks.
+const A_ROW: u32 = TC6_A_ROW_BYTES;
+const A_CHUNKS: u32 = A_ROW / 16;
+/// `mma` steps per K step (k16 for 16-bit inputs, k8 for TF32: both 32 bytes of A's row).
+const KSTEPS: u32 = A_ROW / 32;
 /// n8 tiles per warp.
 const NT: usize = (TC6_WARP_N / 8) as usize;
 /// Warps across the block tile's columns.
 const WARPS_N: u32 = TC_BN / TC6_WARP_N;
-/// 16-byte copies per thread per operand and stage (512 chunks each).
-const CP: usize = (512 / TC6_THREADS) as usize;
+/// 16-byte copies per thread per operand and stage (`TC_BM · A_CHUNKS` chunks each).
+const CP: usize = (TC_BM * A_CHUNKS / TC6_THREADS) as usize;
+const _: () = assert!(
+    CP >= 1 && CP <= 8 && TC_BM * A_CHUNKS % TC6_THREADS == 0 && KSTEPS >= 2 && KSTEPS <= 4
+);
 /// Whether the 16-bit kernels double-buffer their fragments across the barrier: with
 /// 64x64 warp tiles there are registers for it; with 64x32 tiles at 2 blocks per SM
 /// (128 registers) they would spill.
-const DOUBLE_BUFFER: bool = TC6_WARP_N == 64;
+const DOUBLE_BUFFER: bool = TC6_WARP_N == 64 && KSTEPS == 2;
 /// Bytes of A per stage (128 rows of 64 bytes); B follows.
-const A_BYTES: u32 = TC_BM * 64;
+const A_BYTES: u32 = TC_BM * A_ROW;
 const _: () = assert!(TC_STAGE_BYTES == 2 * A_BYTES && TC_SMEM_BYTES == STAGES * TC_STAGE_BYTES);
 
-/// Physical 16-byte chunk of logical chunk `c` (0..4) in row `row` of an A tile:
-/// 64-byte rows, so two rows share a 128-byte bank line; `(row / 2) % 4` flips the
-/// chunk so that 8 consecutive rows use 8 distinct bank groups.
+/// Physical 16-byte chunk of logical chunk `c` in row `row` of an A tile of
+/// `A_ROW`-byte rows. With 128-byte rows each row is one bank line and `row % 8`
+/// flips the chunk; with 64-byte rows two rows share a line and `(row / 2) % 4` does.
+/// Either way 8 consecutive rows at one logical chunk use 8 distinct bank groups.
 #[inline(always)]
 pub const fn swz_a(row: u32, c: u32) -> u32 {
-    c ^ ((row >> 1) & 3)
+    if A_ROW == 128 {
+        c ^ (row & 7)
+    } else {
+        c ^ ((row >> 1) & 3)
+    }
 }
 
 /// Physical chunk of logical chunk `c` (0..16) in row `k` of a 16-bit B tile
@@ -134,7 +147,7 @@ impl Loader {
             // copies j = 0..4 sit 32 rows of A (and 128 / chunks_per_row k-rows of B)
             // apart, at swizzles that do not depend on j (the row bits they use are
             // the same for all four), so each is one address add from the first.
-            let (ra, ca) = (self.t / 4, self.t % 4);
+            let (ra, ca) = (self.t / A_CHUNKS, self.t % A_CHUNKS);
             let (rb, cb) = (self.t / chunks_per_row, self.t % chunks_per_row);
             let a0 = self
                 .a
@@ -142,42 +155,42 @@ impl Loader {
             let b0 = self
                 .b
                 .wrapping_add(((k0 + rb) * self.ldb_bytes + (self.col0 + cb * epc) * EB) as usize);
-            let da = base.add((ra * 64 + swz_a(ra, ca) * 16) as usize);
+            let da = base.add((ra * A_ROW + swz_a(ra, ca) * 16) as usize);
             let pb = if EB == 4 {
                 swz_b_tf32(rb, cb)
             } else {
                 swz_b(rb, cb)
             };
             let db = base.add((A_BYTES + rb * TC_BN * EB + pb * 16) as usize);
-            let (rows_a, rows_b) = (TC6_THREADS / 4, TC6_THREADS / chunks_per_row);
-            unroll!(4, J => {
+            let (rows_a, rows_b) = (TC6_THREADS / A_CHUNKS, TC6_THREADS / chunks_per_row);
+            unroll!(8, J => {
                 if J < CP {
                     let j = J as u32;
                     // SAFETY: interior tile (checked above): every chunk is 16 bytes inside A
                     // or B, 16-byte aligned (contract); destinations inside stage s.
                     unsafe {
-                        copy_async::<16, u8>(da.add((j * rows_a * 64) as usize), a0.wrapping_add((j * rows_a * self.lda_bytes) as usize), 16);
+                        copy_async::<16, u8>(da.add((j * rows_a * A_ROW) as usize), a0.wrapping_add((j * rows_a * self.lda_bytes) as usize), 16);
                         copy_async::<16, u8>(db.add((j * rows_b * TC_BN * EB) as usize), b0.wrapping_add((j * rows_b * self.ldb_bytes) as usize), 16);
                     }
                 }
             });
             return;
         }
-        // A: 128 rows x 4 chunks, CP per thread.
-        unroll!(4, J => {
+        // A: 128 rows x A_CHUNKS chunks, CP per thread.
+        unroll!(8, J => {
             if J < CP {
                 let q = self.t + J as u32 * TC6_THREADS;
-                let (r, c) = (q / 4, q % 4);
+                let (r, c) = (q / A_CHUNKS, q % A_CHUNKS);
                 let (gr, gk) = (self.row0 + r, k0 + c * epc);
                 let valid = if gr < self.m && gk < self.k { (self.k - gk).min(epc) } else { 0 };
                 let src = if valid > 0 { self.a.wrapping_add((gr * self.lda_bytes + gk * EB) as usize) } else { self.a };
                 // SAFETY: `valid` elements of row gr are inside A and 16-byte aligned (contract);
                 // the destination chunk is inside stage s.
-                unsafe { copy_async::<16, u8>(base.add((r * 64 + swz_a(r, c) * 16) as usize), src, valid * EB) };
+                unsafe { copy_async::<16, u8>(base.add((r * A_ROW + swz_a(r, c) * 16) as usize), src, valid * EB) };
             }
         });
-        // B: (64 / EB) k-rows of 128 columns, 512 chunks, CP per thread.
-        unroll!(4, J => {
+        // B: the K step's rows of 128 columns, as many chunks as A, CP per thread.
+        unroll!(8, J => {
             if J < CP {
                 let q = self.t + J as u32 * TC6_THREADS;
                 let (kr, c) = (q / chunks_per_row, q % chunks_per_row);
@@ -274,16 +287,16 @@ unsafe fn body<const KIND: u32>(p: Problem) {
     // SAFETY (both): the kernel's contract; the stage is unread until a wait and a barrier.
     let issue = |s: u32, kt: u32| unsafe {
         if tf32 {
-            ld.issue::<4, TC_BK_TF32>(smem, s, kt)
+            ld.issue::<4, TC6_BK_TF32>(smem, s, kt)
         } else {
-            ld.issue::<2, TC_BK>(smem, s, kt)
+            ld.issue::<2, TC6_BK>(smem, s, kt)
         }
     };
     let (w, lane) = (warp_id(), lane_id());
     let (wm, wn) = (w / WARPS_N * TC_WARP_M, w % WARPS_N * TC6_WARP_N);
     let (lr, lc) = ldmatrix_row_addr(lane); // this lane's row and column (0 or 8) in a 16x16 quadrant set
     let (g, tq) = (lane / 4, lane % 4);
-    let ktiles = k.div_ceil(if tf32 { TC_BK_TF32 } else { TC_BK });
+    let ktiles = k.div_ceil(if tf32 { TC6_BK_TF32 } else { TC6_BK });
     let mut acc = [[[0f32; 4]; NT]; 4];
     unroll!(4, S => {
         if (S as u32) < STAGES - 1 {
@@ -330,7 +343,7 @@ unsafe fn body<const KIND: u32>(p: Problem) {
             let row = wm + MI as u32 * 16 + lr;
             let c = kk * 2 + lc / 8;
             // SAFETY: as above.
-            let raw = unsafe { ldmatrix_x4(base.add((row * 64 + swz_a(row, c) * 16) as usize)) };
+            let raw = unsafe { ldmatrix_x4(base.add((row * A_ROW + swz_a(row, c) * 16) as usize)) };
             // An 8x8 matrix of 16-bit elements is an 8x4 matrix of f32: for TF32 the
             // same load gives the (g, t) / (g+8, t) / (g, t+4) / (g+8, t+4) fragment.
             af[MI] = if tf32 { raw.map(|x| to_tf32(f32::from_bits(x))) } else { raw };
@@ -391,8 +404,11 @@ unsafe fn body<const KIND: u32>(p: Problem) {
                 issue(next % STAGES, next);
             }
             commit();
-            mma_all(&mut acc, frags(kt, 0));
-            mma_all(&mut acc, frags(kt, 1));
+            unroll!(4, KK => {
+                if (KK as u32) < KSTEPS {
+                    mma_all(&mut acc, frags(kt, KK as u32));
+                }
+            });
             kt += 1;
         }
     }
