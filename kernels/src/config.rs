@@ -45,16 +45,13 @@ pub const WARP_ROW_MAX_COLS: u32 = 1024;
 pub const TC_BM: u32 = 128;
 /// Tensor-core matmul: columns of C per block.
 pub const TC_BN: u32 = 128;
-/// Tensor-core matmul, 16-bit inputs: depth of one K step (two `mma` k16 steps).
+/// Tensor-core matmul, stage 5: depth of one K step (two `mma` k16 steps).
 pub const TC_BK: u32 = 32;
-/// Tensor-core matmul, TF32 inputs: depth of one K step (two `mma` k8 steps); the
-/// same 64 bytes per row of A as [`TC_BK`] 16-bit elements.
-pub const TC_BK_TF32: u32 = 16;
-/// Tensor-core matmul: threads per block, 8 warps as 2 (rows) x 4 (columns).
+/// Tensor-core matmul, stage 5: threads per block, 8 warps as 2 (rows) x 4 (columns).
 pub const TC_THREADS: u32 = 256;
-/// Tensor-core matmul: rows of C per warp (4 `m16` tiles).
+/// Tensor-core matmul, stages 5 and 6: rows of C per warp (4 `m16` tiles).
 pub const TC_WARP_M: u32 = 64;
-/// Tensor-core matmul: columns of C per warp (4 `n8` tiles).
+/// Tensor-core matmul, stage 5: columns of C per warp (4 `n8` tiles).
 pub const TC_WARP_N: u32 = 32;
 /// Tensor-core matmul, stage 6: threads per block, 4 warps as 2 x 2.
 pub const TC6_THREADS: u32 = 128;

@@ -1,24 +1,30 @@
-//! Matmul + ReLU, stage 6: tensor cores fed by a 4-deep `cp.async` pipeline,
+//! Matmul + ReLU, stage 6: tensor cores fed by a multistage `cp.async` pipeline,
 //! XOR-swizzled shared tiles read with `ldmatrix`. bf16, f16 or TF32 inputs, f32
 //! accumulation and output.
 //!
 //! Against stage 5 ([`matmul_mma`](crate::matmul_mma)):
 //! * **Copies, not loads.** Each K step's tiles travel global -> shared as 16-byte
-//!   `cp.async` copies that never pass through registers, issued 3 steps ahead into
-//!   a ring of 4 stages (64 KiB of dynamic shared memory): the tensor cores work on
-//!   step `s` while steps `s+1..s+3` are in flight. Ragged edges are zero-filled by
-//!   the copy itself (fewer source bytes than 16).
+//!   `cp.async` copies that never pass through registers, issued `TC_STAGES - 1` steps
+//!   ahead into a ring of `TC_STAGES` stages (3 x 32 KiB of dynamic shared memory, two
+//!   blocks per SM): the tensor cores work on step `s` while the next steps are in
+//!   flight. Ragged edges are zero-filled by the copy itself (fewer source bytes than
+//!   16); interior tiles copy without any bounds test.
+//! * **Long K steps.** 64 elements of K per step (128-byte rows of A): one barrier and
+//!   one `cp.async.wait_group` per 4 `mma` k16 steps. Halving them from 32-element steps
+//!   was worth 7% on the H100 (docs/PERFORMANCE.md).
 //! * **`ldmatrix`.** A warp's A fragments of a 16x16 tile arrive in one `ldmatrix.x4`
 //!   instead of four 32-bit loads per lane, and two n8 B fragments in one
 //!   `ldmatrix.x4.trans` (B is k-major in shared memory, the `mma` wants it n-major).
 //! * **Swizzles instead of padding.** `ldmatrix` reads 8 rows of 16 bytes at one
-//!   column. A's rows are 64 bytes, so 8 rows span 4 bank lines and would meet 2 by
-//!   2; B's rows are 256 bytes, and 8 rows would all hit the same 4 banks (8-way).
-//!   XOR-ing the 16-byte chunk index with the row bits ([`swz_a`], [`swz_b`]) spreads
-//!   the 8 rows over all 32 banks; `tests/tensor_cores.rs` counts the banks.
+//!   column. A's rows are 128 bytes, one bank line each, and B's 256: unswizzled, the
+//!   8 rows would all hit the same 4 banks (8-way conflicts). XOR-ing the 16-byte chunk
+//!   index with the row bits ([`swz_a`], [`swz_b`]) spreads the 8 rows over all 32
+//!   banks; `tests/tensor_cores.rs` counts the banks.
+//! * **Grouped block order** ([`GROUP_M`] tile-rows down before moving right), so a
+//!   wave of blocks shares panels of A and B in L2.
 //!
-//! TF32 (f32 inputs) uses the same block, warp and stage sizes with K steps of 16
-//! (64-byte rows of A again): A fragments still come from `ldmatrix` (an 8x8 matrix
+//! TF32 (f32 inputs) uses the same block, warp and stage sizes with K steps of 32
+//! (128-byte rows of A again): A fragments still come from `ldmatrix` (an 8x8 matrix
 //! of 16-bit elements is an 8x4 matrix of f32, exactly the tf32 A fragment), each
 //! element rounded with `cvt.rna.tf32.f32`; B fragments are single f32 words,
 //! read with `ld.shared` from a layout swizzled by `k % 4` ([`swz_b_tf32`]).
@@ -442,13 +448,15 @@ kernel! {
     /// `c`: `[m, n]` row-major f32; `epilogue: Relu` fuses the ReLU.
     ///
     /// # Tiling
-    /// Block tile 128x128, K steps of 32, 4 shared stages of 16 KiB (A `[128][32]`,
-    /// B `[32][128]`, 16-byte chunks XOR-swizzled); warp tile 64x32 = 4x4
-    /// `mma.m16n8k16`, fragments by `ldmatrix.x4` (A) and `ldmatrix.x4.trans` (B).
+    /// Block tile 128x128, K steps of 64, 3 shared stages of 32 KiB (A `[128][64]`,
+    /// B `[64][128]`, 16-byte chunks XOR-swizzled); warp tile 64x64 = 4x8
+    /// `mma.m16n8k16` (128 f32 accumulators per lane), fragments by `ldmatrix.x4` (A)
+    /// and `ldmatrix.x4.trans` (B).
     ///
     /// # Thread Mapping
-    /// 256 threads = 8 warps, warp `w` at rows `64·(w/4)`, columns `32·(w%4)`; each
-    /// thread issues 2 copies of A and 2 of B per step; `grid = (ceil(n/128), ceil(m/128))`.
+    /// 128 threads = 4 warps, warp `w` at rows `64·(w/2)`, columns `64·(w%2)`; each
+    /// thread issues 8 copies of A and 8 of B per step; `grid = (ceil(n/128), ceil(m/128))`,
+    /// visited in grouped order ([`GROUP_M`]).
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
     pub unsafe fn matmul_mma_pipelined_bf16(p: MatmulParams16) {
         // SAFETY: forwarded.
@@ -472,7 +480,7 @@ kernel! {
     /// `C = epilogue(A · B)` on tensor cores in TF32: f32 inputs rounded to TF32
     /// (`cvt.rna`), f32 accumulation and output, as PyTorch with
     /// `allow_tf32 = True`. Same pipeline and tiles as
-    /// [`matmul_mma_pipelined_bf16()`] with K steps of 16 and `mma.m16n8k8`.
+    /// [`matmul_mma_pipelined_bf16()`] with K steps of 32 and `mma.m16n8k8`.
     ///
     /// # Safety
     /// As [`matmul_mma_pipelined_bf16()`], with `lda` and `ldb` multiples of 4.
