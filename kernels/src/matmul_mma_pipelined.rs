@@ -26,8 +26,7 @@
 //! TF32 (f32 inputs) uses the same block, warp and stage sizes with K steps of 32
 //! (128-byte rows of A again): A fragments still come from `ldmatrix` (an 8x8 matrix
 //! of 16-bit elements is an 8x4 matrix of f32, exactly the tf32 A fragment), each
-//! element rounded to TF32 as `cvt.rna.tf32.f32` does, in integer operations
-//! ([`tf32_round_int`]); B fragments are single f32 words,
+//! element rounded with `cvt.rna.tf32.f32`; B fragments are single f32 words,
 //! read with `ld.shared` from a layout swizzled by `k % 4` ([`swz_b_tf32`]).
 //!
 //! The host sends only aligned problems here (rows of A and B 16-byte aligned:
@@ -38,9 +37,8 @@ use crate::config::{
 };
 use crate::matmul_mma::write_c;
 use crate::params::{MatmulParams, MatmulParams16};
-use simt_std::convert::tf32_round_int;
 use simt_std::mma::{
-    ldmatrix_row_addr, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, mma_f16, mma_tf32,
+    ldmatrix_row_addr, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, mma_f16, mma_tf32, to_tf32,
 };
 use simt_std::pipeline::{commit, copy_async, wait};
 use simt_std::shared::{dynamic_shared, Smem};
@@ -328,7 +326,7 @@ unsafe fn body<const KIND: u32>(p: Problem) {
                         let kr = kk * 8 + tq + 4 * R as u32;
                         let word = swz_b_tf32(kr, col / 4) * 4 + col % 4;
                         // SAFETY: inside stage kt % STAGES, landed and published by the last barrier.
-                        bf[NJ][R] = tf32_round_int(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
+                        bf[NJ][R] = to_tf32(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
                     });
                 }
             });
@@ -354,7 +352,7 @@ unsafe fn body<const KIND: u32>(p: Problem) {
             let raw = unsafe { ldmatrix_x4(base.add((row * A_ROW + swz_a(row, c) * 16) as usize)) };
             // An 8x8 matrix of 16-bit elements is an 8x4 matrix of f32: for TF32 the
             // same load gives the (g, t) / (g+8, t) / (g, t+4) / (g+8, t+4) fragment.
-            af[MI] = if tf32 { raw.map(|x| tf32_round_int(f32::from_bits(x))) } else { raw };
+            af[MI] = if tf32 { raw.map(|x| to_tf32(f32::from_bits(x))) } else { raw };
         });
         (af, bf)
     };

@@ -133,20 +133,6 @@ pub fn tf32_rna_bits(x: f32) -> u32 {
     b.wrapping_add(0x1000) & !0x1fff
 }
 
-/// [`tf32_rna_bits`] in four integer operations, on the GPU too: the same bits as
-/// `cvt.rna.tf32.f32` for every finite input and infinity; a NaN becomes the canonical
-/// quiet NaN (`cvt` keeps a NaN too, with its own payload). Cheaper than `cvt` in a
-/// matmul's inner loop, where every fragment element is rounded.
-#[inline(always)]
-pub fn tf32_round_int(x: f32) -> u32 {
-    let b = x.to_bits();
-    if b & 0x7fff_ffff > 0x7f80_0000 {
-        0x7fc0_0000
-    } else {
-        b.wrapping_add(0x1000) & !0x1fff
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,21 +176,6 @@ mod tests {
                 assert_eq!(f32_to_f16_rne(x), h, "{h:#x} -> {x}");
             }
         }
-    }
-
-    #[test]
-    fn tf32_integer_rounding_matches_rna() {
-        // Every 4097th bit pattern of the finite range, both signs, ties included.
-        for x in (1u32..0x7f80_0000)
-            .step_by(4097)
-            .chain([0x3f80_1000, 0x3f80_3000, 0x0000_1000])
-        {
-            for v in [f32::from_bits(x), -f32::from_bits(x)] {
-                assert_eq!(tf32_round_int(v), tf32_rna_bits(v), "{v:e}");
-            }
-        }
-        assert_eq!(tf32_round_int(f32::INFINITY), f32::INFINITY.to_bits());
-        assert!(f32::from_bits(tf32_round_int(f32::from_bits(0x7f80_0001))).is_nan());
     }
 
     #[test]
