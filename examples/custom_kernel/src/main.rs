@@ -1,4 +1,4 @@
-//! `cargo run -p custom-kernel --release`: a new kernel (fused bias + GeLU) written,
+//! `cargo run --release` (in `examples/custom_kernel/`): a new kernel (fused bias + GeLU) written,
 //! built and launched from outside the lecture, on the GPU or the emulator.
 use custom_kernel::{bias_gelu, reference};
 
