@@ -7,9 +7,9 @@ use kernels::config::{MM_BM, MM_BN, NAIVE_TILE};
 pub use kernels::params::Epilogue;
 use kernels::params::{MatMut, MatRef, MatmulParams};
 use kernels::{matmul_naive, matmul_tiled, matmul_tiled_db, matmul_warptiled};
-use simt::{dim3, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, MAX_GRID};
+use simt::{Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
-use super::{check_mut, check_ref};
+use super::{check_product, tile_grid, Product};
 use crate::ptx;
 
 /// Which matmul kernel.
@@ -80,17 +80,14 @@ pub fn matmul(
     epilogue: Epilogue,
 ) -> Result<()> {
     let op = "matmul";
-    let (m, k, lda) = check_ref(gpu, op, "A", &a)?;
-    let (kb, n, ldb) = check_ref(gpu, op, "B", &b)?;
-    let (mc, nc, ldc) = check_mut(gpu, op, "C", &c)?;
-    if kb != k || mc != m || nc != n {
-        return Err(SimtError::Shape {
-            op,
-            detail: format!(
-                "A is {m}x{k}, B is {kb}x{n}, C is {mc}x{nc}: need A m x k, B k x n, C m x n"
-            ),
-        });
-    }
+    let Product {
+        m,
+        n,
+        k,
+        lda,
+        ldb,
+        ldc,
+    } = check_product(gpu, op, &a, &b, &c)?;
     if m == 0 || n == 0 {
         return Ok(());
     }
@@ -128,16 +125,7 @@ pub fn matmul(
             }
         }
     }
-    let grid = |bm: u32, bn: u32| -> Result<simt::Dim3> {
-        let gy = m.div_ceil(bm);
-        if gy > MAX_GRID.y {
-            return Err(SimtError::TooLarge {
-                op,
-                detail: format!("m = {m} needs {gy} block rows, over 65535; split A's rows"),
-            });
-        }
-        Ok(dim3(n.div_ceil(bn), gy, 1))
-    };
+    let grid = |bm: u32, bn: u32| tile_grid(op, m, n, bm, bn);
     fn go<K: Kernel<Args = (MatmulParams,)>>(
         gpu: &Gpu,
         grid: simt::Dim3,

@@ -21,11 +21,9 @@ pub use half::{bf16, f16};
 use kernels::config::{TC_BM, TC_BN};
 use kernels::params::{Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16};
 use kernels::{convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6};
-use simt::{
-    dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, MAX_GRID,
-};
+use simt::{dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
-use super::{check_mut, fits_u32};
+use super::{check_product, fits_u32, tile_grid, Product};
 use crate::ptx;
 
 /// Which tensor-core stage.
@@ -97,24 +95,12 @@ fn check<T: DeviceCopy>(
     b: &MatrixRef<'_, T>,
     c: &MatrixMut<'_, f32>,
 ) -> Result<(u32, u32, u32)> {
-    gpu.check(op, "A", a.buffer())?;
-    gpu.check(op, "B", b.buffer())?;
-    let (mc, nc, _) = check_mut(gpu, op, "C", c)?;
-    let (m, k, kb, n) = (a.rows(), a.cols(), b.rows(), b.cols());
-    if kb != k || mc as usize != m || nc as usize != n {
-        return Err(SimtError::Shape {
-            op,
-            detail: format!(
-                "A is {m}x{k}, B is {kb}x{n}, C is {mc}x{nc}: need A m x k, B k x n, C m x n"
-            ),
-        });
-    }
+    let Product { m, n, k, .. } = check_product(gpu, op, a, b, c)?;
     let eb = std::mem::size_of::<T>();
     for (what, l) in [("A", a.layout()), ("B", b.layout())] {
         if (l.min_len() as u64) * eb as u64 > u32::MAX as u64 {
             return Err(SimtError::TooLarge { op, detail: format!("{what} spans {} bytes; the tensor-core kernels index bytes in 32 bits; split the product", l.min_len() * eb) });
         }
-        fits_u32(op, what, l.ld)?;
     }
     if c.layout().min_len() as u64 > u32::MAX as u64 {
         return Err(SimtError::TooLarge {
@@ -122,18 +108,11 @@ fn check<T: DeviceCopy>(
             detail: "C spans 2^32 elements or more; split the product".into(),
         });
     }
-    Ok((m as u32, n as u32, k as u32))
+    Ok((m, n, k))
 }
 
 fn grid(op: &'static str, m: u32, n: u32) -> Result<simt::Dim3> {
-    let gy = m.div_ceil(TC_BM);
-    if gy > MAX_GRID.y {
-        return Err(SimtError::TooLarge {
-            op,
-            detail: format!("m = {m} needs {gy} block rows, over 65535; split A's rows"),
-        });
-    }
-    Ok(dim3(n.div_ceil(TC_BN), gy, 1))
+    tile_grid(op, m, n, TC_BM, TC_BN)
 }
 
 /// Whether a view's rows all start 16-byte aligned (what stage 6's copies need).

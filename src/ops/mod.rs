@@ -9,6 +9,7 @@
 //!
 //! Zero-sized inputs follow PyTorch: an op on an empty tensor returns an empty
 //! result and launches nothing (see each op for its case).
+use cust::memory::DeviceCopy;
 use simt::{Buffer, Gpu, MatrixMut, MatrixRef, Result, SimtError};
 
 pub mod gelu;
@@ -25,11 +26,11 @@ pub(crate) fn fits_u32(op: &'static str, what: &str, v: usize) -> Result<u32> {
 }
 
 /// A matrix view's device and 32-bit sizes: `(rows, cols, ld)`.
-pub(crate) fn check_ref(
+pub(crate) fn check_ref<T: DeviceCopy>(
     gpu: &Gpu,
     op: &'static str,
     what: &'static str,
-    m: &MatrixRef<'_, f32>,
+    m: &MatrixRef<'_, T>,
 ) -> Result<(u32, u32, u32)> {
     gpu.check(op, what, m.buffer())?;
     Ok((
@@ -47,6 +48,59 @@ pub(crate) fn check_mut(
     m: &MatrixMut<'_, f32>,
 ) -> Result<(u32, u32, u32)> {
     check_ref(gpu, op, what, &m.as_ref())
+}
+
+/// The sizes of a checked product `C (m x n) = A (m x k) · B (k x n)`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Product {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub lda: u32,
+    pub ldb: u32,
+    pub ldc: u32,
+}
+
+/// Devices, 32-bit sizes and agreeing shapes of `A·B -> C`: what every matmul checks.
+pub(crate) fn check_product<T: DeviceCopy>(
+    gpu: &Gpu,
+    op: &'static str,
+    a: &MatrixRef<'_, T>,
+    b: &MatrixRef<'_, T>,
+    c: &MatrixMut<'_, f32>,
+) -> Result<Product> {
+    let (m, k, lda) = check_ref(gpu, op, "A", a)?;
+    let (kb, n, ldb) = check_ref(gpu, op, "B", b)?;
+    let (mc, nc, ldc) = check_mut(gpu, op, "C", c)?;
+    if kb != k || mc != m || nc != n {
+        return Err(SimtError::Shape {
+            op,
+            detail: format!(
+                "A is {m}x{k}, B is {kb}x{n}, C is {mc}x{nc}: need A m x k, B k x n, C m x n"
+            ),
+        });
+    }
+    Ok(Product {
+        m,
+        n,
+        k,
+        lda,
+        ldb,
+        ldc,
+    })
+}
+
+/// The grid of `bm x bn` output tiles over an `m x n` C: `(n tiles, m tiles)`, or
+/// `TooLarge` when the tile rows pass the grid's y limit.
+pub(crate) fn tile_grid(op: &'static str, m: u32, n: u32, bm: u32, bn: u32) -> Result<simt::Dim3> {
+    let gy = m.div_ceil(bm);
+    if gy > simt::MAX_GRID.y {
+        return Err(SimtError::TooLarge {
+            op,
+            detail: format!("m = {m} needs {gy} block rows, over 65535; split A's rows"),
+        });
+    }
+    Ok(simt::dim3(n.div_ceil(bn), gy, 1))
 }
 
 /// An elementwise pair: same device, same length, 32-bit length.
