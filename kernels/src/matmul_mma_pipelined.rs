@@ -231,9 +231,10 @@ struct Problem {
     relu: bool,
 }
 
-impl Problem {
-    #[inline(always)]
-    fn of16(p: MatmulParams16) -> Problem {
+/// A [`Problem`] from either parameter struct (their fields have the same names).
+macro_rules! problem_of {
+    ($p:expr) => {{
+        let p = $p;
         let (a, b, c) = (p.a, p.b, p.c);
         Problem {
             a: a.ptr as *const u8,
@@ -247,23 +248,7 @@ impl Problem {
             ldc: c.ld,
             relu: p.epilogue as u32 != 0,
         }
-    }
-    #[inline(always)]
-    fn of32(p: MatmulParams) -> Problem {
-        let (a, b, c) = (p.a, p.b, p.c);
-        Problem {
-            a: a.ptr as *const u8,
-            b: b.ptr as *const u8,
-            c: c.ptr,
-            m: a.rows,
-            n: b.cols,
-            k: a.cols,
-            lda: a.ld,
-            ldb: b.ld,
-            ldc: c.ld,
-            relu: p.epilogue as u32 != 0,
-        }
-    }
+    }};
 }
 
 /// The kernel for `KIND` ([`BF16`], [`F16`] or [`TF32`] inputs).
@@ -460,7 +445,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
     pub unsafe fn matmul_mma_pipelined_bf16(p: MatmulParams16) {
         // SAFETY: forwarded.
-        unsafe { body::<BF16>(Problem::of16(p)) }
+        unsafe { body::<BF16>(problem_of!(p)) }
     }
 }
 
@@ -472,7 +457,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
     pub unsafe fn matmul_mma_pipelined_f16(p: MatmulParams16) {
         // SAFETY: forwarded.
-        unsafe { body::<F16>(Problem::of16(p)) }
+        unsafe { body::<F16>(problem_of!(p)) }
     }
 }
 
@@ -490,6 +475,6 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC_SMEM_BYTES)]
     pub unsafe fn matmul_mma_pipelined_tf32(p: MatmulParams) {
         // SAFETY: forwarded.
-        unsafe { body::<TF32>(Problem::of32(p)) }
+        unsafe { body::<TF32>(problem_of!(p)) }
     }
 }
