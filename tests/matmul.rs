@@ -32,13 +32,8 @@ fn check(m: usize, n: usize, k: usize, pad: usize, relu: bool) {
         )
         .unwrap();
         let c = g.download(&c).unwrap();
-        let got: Vec<f32> = (0..m)
-            .flat_map(|i| c[i * ldc..i * ldc + n].to_vec())
-            .collect();
-        // f32 FMA chains of length k on values in [-1, 1]: the rounding error of a
-        // partial sum of size ~sqrt(k)/3 is ~eps·sqrt(k)/3 per step, ~eps·k/3 over k
-        // steps in the worst case seen on a GPU (2.3e-5 at k = 1000; docs/GPU-RUNS.md).
-        let atol = 1.2e-7 * k as f64 + 1e-6;
+        let got = dense_rows(&c, m, n, ldc);
+        let atol = matmul_atol(k);
         assert_close(
             &format!("{kern:?} {m}x{n}x{k} pad {pad} relu {relu}"),
             seed,

@@ -152,9 +152,7 @@ fn strided_views() {
     )
     .unwrap();
     let y = g.download(&y).unwrap();
-    let got: Vec<f32> = (0..rows)
-        .flat_map(|i| y[i * ldy..i * ldy + cols].to_vec())
-        .collect();
+    let got = dense_rows(&y, rows, cols, ldy);
     assert_close(
         "softmax strided",
         seed,

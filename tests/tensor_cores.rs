@@ -380,11 +380,9 @@ fn check_tc<T: TcInput>(stage: TcKernel, m: usize, n: usize, k: usize, pad: usiz
     )
     .unwrap();
     let c = g.download(&c).unwrap();
-    let got: Vec<f32> = (0..m)
-        .flat_map(|i| c[i * ldc..i * ldc + n].to_vec())
-        .collect();
+    let got = dense_rows(&c, m, n, ldc);
     // Products of 16-bit inputs are exact; f32 sums of k terms in [-1, 1].
-    let atol = 1.2e-7 * k as f64 + 1e-6;
+    let atol = matmul_atol(k);
     assert_close(
         &format!("{} {stage:?} {m}x{n}x{k} pad {pad} relu {relu}", T::NAME),
         seed,
@@ -501,16 +499,14 @@ fn tf32_matmul_against_f64() {
         )
         .unwrap();
         let c = g.download(&c).unwrap();
-        let got: Vec<f32> = (0..m)
-            .flat_map(|i| c[i * ldc..i * ldc + n].to_vec())
-            .collect();
+        let got = dense_rows(&c, m, n, ldc);
         assert_close(
             &format!("tf32 {m}x{n}x{k}"),
             seed,
             &got,
             &want,
             1e-5,
-            1.2e-7 * k as f64 + 1e-6,
+            matmul_atol(k),
             1e-5,
         );
     }

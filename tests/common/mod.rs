@@ -103,3 +103,17 @@ pub fn assert_close(
         out.len()
     );
 }
+
+/// The `rows x cols` elements of a row-major buffer with row stride `ld`, densely.
+pub fn dense_rows(buf: &[f32], rows: usize, cols: usize, ld: usize) -> Vec<f32> {
+    (0..rows)
+        .flat_map(|i| buf[i * ld..i * ld + cols].to_vec())
+        .collect()
+}
+
+/// Absolute tolerance of an f32-accumulated product of depth `k` on values in
+/// [-1, 1]: the rounding error of partial sums grows ~eps·k/3 in the worst case seen
+/// on a GPU (2.3e-5 at k = 1000; docs/GPU-RUNS.md).
+pub fn matmul_atol(k: usize) -> f64 {
+    1.2e-7 * k as f64 + 1e-6
+}
