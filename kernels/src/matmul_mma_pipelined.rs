@@ -37,7 +37,6 @@ use crate::config::{
 };
 use crate::matmul_mma::write_c;
 use crate::params::{MatmulParams, MatmulParams16};
-use simt_std::memory::{store4_first, F32x4};
 use simt_std::mma::{
     ldmatrix_row_addr, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, mma_f16, mma_tf32, to_tf32,
 };
@@ -75,8 +74,6 @@ const _: () = assert!(
 /// 64x64 warp tiles there are registers for it; with 64x32 tiles at 2 blocks per SM
 /// (128 registers) they would spill.
 const DOUBLE_BUFFER: bool = TC6_WARP_N == 64 && KSTEPS == 2;
-// TF32's permuted B fragments ([`write_c_tf32`]) need 64-column warp tiles.
-const _: () = assert!(NT == 8);
 /// Bytes of A per stage (128 rows of 64 bytes); B follows.
 const A_BYTES: u32 = TC_BM * A_ROW;
 const _: () = assert!(TC_STAGE_BYTES == 2 * A_BYTES && TC_SMEM_BYTES == STAGES * TC_STAGE_BYTES);
@@ -214,54 +211,6 @@ impl Loader {
     }
 }
 
-/// Writes a TF32 warp tile (64x64, permuted columns) of C with the epilogue.
-///
-/// Tile `4h + e`'s accumulator pair `(2t, 2t+1)` holds columns `32h + 8t + e` and
-/// `32h + 8t + 4 + e` (see the B fragments in [`body`]): for each `h`, `H` and `i`
-/// the four tiles `e = 0..4` give 4 adjacent columns, one 16-byte store.
-///
-/// # Safety
-/// `c` writable at `c[i*ldc + j]` for `i < m, j < n`.
-#[inline(always)]
-unsafe fn write_c_tf32(
-    acc: &[[[f32; 4]; NT]; 4],
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    ldc: u32,
-    r0: u32,
-    c0: u32,
-    lane: u32,
-    relu: bool,
-) {
-    let vec = ldc % 4 == 0 && c as usize % 16 == 0;
-    let (g, t) = (lane / 4, lane % 4);
-    unroll!(4, MI => {
-        unroll!(2, HH => {
-            let row = r0 + MI as u32 * 16 + g + 8 * HH as u32;
-            if row < m {
-                unroll!(2, H => {
-                    unroll!(2, I => {
-                        let col = c0 + 32 * H as u32 + 8 * t + 4 * I as u32;
-                        let relu_of = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
-                        let v = F32x4 {
-                            x: relu_of(acc[MI][4 * H][2 * HH + I]),
-                            y: relu_of(acc[MI][4 * H + 1][2 * HH + I]),
-                            z: relu_of(acc[MI][4 * H + 2][2 * HH + I]),
-                            w: relu_of(acc[MI][4 * H + 3][2 * HH + I]),
-                        };
-                        if col < n {
-                            // SAFETY: row < m, and the first min(n - col, 4) columns are
-                            // < n; col is a multiple of 4, so with `vec` it is aligned.
-                            unsafe { store4_first(c.add((row * ldc + col) as usize), v, n - col, vec) };
-                        }
-                    });
-                });
-            }
-        });
-    });
-}
-
 /// Which inputs a launch multiplies.
 const BF16: u32 = 0;
 const F16: u32 = 1;
@@ -354,21 +303,17 @@ unsafe fn body<const KIND: u32>(p: Problem) {
         let base = smem.add(((kt % STAGES) * TC_STAGE_BYTES) as usize);
         let mut bf = [[0u32; 2]; NT];
         if tf32 {
-            // Permuted columns: n8 tile `4h + e` takes columns `32h + 4j + e` (j = 0..8)
-            // of the warp's 64, so lane (g, t) reads its B values of 4 tiles as one
-            // 16-byte word, columns 32h + 4g .. + 4 of rows t and t + 4: 4 `ld.shared.v4`
-            // per k8 step instead of 16 scalar loads. The swizzle by `k % 4` puts each
-            // quarter-warp's 8 words in 8 distinct bank groups. The product is the same
-            // (each tile still sees all of K); only C's columns move ([`write_c_tf32`]).
-            unroll!(2, H => {
-                unroll!(2, R => {
-                    let kr = kk * 8 + tq + 4 * R as u32;
-                    let chunk = (wn + 32 * H as u32) / 4 + g;
-                    // SAFETY: inside stage kt % STAGES, landed and published by the last
-                    // barrier; 16-byte aligned chunk.
-                    let v = unsafe { base.add((A_BYTES + kr * TC_BN * 4 + swz_b_tf32(kr, chunk) * 16) as usize).cast::<f32>().load4() }.to_array();
-                    unroll!(4, E => { bf[4 * H + E][R] = to_tf32(v[E]); });
-                });
+            // Single f32 words, read from a layout swizzled by k % 4, rounded to TF32.
+            unroll!(8, NJ => {
+                if NJ < NT {
+                    let col = wn + NJ as u32 * 8 + g;
+                    unroll!(2, R => {
+                        let kr = kk * 8 + tq + 4 * R as u32;
+                        let word = swz_b_tf32(kr, col / 4) * 4 + col % 4;
+                        // SAFETY: inside stage kt % STAGES, landed and published by the last barrier.
+                        bf[NJ][R] = to_tf32(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
+                    });
+                }
             });
         } else {
             // Two n8 tiles per `ldmatrix.x4.trans` (B is k-major in shared memory).
@@ -457,11 +402,6 @@ unsafe fn body<const KIND: u32>(p: Problem) {
             });
             kt += 1;
         }
-    }
-    if tf32 {
-        // SAFETY: the kernel's contract for C.
-        unsafe { write_c_tf32(&acc, p.c, m, n, p.ldc, row0 + wm, col0 + wn, lane, p.relu) };
-        return;
     }
     // SAFETY: the kernel's contract for C.
     unsafe {
