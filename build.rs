@@ -1,7 +1,15 @@
-//! Compiles `kernels/` to PTX (`$OUT_DIR/kernels.ptx`) and writes the typed module
-//! `src/lib.rs` includes (`$OUT_DIR/kernels.rs`). All of it is simt-builder's.
+//! Compiles `kernels/` to two PTX modules and writes the typed modules `src/lib.rs`
+//! includes: the portable one (`$OUT_DIR/kernels.{ptx,rs}`, sm_80, every GPU since
+//! the A100) and the Hopper one (`$OUT_DIR/kernels_sm90a.{ptx,rs}`: the wgmma and TMA
+//! kernels, which `cfg(simt_target = "sm_90a")` keeps out of the other). All of it
+//! is simt-builder's.
 fn main() {
     let built = simt_builder::Builder::new("kernels")
+        .build()
+        .unwrap_or_else(|e| panic!("\n{e}\n"));
+    simt_builder::Builder::new("kernels")
+        .name("kernels_sm90a")
+        .target_cpu("sm_90a")
         .build()
         .unwrap_or_else(|e| panic!("\n{e}\n"));
     println!("cargo:rustc-env=SIMT_DEVICE_TOOLCHAIN={}", built.toolchain);

@@ -1,8 +1,9 @@
 //! Matmul + ReLU on tensor cores: `cargo run --release --example matmul_tc [-- N ...]`.
 //!
 //! For each size: the inputs converted to bf16 / f16 on the device (round to nearest
-//! even), stage 5 (`mma.sync` from plain tiles) and stage 6 (`cp.async` pipeline,
-//! swizzled tiles, `ldmatrix`) in bf16 and f16, and stage 6 in TF32 on the f32
+//! even), stage 5 (`mma.sync` from plain tiles), stage 6 (`cp.async` pipeline,
+//! swizzled tiles, `ldmatrix`) and, on Hopper and the emulator, stage 7 (`wgmma`, TMA,
+//! warp specialization) in bf16 and f16, and stage 6 in TF32 on the f32
 //! inputs; each checked against float64 on sampled rows, both of the rounded inputs
 //! (what the kernel must get right) and of the original f32 ones (what the precision
 //! costs), then timed. GPU if present, else the emulator (small sizes).
@@ -129,10 +130,15 @@ fn main() -> Result<()> {
             );
             Ok(())
         };
-        for (name, stage) in [
+        let hopper = TcKernel::best(&gpu) == TcKernel::Wgmma;
+        let mut stages = vec![
             ("bf16 stage 5 (mma)", TcKernel::Mma),
             ("bf16 stage 6 (pipelined)", TcKernel::MmaPipelined),
-        ] {
+        ];
+        if hopper {
+            stages.push(("bf16 stage 7 (wgmma)", TcKernel::Wgmma));
+        }
+        for (name, stage) in stages {
             report(name, peak16, &want_bf, &mut c, &mut |c| {
                 matmul_tc(
                     &gpu,
@@ -144,22 +150,22 @@ fn main() -> Result<()> {
                 )
             })?;
         }
-        report(
-            "f16 stage 6 (pipelined)",
-            peak16,
-            &want_h,
-            &mut c,
-            &mut |c| {
+        let mut f16_stages = vec![("f16 stage 6 (pipelined)", TcKernel::MmaPipelined)];
+        if hopper {
+            f16_stages.push(("f16 stage 7 (wgmma)", TcKernel::Wgmma));
+        }
+        for (name, stage) in f16_stages {
+            report(name, peak16, &want_h, &mut c, &mut |c| {
                 matmul_tc(
                     &gpu,
-                    TcKernel::MmaPipelined,
+                    stage,
                     ah.matrix(n, n)?,
                     bh.matrix(n, n)?,
                     c.matrix_mut(n, n)?,
                     Epilogue::Relu,
                 )
-            },
-        )?;
+            })?;
+        }
         report(
             "tf32 stage 6 (pipelined)",
             peak_tf32,

@@ -1,6 +1,8 @@
 //! The generated PTX module assembles with ptxas for sm_80 and sm_90, with no
 //! errors and no register spills; prints the per-kernel resource report.
-use rust_simt::profile::{find_ptxas, kernel_names, kernel_ptx, ptxas_report, resource_table};
+use rust_simt::profile::{
+    find_ptxas, kernel_names, kernel_ptx, ptxas_report, ptxas_report_sm90a, resource_table,
+};
 use rust_simt::ptx::MODULE;
 
 #[test]
@@ -115,4 +117,68 @@ fn bounds_of(name: &str) -> rust_simt::kernels::simt_std::LaunchBounds {
         "matmul_mma_pipelined_f16" => p6::matmul_mma_pipelined_f16::BOUNDS,
         _ => p6::matmul_mma_pipelined_tf32::BOUNDS,
     }
+}
+
+#[test]
+fn hopper_module_assembles_without_spills_or_serialised_wgmma() {
+    use kernels::matmul_wgmma as s7;
+    use rust_simt::ptx::sm90a::MODULE as HOPPER;
+    use rust_simt::Kernel;
+    let ptxas = find_ptxas().expect("ptxas not found: run scripts/setup.sh, or set SIMT_PTXAS");
+    assert!(
+        HOPPER.ptx().contains(".target sm_90a"),
+        "the Hopper module targets sm_90a"
+    );
+    assert!(
+        HOPPER.ptx().contains(".version 8.3"),
+        "PTX 8.3 (the tensor-map fence)"
+    );
+    // Only the Hopper kernels: the portable ones stay in the sm_80 module.
+    let entries = HOPPER.entries();
+    assert!(
+        entries.iter().any(|e| e == "matmul_wgmma_bf16"),
+        "{entries:?}"
+    );
+    assert!(!entries.iter().any(|e| e == "gelu_fused"), "{entries:?}");
+    assert!(!MODULE.entries().iter().any(|e| e == "matmul_wgmma_bf16"));
+    let res =
+        ptxas_report_sm90a(&ptxas).unwrap_or_else(|e| panic!("ptxas -arch=sm_90a failed:\n{e}"));
+    println!("ptxas -v -arch=sm_90a:\n{}", resource_table(&res));
+    assert_eq!(res.len(), entries.len());
+    for r in &res {
+        assert_eq!(
+            r.spill_stores + r.spill_loads,
+            0,
+            "{} spills registers",
+            r.kernel
+        );
+        assert_eq!(
+            r.stack_bytes, 0,
+            "{} uses a stack frame (its accumulators left the registers)",
+            r.kernel
+        );
+    }
+    // 384 threads, one block per SM: at most 65536 / 384 = 170 registers, and the
+    // launch bounds say so.
+    for (k, b) in [
+        (s7::matmul_wgmma_bf16::NAME, s7::matmul_wgmma_bf16::BOUNDS),
+        (s7::matmul_wgmma_f16::NAME, s7::matmul_wgmma_f16::BOUNDS),
+    ] {
+        let r = res.iter().find(|r| r.kernel == k).unwrap();
+        assert!(
+            r.registers <= 65536 / b.max_block_threads(),
+            "{k}: {} registers",
+            r.registers
+        );
+        let ptx = simt_builder_entry(HOPPER.ptx(), k);
+        assert!(
+            ptx.contains(".maxntid 384, 1, 1\n.minnctapersm 1"),
+            "{k}: launch bounds"
+        );
+    }
+}
+
+fn simt_builder_entry(ptx: &str, k: &str) -> String {
+    let at = ptx.find(&format!(".entry {k}(")).expect("entry");
+    ptx[at..].chars().take(4000).collect()
 }

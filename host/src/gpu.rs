@@ -46,9 +46,11 @@ type Timing = (&'static str, Box<dyn Event>, Box<dyn Event>);
 pub struct Gpu {
     dev: Arc<Device>,
     note: String,
-    /// Crates whose modules are loaded, with their kernels.
-    modules: RefCell<Vec<(&'static str, Vec<String>)>>,
+    /// Loaded modules: crate, PTX target, kernels.
+    modules: RefCell<Vec<(&'static str, &'static str, Vec<String>)>>,
     profile: RefCell<Option<Vec<Timing>>>,
+    /// Tensor maps in device memory, most recent last (see `tensor_map`).
+    tensor_maps: RefCell<Vec<(crate::tensor_map::TensorMapDesc, Arc<Buffer<u64>>)>>,
 }
 
 impl Gpu {
@@ -62,6 +64,7 @@ impl Gpu {
             note,
             modules: RefCell::new(Vec::new()),
             profile: RefCell::new(None),
+            tensor_maps: RefCell::new(Vec::new()),
         }
     }
 
@@ -132,16 +135,22 @@ impl Gpu {
 
     /// Loads a module (what `simt-builder` generated as `MODULE`) so its kernels can
     /// be launched. Loading one twice is a no-op. A module built for a newer
-    /// architecture than the device's is [`SimtError::Unsupported`].
+    /// architecture than the device's, or for an architecture-specific target
+    /// (`sm_90a`) of another one, is [`SimtError::Unsupported`]: check
+    /// [`Gpu::can_load`] first. One crate may have a module per target (a portable
+    /// `sm_80` one and an `sm_90a` one, say); a launch finds its kernel in either.
     pub fn load(&self, m: &Module) -> Result<()> {
-        if self.is_loaded(m.crate_name()) {
+        if self
+            .modules
+            .borrow()
+            .iter()
+            .any(|(c, t, _)| *c == m.crate_name() && *t == m.target())
+        {
             return Ok(());
         }
-        let need = m.min_compute_capability();
-        let have = self.props().compute_capability;
-        if self.kind() == BackendKind::Cuda && have < need {
+        if !self.can_load(m) {
             return Err(SimtError::Unsupported(format!(
-                "the module of `{}` is built for {} and this device is {}: load a module built for an older target (simt_builder::Builder::target_cpu)",
+                "the module of `{}` is built for {} and this device is {}: load a module built for a target this device runs (simt_builder::Builder::target_cpu, e.g. the portable sm_80)",
                 m.crate_name(),
                 m.target(),
                 self.props().sm()
@@ -150,13 +159,30 @@ impl Gpu {
         self.dev.backend.load(m)?;
         self.modules
             .borrow_mut()
-            .push((m.crate_name(), m.entries()));
+            .push((m.crate_name(), m.target(), m.entries()));
         Ok(())
     }
 
-    /// Whether the module of the kernels crate `crate_name` is loaded.
+    /// Whether this device can run module `m`: always on the emulator; on a GPU, a
+    /// compute capability at least the target's, and exactly it for the
+    /// architecture-specific targets (`sm_90a` runs only on 9.0).
+    pub fn can_load(&self, m: &Module) -> bool {
+        let need = m.min_compute_capability();
+        let have = self.props().compute_capability;
+        self.kind() == BackendKind::Emulator
+            || if m.arch_specific() {
+                have == need
+            } else {
+                have >= need
+            }
+    }
+
+    /// Whether a module of the kernels crate `crate_name` is loaded.
     pub fn is_loaded(&self, crate_name: &str) -> bool {
-        self.modules.borrow().iter().any(|(n, _)| *n == crate_name)
+        self.modules
+            .borrow()
+            .iter()
+            .any(|(n, _, _)| *n == crate_name)
     }
 
     /// `Ok` if `buf` was allocated on this `Gpu`, else [`SimtError::WrongDevice`]
@@ -282,21 +308,35 @@ impl Gpu {
         K::Args: LaunchArgs,
     {
         let shared_bytes = launch::validate::<K>(&cfg, &args, self.props().smem_per_block_optin)?;
-        {
+        let target = {
             let mods = self.modules.borrow();
-            let Some((_, entries)) = mods.iter().find(|(n, _)| *n == K::MODULE) else {
+            if !mods.iter().any(|(n, _, _)| *n == K::MODULE) {
                 return Err(SimtError::ModuleNotLoaded {
                     kernel: K::NAME,
                     module: K::MODULE,
                 });
-            };
-            if !entries.iter().any(|e| e == K::NAME) {
-                return Err(SimtError::BadLaunch {
-                    kernel: K::NAME,
-                    detail: format!("the loaded module of `{}` has no entry `{}`: rebuild it (cargo clean -p of the host crate)", K::MODULE, K::NAME),
-                });
             }
-        }
+            let found = mods
+                .iter()
+                .find(|(n, _, e)| *n == K::MODULE && e.iter().any(|e| e == K::NAME));
+            match (found, K::BOUNDS.target) {
+                (Some((_, t, _)), _) => *t,
+                (None, Some(t)) => {
+                    return Err(SimtError::Unsupported(format!(
+                        "kernel `{}` is built only for {t} ({}) and this device is {}: its module is not loaded here; use a portable kernel on this device",
+                        K::NAME,
+                        target_note(t),
+                        self.props().sm()
+                    )))
+                }
+                (None, None) => {
+                    return Err(SimtError::BadLaunch {
+                        kernel: K::NAME,
+                        detail: format!("no loaded module of `{}` has an entry `{}`: rebuild it (cargo clean -p of the host crate)", K::MODULE, K::NAME),
+                    })
+                }
+            }
+        };
         let timing = if self.profile.borrow().is_some() {
             let (s, e) = (self.dev.backend.event()?, self.dev.backend.event()?);
             self.dev.backend.record(&*s)?;
@@ -312,6 +352,7 @@ impl Gpu {
             let raw = RawLaunch {
                 kernel: K::NAME,
                 module: K::MODULE,
+                target,
                 grid: cfg.grid,
                 block: cfg.block,
                 shared_bytes,
@@ -359,9 +400,47 @@ impl Gpu {
         e.elapsed_ms(&*s)
     }
 
+    /// A tensor map in device memory, from the cache or encoded and uploaded now.
+    pub(crate) fn tensor_map_buffer(
+        &self,
+        d: &crate::tensor_map::TensorMapDesc,
+    ) -> Result<Arc<Buffer<u64>>> {
+        let mut cache = self.tensor_maps.borrow_mut();
+        if let Some(i) = cache.iter().position(|(k, _)| k == d) {
+            let e = cache.remove(i);
+            let buf = e.1.clone();
+            cache.push(e);
+            return Ok(buf);
+        }
+        let words = self.dev.backend.encode_tensor_map(d)?;
+        let buf = Arc::new(self.upload(&words)?);
+        if cache.len() == 64 {
+            cache.remove(0);
+        }
+        cache.push((*d, buf.clone()));
+        Ok(buf)
+    }
+
     /// The driver's resources of kernel `K` (registers, static shared memory, local
     /// memory). `None` on the emulator or before its module is loaded.
     pub fn kernel_resources<K: Kernel>(&self) -> Result<Option<KernelResources>> {
-        self.dev.backend.kernel_resources(K::MODULE, K::NAME)
+        let target = self
+            .modules
+            .borrow()
+            .iter()
+            .find(|(n, _, e)| *n == K::MODULE && e.iter().any(|e| e == K::NAME))
+            .map(|(_, t, _)| *t);
+        match target {
+            Some(t) => self.dev.backend.kernel_resources(K::MODULE, t, K::NAME),
+            None => Ok(None),
+        }
+    }
+}
+
+/// What an architecture-specific target needs, for error messages.
+fn target_note(target: &str) -> &'static str {
+    match target {
+        "sm_90a" => "wgmma and TMA: compute capability 9.0 exactly, an H100 or H200",
+        _ => "an architecture-specific target",
     }
 }

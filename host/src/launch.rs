@@ -175,6 +175,8 @@ pub(crate) unsafe fn trampoline<K: Kernel>(args: *const ()) {
 pub(crate) struct RawLaunch<'a> {
     pub kernel: &'static str,
     pub module: &'static str,
+    /// The PTX target of the loaded module that has the kernel.
+    pub target: &'static str,
     pub grid: Dim3,
     pub block: Dim3,
     pub shared_bytes: u32,

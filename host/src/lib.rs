@@ -22,6 +22,7 @@
 //! | [`Buffer`] | device memory that knows its device |
 //! | [`MatrixRef`], [`MatrixMut`], [`Layout`] | matrix views with shape and row stride |
 //! | [`Module`] | a PTX module, as `simt-builder` writes it |
+//! | [`TensorMap`] | a TMA tensor map of a matrix, for Hopper kernels |
 //! | [`LaunchConfig`] | grid and block, built from the kernel's contract |
 //! | [`emulator`] | the CPU SIMT emulator and its settings |
 //! | [`SimtError`] | every failure, typed, with what to do |
@@ -36,6 +37,7 @@ mod error;
 mod gpu;
 mod launch;
 mod module;
+mod tensor_map;
 mod view;
 
 pub use buffer::Buffer;
@@ -45,6 +47,7 @@ pub use gpu::{Gpu, LaunchRecord};
 pub use launch::{LaunchArgs, LaunchConfig, MAX_GRID};
 pub use module::Module;
 pub use simt_std::{Dim3, Kernel, KernelParam};
+pub use tensor_map::{TensorMap, TmaElement, TmaSwizzle};
 pub use view::{Layout, MatrixMut, MatrixRef};
 
 /// `Dim3` shorthand.

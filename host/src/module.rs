@@ -46,6 +46,11 @@ impl Module {
             .map(|s| s.trim_end_matches('(').trim().to_string())
             .collect()
     }
+    /// Whether the target is architecture-specific (`sm_90a`): its module runs only
+    /// on that exact compute capability.
+    pub fn arch_specific(&self) -> bool {
+        self.target.ends_with('a')
+    }
     /// The lowest compute capability that can run it (from `sm_XY`).
     pub fn min_compute_capability(&self) -> (i32, i32) {
         let digits: String = self

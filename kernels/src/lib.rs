@@ -12,7 +12,9 @@
 //! | [`row_sum`] | blocks per row with atomics, lane groups per row |
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
 //! | [`matmul_mma`], [`matmul_mma_pipelined`] | matmul + ReLU on tensor cores (bf16, f16, tf32), stages 5 and 6 |
+//! | [`matmul_wgmma`] | matmul + ReLU with `wgmma` and TMA (bf16, f16; Hopper, sm_90a module), stage 7 |
 //! | [`util`] | fills (poisoning, zeroing, L2 flushes) |
+//! | [`hopper_probes`] | probes of the Hopper primitives (TMA through an mbarrier, one wgmma region) |
 //! | [`selftest`] | probes of every device-library primitive, for the tests |
 //! | [`config`] | block and tile sizes shared with the host (one source of truth) |
 #![cfg_attr(
@@ -23,18 +25,39 @@
 #![allow(clippy::missing_safety_doc)] // each kernel's `# Safety` lives in its doc template
 
 pub mod config;
-pub mod convert;
-pub mod gelu;
-pub mod matmul_mma;
-pub mod matmul_mma_pipelined;
-pub mod matmul_naive;
-pub mod matmul_tiled;
-pub mod matmul_tiled_db;
-pub mod matmul_warptiled;
 pub mod params;
-pub mod row_sum;
-pub mod selftest;
-pub mod softmax;
-pub mod util;
+
+/// Declares modules that are compiled for the host (the emulator) and for every PTX
+/// target except `sm_90a`, whose module holds only the Hopper kernels.
+macro_rules! portable {
+    ($($m:ident),* $(,)?) => {$(
+        #[cfg(any(not(target_arch = "nvptx64"), not(simt_target = "sm_90a")))]
+        pub mod $m;
+    )*};
+}
+/// Declares modules of Hopper-only kernels (wgmma, TMA, mbarriers): compiled for the
+/// host and for `sm_90a`.
+macro_rules! hopper {
+    ($($m:ident),* $(,)?) => {$(
+        #[cfg(any(not(target_arch = "nvptx64"), simt_target = "sm_90a"))]
+        pub mod $m;
+    )*};
+}
+
+portable!(
+    convert,
+    gelu,
+    matmul_mma,
+    matmul_mma_pipelined,
+    matmul_naive,
+    matmul_tiled,
+    matmul_tiled_db,
+    matmul_warptiled,
+    row_sum,
+    selftest,
+    softmax,
+    util,
+);
+hopper!(hopper_probes, matmul_wgmma);
 
 pub use simt_std;

@@ -4,6 +4,7 @@
 //!
 //! Named fields instead of a positional argument list: swapping `m` and `n`, or
 //! `lda` and `ldb`, no longer type-checks by accident.
+use simt_std::tma::TensorMap;
 use simt_std::{kernel_params, KernelParam};
 
 kernel_params! {
@@ -22,6 +23,19 @@ kernel_params! {
 
     /// `C = epilogue(A · B)` with 16-bit `A: m x k`, `B: k x n` and f32 `C: m x n`.
     pub struct MatmulParams16 { pub a: MatRef16, pub b: MatRef16, pub c: MatMut, pub epilogue: Epilogue }
+
+    /// `C = epilogue(A · B)` for the Hopper kernels: A and B as TMA tensor maps in
+    /// global memory (`a_map` of `A: m x k` with boxes of 128 rows x 64 columns,
+    /// `b_map` of `B: k x n` with boxes of 64 x 64, both 128-byte swizzled), f32 `C`.
+    pub struct MatmulParamsTma {
+        pub a_map: *const TensorMap,
+        pub b_map: *const TensorMap,
+        pub c: MatMut,
+        pub m: u32,
+        pub n: u32,
+        pub k: u32,
+        pub epilogue: Epilogue,
+    }
 }
 
 /// What the matmul applies to each accumulated output before storing it.

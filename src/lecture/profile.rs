@@ -67,3 +67,9 @@ pub use simt_builder::ptxas::{find as find_ptxas, table as resource_table, Resou
 pub fn ptxas_report(ptxas: &Path, arch: &str) -> Result<Vec<Resources>, String> {
     simt_builder::ptxas::report(ptxas, MODULE.ptx(), arch)
 }
+
+/// Assembles the Hopper module (`sm_90a`: the wgmma and TMA kernels) with `ptxas -v`;
+/// serialised wgmma (ptxas warnings C7515, C7511) is an error.
+pub fn ptxas_report_sm90a(ptxas: &Path) -> Result<Vec<Resources>, String> {
+    simt_builder::ptxas::report(ptxas, crate::ptx::sm90a::MODULE.ptx(), "sm_90a")
+}

@@ -19,9 +19,15 @@
 use cust::memory::DeviceCopy;
 pub use half::{bf16, f16};
 use kernels::config::{TC_BM, TC_BN};
-use kernels::params::{Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16};
-use kernels::{convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6};
-use simt::{dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
+use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS};
+use kernels::params::{
+    Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma,
+};
+use kernels::{convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_wgmma as s7};
+use simt::{
+    dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, TensorMap,
+    TmaElement, TmaSwizzle,
+};
 
 use super::{check_product, fits_u32, tile_grid, Product};
 use crate::ptx;
@@ -31,17 +37,37 @@ use crate::ptx;
 pub enum TcKernel {
     /// Stage 5: `mma.sync` from plain shared tiles, any strides and alignment.
     Mma,
-    /// Stage 6: 4-stage `cp.async` pipeline, swizzled tiles, `ldmatrix`. Views whose
+    /// Stage 6: 3-stage `cp.async` pipeline, swizzled tiles, `ldmatrix`. Views whose
     /// rows are not 16-byte aligned run stage 5 instead.
     MmaPipelined,
+    /// Stage 7 (Hopper, compute capability 9.0 only): `wgmma` from shared memory,
+    /// TMA copies, an mbarrier ring, a producer and two consumer warpgroups. Views
+    /// whose rows are not 16-byte aligned run stage 5; another device is
+    /// [`SimtError::Unsupported`] (use [`TcKernel::best`]).
+    Wgmma,
+}
+
+impl TcKernel {
+    /// The fastest stage this device runs: [`TcKernel::Wgmma`] where the Hopper
+    /// module loads (an H100 or H200, and the emulator), else
+    /// [`TcKernel::MmaPipelined`].
+    pub fn best(gpu: &Gpu) -> TcKernel {
+        if gpu.can_load(&ptx::sm90a::MODULE) {
+            TcKernel::Wgmma
+        } else {
+            TcKernel::MmaPipelined
+        }
+    }
 }
 
 /// The 16-bit input types of the tensor-core matmul.
-pub trait TcInput: DeviceCopy + Default {
+pub trait TcInput: TmaElement + Default {
     /// "bf16" or "f16".
     const NAME: &'static str;
     #[doc(hidden)]
     fn launch(gpu: &Gpu, stage: TcKernel, grid: simt::Dim3, p: MatmulParams16) -> Result<()>;
+    #[doc(hidden)]
+    fn launch_tma(gpu: &Gpu, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()>;
 }
 
 fn go<K: Kernel<Args = (P,)>, P: simt::KernelParam>(
@@ -61,7 +87,11 @@ impl TcInput for bf16 {
         match stage {
             TcKernel::Mma => go::<s5::matmul_mma_bf16, _>(gpu, grid, p),
             TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_bf16, _>(gpu, grid, p),
+            TcKernel::Wgmma => unreachable!("stage 7 launches through launch_tma"),
         }
+    }
+    fn launch_tma(gpu: &Gpu, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()> {
+        go::<s7::matmul_wgmma_bf16, _>(gpu, grid, p)
     }
 }
 
@@ -71,7 +101,11 @@ impl TcInput for f16 {
         match stage {
             TcKernel::Mma => go::<s5::matmul_mma_f16, _>(gpu, grid, p),
             TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_f16, _>(gpu, grid, p),
+            TcKernel::Wgmma => unreachable!("stage 7 launches through launch_tma"),
         }
+    }
+    fn launch_tma(gpu: &Gpu, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()> {
+        go::<s7::matmul_wgmma_f16, _>(gpu, grid, p)
     }
 }
 
@@ -150,6 +184,33 @@ pub fn matmul_tc<T: TcInput>(
         );
     }
     ptx::load(gpu)?;
+    let aligned = rows_aligned(&a) && rows_aligned(&b);
+    if stage == TcKernel::Wgmma && aligned {
+        if !gpu.can_load(&ptx::sm90a::MODULE) {
+            return Err(SimtError::Unsupported(format!(
+                "{op}: stage 7 (wgmma, TMA) needs compute capability 9.0 (an H100 or H200), this device is {}; use TcKernel::best(gpu)",
+                gpu.props().sm()
+            )));
+        }
+        // Boxes: A 128 rows x 64 columns (one 128-byte row of K), B 64 k-rows x 64 columns.
+        let am = TensorMap::tiled(gpu, a, WG_BM, WG_BK, TmaSwizzle::B128)?;
+        let bm = TensorMap::tiled(gpu, b, WG_BK, WG_B_BOX_COLS, TmaSwizzle::B128)?;
+        let p = MatmulParamsTma {
+            a_map: am.ptr(),
+            b_map: bm.ptr(),
+            c: MatMut {
+                ptr: c.ptr_mut(),
+                rows: m,
+                cols: n,
+                ld: c.ld() as u32,
+            },
+            m,
+            n,
+            k,
+            epilogue,
+        };
+        return T::launch_tma(gpu, tile_grid(op, m, n, WG_BM, WG_BN)?, p);
+    }
     let ldc = c.ld() as u32;
     let p = MatmulParams16 {
         a: MatRef16 {
@@ -172,7 +233,7 @@ pub fn matmul_tc<T: TcInput>(
         },
         epilogue,
     };
-    let stage = if stage == TcKernel::MmaPipelined && !(rows_aligned(&a) && rows_aligned(&b)) {
+    let stage = if stage != TcKernel::Mma && !aligned {
         TcKernel::Mma
     } else {
         stage

@@ -98,6 +98,16 @@ pub struct Builder {
     ptxas_check: bool,
 }
 
+/// The PTX ISA a target needs beyond rustc's default for it: the `a` targets'
+/// instructions (`wgmma`, `setmaxnreg`, the tensor-map copies) are PTX 8.0, and the
+/// tensor-map proxy fence 8.3 (a CUDA 12.3 driver, R545, or newer).
+fn ptx_feature(sm: &str) -> Option<&'static str> {
+    match sm {
+        "sm_90a" => Some("+ptx83"),
+        _ => None,
+    }
+}
+
 impl Builder {
     /// The kernels crate at `path`, relative to the calling crate's manifest folder
     /// (`CARGO_MANIFEST_DIR`) unless absolute.
@@ -117,7 +127,10 @@ impl Builder {
     }
 
     /// PTX target CPU (`sm_80`, `sm_90`, `sm_90a`, ...). Default: `SIMT_SM`, else `sm_80`,
-    /// whose module the driver JIT-compiles for any newer GPU.
+    /// whose module the driver JIT-compiles for any newer GPU. The kernels crate sees
+    /// it as `cfg(simt_target = "sm_90a")` (say), so one crate can build a portable
+    /// module and a Hopper one: `sm_90a` code (wgmma, TMA) runs only on compute
+    /// capability 9.0, and its module is PTX 8.3.
     pub fn target_cpu(mut self, sm: &str) -> Builder {
         self.target_cpu = Some(sm.to_string());
         self
@@ -180,13 +193,15 @@ impl Builder {
             .clone()
             .or_else(|| std::env::var("SIMT_SM").ok())
             .unwrap_or_else(|| "sm_80".into());
-        // Shared by every kernels crate of the build and across profiles:
-        // <target>/<profile>/build/<pkg>/out -> <target>/simt-kernels
+        // Shared by every kernels crate of the build and across profiles, one per PTX
+        // target (their rustc flags differ, so one directory would rebuild each time):
+        // <target>/<profile>/build/<pkg>/out -> <target>/simt-kernels/<sm>
         let target_dir = out_dir
             .ancestors()
             .nth(4)
             .map(|p| p.join("simt-kernels"))
-            .unwrap_or_else(|| out_dir.join("simt-kernels"));
+            .unwrap_or_else(|| out_dir.join("simt-kernels"))
+            .join(&sm);
 
         let mut cmd = tc.command();
         cmd.current_dir(&dir)
@@ -214,7 +229,16 @@ impl Builder {
             .args(["--config", "profile.release.debug=false", "--target-dir"])
             .arg(&target_dir)
             .args(["--", "--emit=asm", "-C"])
-            .arg(format!("target-cpu={sm}"));
+            .arg(format!("target-cpu={sm}"))
+            // Kernels crates choose per-target code with `cfg(simt_target = "sm_90a")`
+            // (declare it in the crate's `[lints.rust] unexpected_cfgs`).
+            .arg("--cfg")
+            .arg(format!("simt_target=\"{sm}\""))
+            .arg("--check-cfg")
+            .arg("cfg(simt_target, values(any()))");
+        if let Some(f) = ptx_feature(&sm) {
+            cmd.args(["-C", &format!("target-feature={f}")]);
+        }
         let out = cmd.output().map_err(|e| {
             Error::Compile(format!(
                 "could not run {} ({}): {e}",

@@ -66,6 +66,12 @@ pub fn report(ptxas: &Path, ptx: &str, arch: &str) -> Result<Vec<Resources>, Str
     if !out.status.success() || text.contains("error") {
         return Err(text);
     }
+    // C7515: a wgmma serialised because other instructions touch its accumulators;
+    // C7511: too few registers for wgmma's pipelining. Either means the asm regions
+    // of `simt_std::wgmma` were split or starved: slow at best, so refuse the module.
+    if text.contains("C7515") || text.contains("C7511") {
+        return Err(format!("ptxas serialised wgmma instructions (see simt_std::wgmma: one asm region per accumulator lifetime):\n{text}"));
+    }
     Ok(parse_report(&text, &crate::ptx::entries(ptx)))
 }
 

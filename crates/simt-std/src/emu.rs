@@ -37,6 +37,24 @@ pub enum WarpMatrixOp {
     Ldmatrix { num: u32, trans: bool, addr: usize },
 }
 
+/// A warpgroup `wgmma` region as one thread hands it to the emulator: the 128
+/// threads of the warpgroup must all reach one with the same descriptors; the
+/// emulator then multiplies the operands the descriptors point at and adds the
+/// product into every thread's accumulator fragment (`acc`, a host pointer to this
+/// thread's `n / 2` f32).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WgmmaOp {
+    pub kind: crate::mma::MmaKind,
+    /// The tile's width N (the instruction's `m64nNk16` / `m64nNk8`).
+    pub n: u32,
+    /// Matrix descriptors of A and B for each of the region's K steps.
+    pub a: [u64; 4],
+    pub b: [u64; 4],
+    /// B is stored N-major (`imm-trans-b = 1`), else K-major.
+    pub trans_b: bool,
+    pub acc: usize,
+}
+
 /// What one emulated GPU thread can ask of the emulator.
 pub trait ThreadEnv {
     fn thread_idx(&self) -> Dim3;
@@ -60,6 +78,20 @@ pub trait ThreadEnv {
     fn copy_commit(&self);
     /// Performs every committed group except the `pending` newest.
     fn copy_wait(&self, pending: usize);
+    /// The shared-window address of `p`, a pointer into the block's dynamic shared
+    /// memory (what descriptors and the swizzle use on the GPU).
+    fn shared_window_addr(&self, p: *const u8) -> u32;
+    /// `mbarrier.init`: the barrier at `bar` expects `count` arrivals per phase.
+    fn mbar_init(&self, bar: *mut u8, count: u32);
+    /// An arrival on `bar`, announcing `tx_bytes` of transactions (0: a plain arrive).
+    fn mbar_arrive(&self, bar: *mut u8, tx_bytes: u32);
+    /// Suspends until the phase of parity `parity` of `bar` has completed.
+    fn mbar_wait(&self, bar: *mut u8, parity: u32);
+    /// A TMA box copy of `map`'s box at `coords` to `dst`, completing on `bar`.
+    fn tma_load(&self, dst: *mut u8, map: *const u8, coords: [i32; 2], bar: *mut u8);
+    /// A warpgroup `wgmma` region (fence, the K steps, commit, wait); every thread
+    /// of the warpgroup must call it.
+    fn wgmma(&self, op: WgmmaOp);
 }
 
 thread_local! {

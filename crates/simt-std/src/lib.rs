@@ -49,13 +49,17 @@ pub mod convert;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu;
 pub mod math;
+pub mod mbarrier;
 pub mod memory;
 pub mod mma;
 pub mod pipeline;
 pub mod shared;
 pub mod swizzle;
 pub mod thread;
+pub mod tma;
 pub mod warp;
+pub mod wgmma;
+mod wgmma_ops;
 
 pub use thread::Dim3;
 
@@ -86,6 +90,9 @@ pub struct LaunchBounds {
     pub block: BlockShape,
     /// Blocks per SM the register allocation must allow (0: no launch bounds).
     pub min_blocks_per_sm: u32,
+    /// The one PTX target the kernel is built for (`Some("sm_90a")` for Hopper-only
+    /// kernels: wgmma, TMA); `None` for portable kernels.
+    pub target: Option<&'static str>,
 }
 
 impl LaunchBounds {
@@ -93,6 +100,7 @@ impl LaunchBounds {
     pub const UNSET: LaunchBounds = LaunchBounds {
         block: BlockShape::Unset,
         min_blocks_per_sm: 0,
+        target: None,
     };
 
     /// Exactly `(threads, 1, 1)`.
@@ -113,6 +121,13 @@ impl LaunchBounds {
     pub const fn max_threads(self, threads: u32) -> Self {
         LaunchBounds {
             block: BlockShape::AtMost(threads),
+            ..self
+        }
+    }
+    /// Only in the module of PTX target `sm` (e.g. `"sm_90a"`).
+    pub const fn target(self, sm: &'static str) -> Self {
+        LaunchBounds {
+            target: Some(sm),
             ..self
         }
     }
@@ -237,6 +252,7 @@ macro_rules! kernel_params {
 /// | `max_threads = N` | any block of at most `N` threads |
 /// | `min_blocks = B` | launch bounds: ptxas plans registers for `B` blocks per SM |
 /// | `shared = EXPR` | dynamic shared bytes, an expression of the parameters |
+/// | `target = "sm_90a"` | built only into the module of that PTX target (declare the kernel under `#[cfg]`s that keep it out of the others); a launch elsewhere is an `Unsupported` error |
 ///
 /// ```ignore
 /// kernel! {
@@ -328,6 +344,9 @@ macro_rules! __launch_key {
     ($b:ident, min_blocks, $v:expr) => {
         $b.min_blocks($v)
     };
+    ($b:ident, target, $v:expr) => {
+        $b.target($v)
+    };
     ($b:ident, shared, $v:expr) => {
         $b
     };
@@ -335,7 +354,7 @@ macro_rules! __launch_key {
         compile_error!(concat!(
             "unknown #[launch] key `",
             stringify!($other),
-            "`: use threads, block, max_threads, min_blocks or shared"
+            "`: use threads, block, max_threads, min_blocks, shared or target"
         ))
     };
 }

@@ -72,6 +72,22 @@ impl<T> Smem<T> {
     pub(crate) fn ptr(self) -> *mut T {
         self.ptr
     }
+    /// The 32-bit shared-window address: what `wgmma` descriptors, TMA and the
+    /// address-based swizzles see. The emulator gives the block's dynamic shared
+    /// memory a window address of its own choosing, 128- but not 1024-byte aligned
+    /// (kernels that need 1024-byte alignment must align it themselves, as on the
+    /// GPU); a static array has none there (a panic naming the kernel and thread).
+    #[inline(always)]
+    pub fn window_addr(self) -> u32 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            self.addr
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            crate::emu::env().shared_window_addr(self.ptr as *const u8)
+        }
+    }
     /// The same address as a pointer to `U` (reinterpreting the bytes).
     #[inline(always)]
     pub fn cast<U>(self) -> Smem<U> {

@@ -21,13 +21,14 @@ use crate::device::{BackendKind, DeviceProps, KernelResources};
 use crate::error::{cuda, Result, SimtError};
 use crate::launch::RawLaunch;
 use crate::module::Module;
+use crate::tensor_map::{TensorMapDesc, TmaSwizzle};
 
 /// Dynamic shared memory a kernel may use without opting in.
 const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
 
 pub(crate) struct CudaBackend {
     // Field order is drop order: modules and stream before the context.
-    modules: Mutex<HashMap<&'static str, CuModule>>,
+    modules: Mutex<HashMap<(&'static str, &'static str), CuModule>>,
     stream: Stream,
     ctx: Context,
     props: DeviceProps,
@@ -173,20 +174,22 @@ impl Backend for CudaBackend {
     fn load(&self, m: &Module) -> Result<()> {
         self.current()?;
         let mut mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        if !mods.contains_key(m.crate_name()) {
+        if !mods.contains_key(&(m.crate_name(), m.target())) {
             let module = CuModule::from_ptx(m.ptx(), &[])
                 .map_err(cuda(format!("loading the PTX module of `{}` (.target {}; is the driver too old for its .version?)", m.crate_name(), m.target())))?;
-            mods.insert(m.crate_name(), module);
+            mods.insert((m.crate_name(), m.target()), module);
         }
         Ok(())
     }
     unsafe fn launch(&self, l: &RawLaunch) -> Result<()> {
         self.current()?;
         let mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        let module = mods.get(l.module).ok_or(SimtError::ModuleNotLoaded {
-            kernel: l.kernel,
-            module: l.module,
-        })?;
+        let module = mods
+            .get(&(l.module, l.target))
+            .ok_or(SimtError::ModuleNotLoaded {
+                kernel: l.kernel,
+                module: l.module,
+            })?;
         let f = module.get_function(l.kernel).map_err(cuda(format!(
             "finding kernel `{}` in the PTX module of `{}`",
             l.kernel, l.module
@@ -232,10 +235,57 @@ impl Backend for CudaBackend {
             .expect("an event of this backend");
         e.0.record(&self.stream).map_err(cuda("cuEventRecord"))
     }
-    fn kernel_resources(&self, module: &str, kernel: &str) -> Result<Option<KernelResources>> {
+    fn encode_tensor_map(&self, d: &TensorMapDesc) -> Result<[u64; 16]> {
+        self.current()?;
+        let mut map = AlignedMap([0; 16]);
+        let dims = d.dims;
+        let strides = [d.row_stride];
+        let boxdim = d.boxdim;
+        let elem_strides = [1u32, 1];
+        let swizzle = match d.swizzle {
+            TmaSwizzle::None => 0, // CU_TENSOR_MAP_SWIZZLE_NONE
+            TmaSwizzle::B128 => 3, // CU_TENSOR_MAP_SWIZZLE_128B
+        };
+        // SAFETY: every pointer is to a local array of the length the driver reads
+        // for rank 2 (dims 2, strides 1, box 2, element strides 2); the map is 64-byte
+        // aligned and 128 bytes; the arguments were checked by `TensorMap::tiled`.
+        let status = unsafe {
+            cuTensorMapEncodeTiled(
+                map.0.as_mut_ptr() as *mut std::ffi::c_void,
+                d.cu_type,
+                2,
+                d.global as *mut std::ffi::c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxdim.as_ptr(),
+                elem_strides.as_ptr(),
+                0, // CU_TENSOR_MAP_INTERLEAVE_NONE
+                swizzle,
+                2, // CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                0, // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros outside the matrix
+            )
+        };
+        if status != 0 {
+            return Err(SimtError::Driver {
+                context: format!("cuTensorMapEncodeTiled ({d:?})"),
+                status: format!("status {status}"),
+            });
+        }
+        Ok(map.0)
+    }
+    fn kernel_resources(
+        &self,
+        module: &str,
+        target: &str,
+        kernel: &str,
+    ) -> Result<Option<KernelResources>> {
         self.current()?;
         let mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(m) = mods.get(module) else {
+        let Some(m) = mods
+            .iter()
+            .find(|((c, t), _)| *c == module && *t == target)
+            .map(|(_, m)| m)
+        else {
             return Ok(None);
         };
         let f = m
@@ -273,4 +323,28 @@ impl Event for CudaEvent {
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// A `CUtensorMap`: 128 bytes, 64-byte aligned.
+#[repr(C, align(64))]
+struct AlignedMap([u64; 16]);
+
+extern "C" {
+    /// The driver's tensor-map encoder (CUDA 12.0+; `cust` 0.3 does not bind it).
+    /// Enums are C `int`s; the result is a `CUresult` read as an integer, so a status
+    /// this binding does not know is not undefined behaviour.
+    fn cuTensorMapEncodeTiled(
+        tensor_map: *mut std::ffi::c_void,
+        data_type: u32,
+        rank: u32,
+        global_address: *mut std::ffi::c_void,
+        global_dim: *const u64,
+        global_strides: *const u64,
+        box_dim: *const u32,
+        element_strides: *const u32,
+        interleave: u32,
+        swizzle: u32,
+        l2_promotion: u32,
+        oob_fill: u32,
+    ) -> i32;
 }

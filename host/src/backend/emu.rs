@@ -11,6 +11,7 @@ use crate::emulator::{self, EmuConfig, EmuLaunch, HostMem};
 use crate::error::Result;
 use crate::launch::RawLaunch;
 use crate::module::Module;
+use crate::tensor_map::TensorMapDesc;
 
 pub(crate) struct EmuBackend {
     cfg: EmuConfig,
@@ -106,7 +107,10 @@ impl Backend for EmuBackend {
         e.0.set(Some(Instant::now()));
         Ok(())
     }
-    fn kernel_resources(&self, _: &str, _: &str) -> Result<Option<KernelResources>> {
+    fn encode_tensor_map(&self, d: &TensorMapDesc) -> Result<[u64; 16]> {
+        Ok(crate::tensor_map::emulator_words(d))
+    }
+    fn kernel_resources(&self, _: &str, _: &str, _: &str) -> Result<Option<KernelResources>> {
         Ok(None)
     }
 }

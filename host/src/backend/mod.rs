@@ -9,6 +9,7 @@ use crate::device::{BackendKind, DeviceProps, KernelResources};
 use crate::error::Result;
 use crate::launch::RawLaunch;
 use crate::module::Module;
+use crate::tensor_map::TensorMapDesc;
 
 #[cfg(simt_cuda)]
 mod cuda;
@@ -54,7 +55,14 @@ pub(crate) trait Backend: Send + Sync {
     /// Records `e` at this point of the launch order.
     fn record(&self, e: &dyn Event) -> Result<()>;
     /// The driver's resource report of a loaded kernel (`None` on the emulator).
-    fn kernel_resources(&self, module: &str, kernel: &str) -> Result<Option<KernelResources>>;
+    fn kernel_resources(
+        &self,
+        module: &str,
+        target: &str,
+        kernel: &str,
+    ) -> Result<Option<KernelResources>>;
+    /// The 128 bytes of a checked tensor map (the driver's, or the emulator's).
+    fn encode_tensor_map(&self, d: &TensorMapDesc) -> Result<[u64; 16]>;
 }
 
 /// A point in the launch order whose time can be read once the work before it ran.

@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use corosensei::Yielder;
-use simt_std::emu::{ShflMode, ThreadEnv, WarpMatrixOp};
+use simt_std::emu::{ShflMode, ThreadEnv, WarpMatrixOp, WgmmaOp};
 use simt_std::Dim3;
 
 use super::EmuError;
@@ -16,6 +16,9 @@ pub(crate) enum Event {
     Barrier,
     Shfl(ShflMode, u32, u32),
     Warp(WarpMatrixOp),
+    /// An mbarrier wait: the barrier's address and the awaited parity.
+    MbarWait(usize, u32),
+    Wgmma(WgmmaOp),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -24,6 +27,8 @@ pub(crate) enum State {
     Barrier,
     Shfl(ShflMode, u32, u32),
     Warp(WarpMatrixOp),
+    MbarWait(usize, u32),
+    Wgmma(WgmmaOp),
     Done,
 }
 
@@ -32,6 +37,8 @@ pub(crate) struct BlockMem {
     statics: RefCell<Vec<(usize, usize, Box<[u128]>)>>,
     dynamic: Box<[u128]>,
     dynamic_bytes: usize,
+    /// mbarriers and their TMA copies.
+    pub(crate) hopper: super::hopper::Hopper,
 }
 
 const POISON: u128 = u128::MAX; // 0xFF bytes: NaN as f32
@@ -42,7 +49,13 @@ impl BlockMem {
             statics: RefCell::new(Vec::new()),
             dynamic: vec![POISON; dynamic_bytes.div_ceil(16)].into_boxed_slice(),
             dynamic_bytes,
+            hopper: Default::default(),
         }
+    }
+
+    /// The host address and size of the dynamic shared memory.
+    pub(crate) fn dynamic_range(&self) -> (usize, usize) {
+        (self.dynamic.as_ptr() as usize, self.dynamic_bytes)
     }
 
     /// Whether `addr..addr + len` lies inside one of the block's shared arrays.
@@ -140,6 +153,26 @@ impl ThreadEnv for Ctx {
         let mut c = self.copies.borrow_mut();
         let group = std::mem::take(&mut c.0);
         c.1.push_back(group);
+    }
+    fn shared_window_addr(&self, p: *const u8) -> u32 {
+        self.window_addr(p)
+    }
+    fn mbar_init(&self, bar: *mut u8, count: u32) {
+        self.mbar_init_impl(bar, count)
+    }
+    fn mbar_arrive(&self, bar: *mut u8, tx_bytes: u32) {
+        self.mbar_arrive_impl(bar, tx_bytes)
+    }
+    fn mbar_wait(&self, bar: *mut u8, parity: u32) {
+        if !self.mbar_wait_now(bar, parity) {
+            self.suspend(Event::MbarWait(bar as usize, parity));
+        }
+    }
+    fn tma_load(&self, dst: *mut u8, map: *const u8, coords: [i32; 2], bar: *mut u8) {
+        self.tma_load_impl(dst, map, coords, bar)
+    }
+    fn wgmma(&self, op: WgmmaOp) {
+        self.suspend(Event::Wgmma(op));
     }
     fn copy_wait(&self, pending: usize) {
         let mut c = self.copies.borrow_mut();

@@ -35,9 +35,12 @@ use simt_std::Dim3;
 
 use crate::launch::EmuEntry;
 
+mod hopper;
 mod memory;
 mod scheduler;
 mod warp;
+
+pub use hopper::TENSOR_MAP_MAGIC;
 
 pub(crate) use memory::HostMem;
 
@@ -126,6 +129,14 @@ pub enum EmuError {
         thread: Dim3,
         message: String,
     },
+    /// Threads wait (on mbarriers, a barrier) and none can make progress: a hang on
+    /// a GPU.
+    Hang {
+        kernel: &'static str,
+        block: Dim3,
+        thread: Dim3,
+        detail: String,
+    },
     /// Could not allocate emulator resources.
     Resources(String),
 }
@@ -151,6 +162,12 @@ impl fmt::Display for EmuError {
             EmuError::Panic { kernel, block, thread, message } => {
                 write!(f, "kernel `{kernel}` panicked in block {}, thread {}: {message}", d(*block), d(*thread))
             }
+            EmuError::Hang { kernel, block, thread, detail } => write!(
+                f,
+                "kernel `{kernel}`, block {}: thread {} {detail}, and no thread of the block can make progress (on a GPU this hangs): check the arrival counts, the transaction bytes and the phase parities",
+                d(*block),
+                d(*thread)
+            ),
             EmuError::Resources(m) => write!(f, "emulator: {m}"),
         }
     }

@@ -13,7 +13,7 @@ use simt_std::emu::{self, ThreadEnv};
 use simt_std::Dim3;
 
 use super::memory::{BlockMem, Ctx, Event, State};
-use super::{warp, EmuConfig, EmuError, EmuLaunch, Order};
+use super::{hopper, warp, EmuConfig, EmuError, EmuLaunch, Order};
 use crate::launch::EmuEntry;
 
 /// The kernel entry moved into each coroutine.
@@ -134,6 +134,10 @@ pub(super) unsafe fn run_block(
                 Ok(CoroutineResult::Yield(Event::Barrier)) => state[t] = State::Barrier,
                 Ok(CoroutineResult::Yield(Event::Shfl(m, v, a))) => state[t] = State::Shfl(m, v, a),
                 Ok(CoroutineResult::Yield(Event::Warp(op))) => state[t] = State::Warp(op),
+                Ok(CoroutineResult::Yield(Event::MbarWait(b, p))) => {
+                    state[t] = State::MbarWait(b, p)
+                }
+                Ok(CoroutineResult::Yield(Event::Wgmma(op))) => state[t] = State::Wgmma(op),
                 Ok(CoroutineResult::Return(())) => {
                     state[t] = State::Done;
                     pool.push(cos[t].take().unwrap().into_stack());
@@ -156,8 +160,19 @@ pub(super) unsafe fn run_block(
         if state.iter().all(|s| matches!(s, State::Done)) {
             return Ok(());
         }
-        // Warp shuffles whose 32 lanes are all there.
-        let progressed = warp::complete_collectives(kernel, bid, &ctxs, &mem, &mut state)?;
+        // Warp shuffles whose 32 lanes are all there, wgmma regions whose warpgroup is,
+        // and mbarrier waits whose phase completed (landing its TMA copies).
+        let mut progressed = false;
+        for s in state.iter_mut() {
+            if let State::MbarWait(b, p) = *s {
+                if mem.hopper.wait_ready(b, p) {
+                    *s = State::Run(0);
+                    progressed = true;
+                }
+            }
+        }
+        progressed |= warp::complete_collectives(kernel, bid, &ctxs, &mem, &mut state)?;
+        progressed |= hopper::complete_wgmma(kernel, bid, &ctxs, &mut state)?;
         if progressed {
             continue;
         }
@@ -166,6 +181,21 @@ pub(super) unsafe fn run_block(
         if at_barrier == n {
             state.iter_mut().for_each(|s| *s = State::Run(0));
             continue;
+        }
+        if let Some(t) = state.iter().position(|s| matches!(s, State::MbarWait(..))) {
+            let State::MbarWait(b, p) = state[t] else {
+                unreachable!()
+            };
+            return Err(EmuError::Hang {
+                kernel,
+                block: bid,
+                thread: ctxs[t].tid,
+                detail: format!(
+                    "waits for the phase of parity {p} of the mbarrier at shared window address {:#x} ({})",
+                    (b.wrapping_sub(mem.dynamic_range().0) as u32).wrapping_add(hopper::WINDOW_BASE),
+                    mem.hopper.describe(b)
+                ),
+            });
         }
         let waiting = state
             .iter()
@@ -178,7 +208,7 @@ pub(super) unsafe fn run_block(
         let other_state = if matches!(state[other], State::Done) {
             "has exited without reaching it"
         } else {
-            "waits at a warp collective (shuffle, mma, ldmatrix)"
+            "waits at a warp or warpgroup collective (shuffle, mma, ldmatrix, wgmma)"
         };
         return Err(EmuError::BarrierDivergence {
             kernel,

@@ -53,6 +53,14 @@ pub(super) fn complete_collectives(
                 lanes.len()
             )));
         }
+        // A lane still in an mbarrier wait, or just released from one, may yet arrive.
+        if waiting < 32
+            && lanes
+                .clone()
+                .any(|l| matches!(state[l], State::MbarWait(..) | State::Run(_)))
+        {
+            continue;
+        }
         if waiting < 32 {
             let l = lanes.clone().find(|&l| !is_collective(&state[l])).unwrap();
             let why = if matches!(state[l], State::Done) {

@@ -1,0 +1,125 @@
+//! Memory barriers in shared memory (`mbarrier`, sm_80; transaction counts, sm_90).
+//!
+//! `sync_threads` makes a whole block wait for the whole block. A Hopper kernel
+//! needs finer hand-offs: one producer thread starts a TMA copy of the next tile,
+//! and the two consumer warpgroups must wait for *that copy*, not for each other;
+//! later the consumers tell the producer that a stage may be refilled. An
+//! `mbarrier` is an 8-byte object in shared memory that counts such events:
+//!
+//! * [`init`]`(bar, count)`: the barrier expects `count` arrivals per phase;
+//! * [`arrive`]: one arrival;
+//! * [`arrive_expect_tx`]`(bar, bytes)`: one arrival that also announces `bytes` of
+//!   asynchronous transactions (a TMA copy names the barrier and subtracts its bytes
+//!   from this count when it lands);
+//! * [`wait`]`(bar, parity)`: blocks until the phase of that parity has completed.
+//!
+//! A phase completes when all `count` arrivals came **and** the transaction count is
+//! back to zero; the barrier then flips to the next phase and expects `count`
+//! arrivals again. Phases are told apart by their parity only (0, 1, 0, ...): a ring
+//! of `S` stages walks stage `s = i % S` with parity `(i / S) % 2`. Waiting on the
+//! parity of a phase that completed long ago returns at once, so a consumer that
+//! gets the parity wrong runs ahead of its data.
+//!
+//! The emulator models exactly that: TMA copies land only when a thread waits on
+//! their barrier's current phase, the destination holds NaN poison until then, and a
+//! wait on the wrong parity returns at once, so the kernel reads poison. A barrier
+//! used before [`init`], an arrival past the expected count, or a wait that can never
+//! complete (every thread blocked) is an error naming the kernel, block and thread.
+//!
+//! Rules:
+//! 1. One thread initialises each barrier, then [`fence_init`] and a
+//!    [`sync_threads`](crate::thread::sync_threads) before any other thread or the
+//!    TMA unit uses it.
+//! 2. Each phase gets exactly `count` arrivals, and exactly as many transaction
+//!    bytes as were announced.
+//! 3. Barriers live in shared memory, 8-byte aligned, and are not reused for data.
+use crate::shared::Smem;
+
+/// Initialises the barrier at `bar` to expect `count` arrivals per phase
+/// (`mbarrier.init.shared::cta.b64`), in phase 0.
+///
+/// # Safety
+/// `bar` is 8-byte aligned shared memory that no thread uses until after
+/// [`fence_init`] and a barrier; `1 <= count < 2^20`.
+#[inline(always)]
+pub unsafe fn init(bar: Smem<u64>, count: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract.
+    unsafe {
+        core::arch::asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) bar.addr(), c = in(reg32) count, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().mbar_init(bar.ptr() as *mut u8, count);
+}
+
+/// Makes this thread's barrier initialisations visible to the other threads and
+/// to the asynchronous (TMA) proxy (`fence.mbarrier_init.release.cluster`). Follow it
+/// with a block barrier.
+#[inline(always)]
+pub fn fence_init() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a fence; no operands.
+    unsafe {
+        core::arch::asm!("fence.mbarrier_init.release.cluster;", options(nostack))
+    };
+}
+
+/// One arrival on `bar` (`mbarrier.arrive.shared::cta.b64`).
+///
+/// # Safety
+/// `bar` is an initialised barrier of this block, and this phase still expects an
+/// arrival.
+#[inline(always)]
+pub unsafe fn arrive(bar: Smem<u64>) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract.
+    unsafe {
+        core::arch::asm!("mbarrier.arrive.shared::cta.b64 _, [{b}];", b = in(reg32) bar.addr(), options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().mbar_arrive(bar.ptr() as *mut u8, 0);
+}
+
+/// One arrival on `bar` that announces `bytes` of transactions to come in this phase
+/// (`mbarrier.arrive.expect_tx.shared::cta.b64`): the phase completes only once TMA
+/// copies naming this barrier have landed that many bytes.
+///
+/// # Safety
+/// As [`arrive`]; the copies of this phase deliver exactly `bytes` (< 2^20).
+#[inline(always)]
+pub unsafe fn arrive_expect_tx(bar: Smem<u64>, bytes: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract.
+    unsafe {
+        core::arch::asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};", b = in(reg32) bar.addr(), n = in(reg32) bytes, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().mbar_arrive(bar.ptr() as *mut u8, bytes);
+}
+
+/// Blocks until the phase of parity `parity` (0 or 1) of `bar` has completed
+/// (`mbarrier.try_wait.parity` in a loop; the hardware suspends the thread between
+/// tries). Everything the phase's arrivals and copies wrote is then visible.
+///
+/// # Safety
+/// `bar` is an initialised barrier of this block.
+#[inline(always)]
+pub unsafe fn wait(bar: Smem<u64>, parity: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    loop {
+        let done: u32;
+        // SAFETY: caller's contract. The predicate lives inside the asm (nvptx asm has
+        // no predicate register class).
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {ph}; selp.u32 {d}, 1, 0, p; }}",
+                b = in(reg32) bar.addr(), ph = in(reg32) parity, d = out(reg32) done, options(nostack)
+            )
+        };
+        if done != 0 {
+            break;
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().mbar_wait(bar.ptr() as *mut u8, parity & 1);
+}

@@ -1,0 +1,456 @@
+//! Hopper's asynchronous machinery on the emulator: `mbarrier` phases with
+//! transaction counts, TMA box copies, and warpgroup `wgmma` regions.
+//!
+//! * **mbarriers.** Each barrier (keyed by its shared address) counts the arrivals
+//!   still missing in its current phase and the transaction bytes outstanding. A
+//!   phase completes when both reach zero; the barrier then expects its arrivals
+//!   again. A wait names the parity of the phase it waits for: if the barrier's
+//!   current phase has the other parity, that phase already completed and the wait
+//!   returns at once (as on the GPU; a wrong parity therefore runs ahead).
+//! * **TMA copies** are read from global memory when issued, but their bytes land in
+//!   shared memory only when some thread waits for their barrier's current phase;
+//!   until then the destination holds NaN poison. A consumer that reads without
+//!   waiting, or after waiting on the wrong parity, reads poison.
+//! * **wgmma** completes when all 128 threads of a warpgroup reached the same region.
+//!   It decodes the descriptors (the 128-byte swizzle only), reads A and B from
+//!   the block's shared memory, and adds the product into every thread's
+//!   accumulator fragment.
+//!
+//! Misuse is an error naming the kernel, block and thread (or warpgroup): a barrier
+//! used before `init`, an arrival past the expected count, a TMA destination that
+//! is misaligned or outside shared memory, a descriptor pointing outside it, a
+//! wgmma not reached by the whole warpgroup, and a wait that can never complete.
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use simt_std::emu::WgmmaOp;
+use simt_std::mma::MmaKind;
+use simt_std::tma::swizzle_128b;
+use simt_std::wgmma::{acc_coords, desc_fields};
+
+use super::memory::{BlockMem, Ctx, State};
+use super::EmuError;
+use simt_std::Dim3;
+
+/// The shared-window address the emulator gives the first byte of a block's dynamic
+/// shared memory: 128-byte aligned (what TMA needs) but not 1024-byte aligned, so a
+/// kernel that forgets to align its swizzled tiles fails here as it would on a GPU.
+pub(crate) const WINDOW_BASE: u32 = 0x480;
+
+/// The emulator's tensor-map encoding (`simt::TensorMap` writes it): word 0 is
+/// this magic number, then the global address, the two dimensions (elements), the
+/// row stride (bytes), the box (elements), the element size and the swizzle (0 or
+/// 128).
+pub const TENSOR_MAP_MAGIC: u64 = 0x5349_4d54_544d_4150; // "SIMTTMAP"
+
+/// One barrier's state.
+#[derive(Debug)]
+pub(crate) struct Mbar {
+    expected: u32,
+    pending: u32,
+    tx: i64,
+    /// Phases completed so far (the current phase's number).
+    phase: u32,
+    /// TMA copies of the current phase not yet landed: destination and bytes.
+    copies: Vec<(usize, Vec<u8>)>,
+}
+
+impl Mbar {
+    fn describe(&self) -> String {
+        format!(
+            "phase {} (parity {}) in progress: {} of {} arrivals missing, {} transaction bytes outstanding",
+            self.phase,
+            self.phase % 2,
+            self.pending,
+            self.expected,
+            self.tx
+        )
+    }
+    fn try_complete(&mut self) {
+        if self.pending == 0 && self.tx == 0 {
+            self.phase += 1;
+            self.pending = self.expected;
+        }
+    }
+    /// Lands the phase's copies (their bytes count against the transactions).
+    fn land(&mut self) {
+        for (dst, bytes) in self.copies.drain(..) {
+            // SAFETY: the destination was checked to lie in the block's shared memory
+            // when the copy was issued; the block memory outlives its threads.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst as *mut u8, bytes.len()) };
+            self.tx -= bytes.len() as i64;
+        }
+        self.try_complete();
+    }
+}
+
+/// A block's Hopper state.
+#[derive(Default)]
+pub(crate) struct Hopper {
+    mbars: RefCell<HashMap<usize, Mbar>>,
+}
+
+impl Hopper {
+    /// Whether the wait for parity `parity` on `bar` can return (landing the current
+    /// phase's copies first when it is the awaited one).
+    pub(crate) fn wait_ready(&self, bar: usize, parity: u32) -> bool {
+        let mut m = self.mbars.borrow_mut();
+        let Some(b) = m.get_mut(&bar) else {
+            return true; // reported at the wait itself
+        };
+        if b.phase % 2 != parity {
+            return true;
+        }
+        b.land();
+        b.phase % 2 != parity
+    }
+    pub(crate) fn describe(&self, bar: usize) -> String {
+        self.mbars
+            .borrow()
+            .get(&bar)
+            .map(|b| b.describe())
+            .unwrap_or_else(|| "not initialised".into())
+    }
+}
+
+fn mem(ctx: &Ctx) -> &BlockMem {
+    // SAFETY: the block memory outlives every coroutine of the block.
+    unsafe { &*ctx.mem }
+}
+
+impl Ctx {
+    pub(crate) fn window_addr(&self, p: *const u8) -> u32 {
+        let m = mem(self);
+        let (base, bytes) = m.dynamic_range();
+        let a = p as usize;
+        assert!(
+            a >= base && a <= base + bytes,
+            "a shared-window address was asked of {a:#x}, which is not in the block's dynamic shared memory: on the emulator only dynamic shared memory has window addresses (declare wgmma and TMA tiles there)"
+        );
+        WINDOW_BASE + (a - base) as u32
+    }
+
+    /// The host pointer of window address `w`, `len` bytes of dynamic shared memory.
+    fn window_ptr(&self, w: u32, len: usize) -> Option<*mut u8> {
+        let (base, bytes) = mem(self).dynamic_range();
+        let off = w.checked_sub(WINDOW_BASE)? as usize;
+        (off + len <= bytes).then_some((base + off) as *mut u8)
+    }
+
+    fn bar_key(&self, bar: *mut u8, what: &str) -> usize {
+        let a = bar as usize;
+        assert!(
+            a % 8 == 0 && mem(self).contains(a, 8),
+            "{what}: the mbarrier at {a:#x} is not 8-byte aligned shared memory of this block"
+        );
+        a
+    }
+
+    pub(crate) fn mbar_init_impl(&self, bar: *mut u8, count: u32) {
+        let key = self.bar_key(bar, "mbarrier.init");
+        assert!(
+            (1..1 << 20).contains(&count),
+            "mbarrier.init with an arrival count of {count}: it must be 1 to 2^20 - 1"
+        );
+        let mut m = mem(self).hopper.mbars.borrow_mut();
+        if let Some(old) = m.get(&key) {
+            assert!(
+                old.copies.is_empty(),
+                "mbarrier.init on a barrier with TMA copies in flight ({})",
+                old.describe()
+            );
+        }
+        m.insert(
+            key,
+            Mbar {
+                expected: count,
+                pending: count,
+                tx: 0,
+                phase: 0,
+                copies: Vec::new(),
+            },
+        );
+    }
+
+    pub(crate) fn mbar_arrive_impl(&self, bar: *mut u8, tx: u32) {
+        let key = self.bar_key(bar, "mbarrier.arrive");
+        let mut m = mem(self).hopper.mbars.borrow_mut();
+        let b = m.get_mut(&key).unwrap_or_else(|| {
+            panic!("mbarrier.arrive on the barrier at {key:#x}, which was never initialised (mbarrier::init, fence_init and a block barrier first)")
+        });
+        assert!(
+            b.pending > 0,
+            "an arrival past the expected count on the mbarrier at {key:#x} ({})",
+            b.describe()
+        );
+        b.pending -= 1;
+        b.tx += tx as i64;
+        b.try_complete();
+    }
+
+    /// Whether a wait may return now; `None` if it must suspend.
+    pub(crate) fn mbar_wait_now(&self, bar: *mut u8, parity: u32) -> bool {
+        let key = self.bar_key(bar, "mbarrier.try_wait");
+        assert!(
+            mem(self).hopper.mbars.borrow().contains_key(&key),
+            "mbarrier wait on the barrier at {key:#x}, which was never initialised"
+        );
+        mem(self).hopper.wait_ready(key, parity)
+    }
+
+    pub(crate) fn tma_load_impl(
+        &self,
+        dst: *mut u8,
+        map: *const u8,
+        coords: [i32; 2],
+        bar: *mut u8,
+    ) {
+        // SAFETY: the kernel's contract makes `map` a readable, 64-byte aligned map.
+        let w: [u64; 16] = unsafe { std::ptr::read(map as *const [u64; 16]) };
+        assert!(
+            w[0] == TENSOR_MAP_MAGIC,
+            "cp.async.bulk.tensor with a pointer that is no tensor map made by simt::TensorMap for the emulator"
+        );
+        let (gaddr, dim0, dim1, stride, box0, box1, eb, swz) = (
+            w[1] as usize,
+            w[2] as i64,
+            w[3] as i64,
+            w[4] as usize,
+            w[5] as usize,
+            w[6] as usize,
+            w[7] as usize,
+            w[8],
+        );
+        let row = box0 * eb;
+        let bytes = row * box1;
+        let wa = self.window_addr(dst);
+        let need = if swz == 128 { 1024 } else { 128 };
+        assert!(
+            wa % need == 0,
+            "TMA destination at shared window address {wa:#x} is not {need}-byte aligned{}",
+            if swz == 128 {
+                " (the 128-byte swizzle needs 1024-byte aligned tiles)"
+            } else {
+                ""
+            }
+        );
+        assert!(
+            self.window_ptr(wa, bytes).is_some(),
+            "TMA box of {bytes} bytes at shared window address {wa:#x} runs past the block's dynamic shared memory"
+        );
+        let key = self.bar_key(bar, "cp.async.bulk.tensor");
+        let mut image = vec![0u8; bytes];
+        for r in 0..box1 {
+            let gy = coords[1] as i64 + r as i64;
+            for c in 0..box0 {
+                let gx = coords[0] as i64 + c as i64;
+                let lin = (r * row + c * eb) as u32;
+                let at = if swz == 128 {
+                    (swizzle_128b(wa + lin) - wa) as usize
+                } else {
+                    lin as usize
+                };
+                if gx >= 0 && gx < dim0 && gy >= 0 && gy < dim1 {
+                    let src = gaddr + gy as usize * stride + gx as usize * eb;
+                    // SAFETY: inside the matrix the map describes (checked when it was made).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            src as *const u8,
+                            image.as_mut_ptr().add(at),
+                            eb,
+                        )
+                    };
+                }
+            }
+        }
+        // Until the copy lands, the destination reads as poison.
+        // SAFETY: checked above to lie in this block's dynamic shared memory.
+        unsafe { std::ptr::write_bytes(dst, 0xFF, bytes) };
+        let mut m = mem(self).hopper.mbars.borrow_mut();
+        let b = m.get_mut(&key).unwrap_or_else(|| {
+            panic!("cp.async.bulk.tensor completing on the mbarrier at {key:#x}, which was never initialised")
+        });
+        b.copies.push((dst as usize, image));
+    }
+}
+
+fn fields(d: u64, what: &str) -> Result<(u32, u32, u32), String> {
+    let (start, lbo, sbo, base, swz) = desc_fields(d);
+    if swz != 1 || base != 0 {
+        return Err(format!(
+            "{what} descriptor {d:#018x} has swizzle mode {swz} and base offset {base}: the emulator models the 128-byte swizzle (mode 1) with base offset 0"
+        ));
+    }
+    Ok((start, lbo, sbo))
+}
+
+/// Completes every warpgroup whose 128 threads all wait at a wgmma region.
+pub(crate) fn complete_wgmma(
+    kernel: &'static str,
+    bid: Dim3,
+    ctxs: &[Ctx],
+    state: &mut [State],
+) -> Result<bool, EmuError> {
+    let n = state.len();
+    let mut progressed = false;
+    let groups = n.div_ceil(128);
+    for wg in 0..groups {
+        let threads = wg * 128..((wg + 1) * 128).min(n);
+        if !threads.clone().any(|t| matches!(state[t], State::Wgmma(_))) {
+            continue;
+        }
+        let err = |detail: String| EmuError::ShuffleDivergence {
+            kernel,
+            block: bid,
+            warp: 4 * wg as u32,
+            detail: format!(
+                "warpgroup {wg} (warps {}..{}): {detail}",
+                4 * wg,
+                4 * wg + 3
+            ),
+        };
+        if threads.len() < 128 {
+            return Err(err(format!(
+                "a wgmma in a partial warpgroup of {} threads; blocks that use wgmma need a multiple of 128 threads",
+                threads.len()
+            )));
+        }
+        // A thread still in an mbarrier wait, or just released from one, may yet arrive.
+        if threads
+            .clone()
+            .any(|t| matches!(state[t], State::MbarWait(..) | State::Run(_)))
+        {
+            continue;
+        }
+        let first = threads.start;
+        let State::Wgmma(op0) = threads
+            .clone()
+            .map(|t| state[t])
+            .find(|s| matches!(s, State::Wgmma(_)))
+            .unwrap()
+        else {
+            unreachable!()
+        };
+        for t in threads.clone() {
+            match state[t] {
+                State::Wgmma(op) if WgmmaOp { acc: 0, ..op } == WgmmaOp { acc: 0, ..op0 } => {}
+                State::Wgmma(op) => {
+                    return Err(err(format!(
+                        "threads of one warpgroup reached different wgmma regions ({op0:?} and {op:?}, thread {})",
+                        super::d(ctxs[t].tid)
+                    )))
+                }
+                other => {
+                    let why = match other {
+                        State::Done => "has exited",
+                        State::Barrier => "waits at sync_threads()",
+                        _ => "waits elsewhere",
+                    };
+                    return Err(err(format!(
+                        "a wgmma was not reached by thread {} (warpgroup thread {}), which {why}; all 128 threads must execute it, converged",
+                        super::d(ctxs[t].tid),
+                        t - first
+                    )));
+                }
+            }
+        }
+        wgmma(&ctxs[first], &op0, |t| match state[first + t] {
+            State::Wgmma(op) => op.acc,
+            _ => unreachable!(),
+        })
+        .map_err(err)?;
+        for t in threads {
+            state[t] = State::Run(0);
+        }
+        progressed = true;
+    }
+    Ok(progressed)
+}
+
+fn wgmma(ctx: &Ctx, op: &WgmmaOp, acc_of: impl Fn(usize) -> usize) -> Result<(), String> {
+    let n = op.n as usize;
+    let (k, eb) = match op.kind {
+        MmaKind::Tf32 => (8usize, 4usize),
+        _ => (16, 2),
+    };
+    if op.kind == MmaKind::Tf32 && op.trans_b {
+        return Err(
+            "a tf32 wgmma with a transposed (N-major) B: tf32 operands must be K-major".into(),
+        );
+    }
+    let read = |w: u32, what: &str| -> Result<f64, String> {
+        let p = ctx
+            .window_ptr(w, eb)
+            .ok_or_else(|| format!("{what} operand byte at shared window address {w:#x} is outside the block's dynamic shared memory (check the descriptor)"))?;
+        // SAFETY: inside the block's dynamic shared memory (checked).
+        let v = unsafe {
+            match eb {
+                2 => {
+                    let h = (p as *const u16).read_unaligned();
+                    if op.kind == MmaKind::Bf16 {
+                        simt_std::convert::bf16_to_f32(h)
+                    } else {
+                        simt_std::convert::f16_to_f32(h)
+                    }
+                }
+                // The tensor cores read the 19 high bits of a tf32 operand.
+                _ => f32::from_bits((p as *const u32).read_unaligned() & !0x1fff),
+            }
+        };
+        Ok(v as f64)
+    };
+    let mut d = vec![0f64; 64 * n];
+    for t in 0..128usize {
+        let acc = acc_of(t) as *const f32;
+        for i in 0..n / 2 {
+            let (r, c) = acc_coords(t as u32, i as u32);
+            // SAFETY: the thread's accumulator array of n / 2 floats, alive while it waits.
+            d[r as usize * n + c as usize] = unsafe { *acc.add(i) } as f64;
+        }
+    }
+    for s in 0..4 {
+        let (sa, _, sbo_a) = fields(op.a[s], "A")?;
+        let (sb, lbo_b, sbo_b) = fields(op.b[s], "B")?;
+        // A: K-major, 64 rows: row r at atom r / 8 (stride offset apart), row r % 8 of it.
+        let mut a = vec![0f64; 64 * k];
+        for r in 0..64u32 {
+            for kk in 0..k as u32 {
+                let lin = sa + (r / 8) * sbo_a + (r % 8) * 128 + kk * eb as u32;
+                a[r as usize * k + kk as usize] = read(swizzle_128b(lin), "A")?;
+            }
+        }
+        let mut b = vec![0f64; k * n];
+        for kk in 0..k as u32 {
+            for c in 0..n as u32 {
+                let lin = if op.trans_b {
+                    // N-major: 64 columns per 128-byte row, 8 k-rows per atom (stride
+                    // offset apart along K), the next 64 columns a leading offset away.
+                    sb + (c / 64) * lbo_b + (kk / 8) * sbo_b + (kk % 8) * 128 + (c % 64) * eb as u32
+                } else {
+                    // K-major ([n][k]): like A, with N as the rows.
+                    sb + (c / 8) * sbo_b + (c % 8) * 128 + kk * eb as u32
+                };
+                b[kk as usize * n + c as usize] = read(swizzle_128b(lin), "B")?;
+            }
+        }
+        for r in 0..64 {
+            for c in 0..n {
+                let mut s = 0f64;
+                for kk in 0..k {
+                    s += a[r * k + kk] * b[kk * n + c];
+                }
+                // The accumulator is f32 between K steps, as in the hardware.
+                d[r * n + c] = (d[r * n + c] + s) as f32 as f64;
+            }
+        }
+    }
+    for t in 0..128usize {
+        let acc = acc_of(t) as *mut f32;
+        for i in 0..n / 2 {
+            let (r, c) = acc_coords(t as u32, i as u32);
+            // SAFETY: as above; the thread is suspended and its array is not borrowed elsewhere.
+            unsafe { *acc.add(i) = d[r as usize * n + c as usize] as f32 };
+        }
+    }
+    Ok(())
+}

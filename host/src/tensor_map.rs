@@ -1,0 +1,179 @@
+//! TMA tensor maps: the 128-byte description of a matrix that a Hopper kernel's
+//! bulk tensor copies read ([`simt_std::tma`]).
+//!
+//! On a GPU the driver writes it (`cuTensorMapEncodeTiled`, bound here because
+//! `cust` 0.3 does not expose it); on the emulator the emulator's own encoding.
+//! Either way it lives in device memory, 64-byte aligned, and the kernel gets
+//! [`TensorMap::ptr`]: stock Rust cannot pass it as a `__grid_constant__` parameter
+//! (see the device library's `tma` docs).
+//!
+//! Maps are cached per `Gpu` (the last 64 distinct ones): a map depends only on the
+//! address, sizes, stride, box and swizzle, so an op that makes the same map on every
+//! call encodes and uploads it once, and no allocation or copy lands between the
+//! launches it times.
+//!
+//! Every argument is checked here first, with what to do, because the driver's
+//! answer to a bad one is a bare `CUDA_ERROR_INVALID_VALUE`:
+//! * the base address is 16-byte aligned, the row stride a multiple of 16 bytes;
+//! * sizes are at least 1 and below 2^32, the stride below 2^40 bytes;
+//! * the box is 1 to 256 elements per side, its rows a multiple of 16 bytes;
+//! * with the 128-byte swizzle, the box's rows are exactly 128 bytes.
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use cust::memory::DeviceCopy;
+
+use crate::buffer::Buffer;
+use crate::error::{Result, SimtError};
+use crate::gpu::Gpu;
+use crate::view::MatrixRef;
+
+/// How TMA lays a box out in shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TmaSwizzle {
+    /// Row after row, as in global memory.
+    None,
+    /// 16-byte chunk `c` of row `r` at chunk `c ^ (r % 8)` (rows of exactly 128
+    /// bytes): the layout `wgmma` reads without bank conflicts.
+    B128,
+}
+
+/// Element types a tensor map can describe, with the driver's data-type code.
+pub trait TmaElement: DeviceCopy {
+    /// `CUtensorMapDataType`.
+    const CU_TYPE: u32;
+}
+impl TmaElement for half::bf16 {
+    const CU_TYPE: u32 = 9; // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+}
+impl TmaElement for half::f16 {
+    const CU_TYPE: u32 = 6; // CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+}
+impl TmaElement for f32 {
+    const CU_TYPE: u32 = 7; // CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+}
+
+/// A checked 2-D tiled tensor map, as the backends encode it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TensorMapDesc {
+    #[cfg_attr(not(simt_cuda), allow(dead_code))]
+    pub cu_type: u32,
+    pub elem_bytes: u32,
+    pub global: u64,
+    /// Elements along the contiguous dimension, then rows.
+    pub dims: [u64; 2],
+    /// Bytes from one row to the next.
+    pub row_stride: u64,
+    /// Box elements along the contiguous dimension, then rows.
+    pub boxdim: [u32; 2],
+    pub swizzle: TmaSwizzle,
+}
+
+/// A tensor map in device memory for a matrix of `T` (see the module docs).
+pub struct TensorMap<T> {
+    buf: Arc<Buffer<u64>>,
+    desc: TensorMapDesc,
+    _t: PhantomData<T>,
+}
+
+impl<T: TmaElement> TensorMap<T> {
+    /// A map of `m`'s matrix (row-major, `rows x cols`, row stride `ld`) whose copies
+    /// move boxes of `box_rows x box_cols` elements. Elements of a box outside the
+    /// matrix arrive as zeros.
+    pub fn tiled(
+        gpu: &Gpu,
+        m: MatrixRef<'_, T>,
+        box_rows: u32,
+        box_cols: u32,
+        swizzle: TmaSwizzle,
+    ) -> Result<TensorMap<T>> {
+        gpu.check("TensorMap::tiled", "matrix", m.buffer())?;
+        let eb = std::mem::size_of::<T>() as u64;
+        let l = m.layout();
+        let bad = |detail: String| {
+            Err(SimtError::Shape {
+                op: "TensorMap::tiled",
+                detail,
+            })
+        };
+        let global = m.buffer().ptr() as u64;
+        if global % 16 != 0 {
+            return bad(format!(
+                "the matrix starts at {global:#x}, which is not 16-byte aligned (TMA needs it)"
+            ));
+        }
+        let stride = l.ld as u64 * eb;
+        if l.rows > 1 && stride % 16 != 0 {
+            return bad(format!("a row stride of {} elements ({stride} bytes) is not a multiple of 16 bytes: pad the rows to a multiple of {} elements", l.ld, 16 / eb));
+        }
+        if l.rows == 0
+            || l.cols == 0
+            || l.rows as u64 >= 1 << 32
+            || l.cols as u64 >= 1 << 32
+            || stride >= 1 << 40
+        {
+            return bad(format!("a {}x{} matrix with a {stride}-byte row stride: sizes must be 1 to 2^32 - 1 and the stride below 2^40 bytes", l.rows, l.cols));
+        }
+        if !(1..=256).contains(&box_rows)
+            || !(1..=256).contains(&box_cols)
+            || (box_cols as u64 * eb) % 16 != 0
+        {
+            return bad(format!("a {box_rows}x{box_cols} box: each side is 1 to 256 elements and a box row a multiple of 16 bytes"));
+        }
+        if swizzle == TmaSwizzle::B128 && box_cols as u64 * eb != 128 {
+            return bad(format!("the 128-byte swizzle needs box rows of exactly 128 bytes ({} elements), not {box_cols}", 128 / eb));
+        }
+        let desc = TensorMapDesc {
+            cu_type: T::CU_TYPE,
+            elem_bytes: eb as u32,
+            global,
+            dims: [l.cols as u64, l.rows as u64],
+            row_stride: if l.rows > 1 {
+                stride
+            } else {
+                (l.cols as u64 * eb).next_multiple_of(16)
+            },
+            boxdim: [box_cols, box_rows],
+            swizzle,
+        };
+        let buf = gpu.tensor_map_buffer(&desc)?;
+        Ok(TensorMap {
+            buf,
+            desc,
+            _t: PhantomData,
+        })
+    }
+
+    /// The device address of the map, for a kernel's `*const TensorMap` parameter.
+    pub fn ptr(&self) -> *const simt_std::tma::TensorMap {
+        self.buf.ptr() as *const simt_std::tma::TensorMap
+    }
+
+    /// Bytes one box copy delivers (what the kernel's `arrive_expect_tx` announces).
+    pub fn box_bytes(&self) -> u32 {
+        self.desc.boxdim[0] * self.desc.boxdim[1] * self.desc.elem_bytes
+    }
+
+    /// The identity of the device it lives on.
+    pub fn device_id(&self) -> u64 {
+        self.buf.device_id()
+    }
+}
+
+/// The emulator's encoding (see `emulator::TENSOR_MAP_MAGIC`).
+pub(crate) fn emulator_words(d: &TensorMapDesc) -> [u64; 16] {
+    let mut w = [0u64; 16];
+    w[0] = crate::emulator::TENSOR_MAP_MAGIC;
+    w[1] = d.global;
+    w[2] = d.dims[0];
+    w[3] = d.dims[1];
+    w[4] = d.row_stride;
+    w[5] = d.boxdim[0] as u64;
+    w[6] = d.boxdim[1] as u64;
+    w[7] = d.elem_bytes as u64;
+    w[8] = match d.swizzle {
+        TmaSwizzle::None => 0,
+        TmaSwizzle::B128 => 128,
+    };
+    w
+}

@@ -1,0 +1,118 @@
+//! Probes of the Hopper primitives (sm_90a module): one TMA copy through an
+//! mbarrier, and one `wgmma` region on TMA-loaded tiles. `tests/hopper.rs` runs them
+//! on the emulator and the GPU and compares with the definitions, so the emulator's
+//! model of descriptors, swizzles and phases is checked against the hardware.
+use simt_std::shared::dynamic_shared;
+use simt_std::thread::{sync_threads, thread_idx};
+use simt_std::tma::{self, TensorMap};
+use simt_std::wgmma::{self, acc_coords, desc_k_major, desc_n_major};
+use simt_std::{kernel, mbarrier, unroll};
+
+/// Bytes of shared memory the probes ask for: two 16 KiB tiles, a barrier, 1 KiB of
+/// alignment slack.
+pub const PROBE_SMEM: u32 = 2 * 16384 + 16 + 1024;
+
+kernel! {
+    /// Copies one box of `map` at `(x, y)` into shared memory with TMA, waits on the
+    /// mbarrier for the phase of parity `parity` (0 is right, 1 is wrong: that
+    /// phase "completed" before the copy), and writes the shared bytes, as they lie
+    /// (swizzled), to `out` (`bytes` of them, a multiple of 4).
+    ///
+    /// # Safety
+    /// `map` is a tensor map whose box has `bytes` bytes (at most 16 KiB, rows of
+    /// 128 bytes when swizzled); `out` holds `bytes / 4` words.
+    #[launch(threads = 128, shared = PROBE_SMEM, target = "sm_90a")]
+    pub unsafe fn probe_tma(map: *const TensorMap, x: i32, y: i32, bytes: u32, parity: u32, out: *mut u32) {
+        let raw = dynamic_shared::<u8>();
+        let tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
+        let bar = tile.add(32768).cast::<u64>();
+        let t = thread_idx().x;
+        if t == 0 {
+            // SAFETY: an aligned slot of this block's shared memory, used after the barrier.
+            unsafe { mbarrier::init(bar, 1) };
+            mbarrier::fence_init();
+        }
+        sync_threads();
+        if t == 0 {
+            // SAFETY: the map (caller); a 1024-byte aligned destination of `bytes`; the
+            // phase announces exactly the box's bytes.
+            unsafe {
+                tma::prefetch(map);
+                mbarrier::arrive_expect_tx(bar, bytes);
+                tma::load_2d(tile, map, x, y, bar);
+            }
+        }
+        // SAFETY: an initialised barrier.
+        unsafe { mbarrier::wait(bar, parity) };
+        let words = tile.cast::<u32>();
+        let mut i = t;
+        while i < bytes / 4 {
+            // SAFETY: inside the box; out holds bytes / 4 words.
+            unsafe { *out.add(i as usize) = words.add(i as usize).cast::<f32>().read().to_bits() };
+            i += 128;
+        }
+    }
+}
+
+kernel! {
+    /// One warpgroup computes `D = A · B` (64 x 128, f32) with one bf16 `wgmma`
+    /// region of 4 k16 steps (K = 64): A `[64][64]` from `a_map` (one box), and B either N-major (`trans_b = 1`: `B: [64][128]`, two boxes of 64
+    /// columns from `b_map`) or K-major (`trans_b = 0`: `Bᵀ: [128][64]`, one box of 128
+    /// rows). `out`: D row-major `[64][128]`.
+    ///
+    /// # Safety
+    /// The maps describe bf16 matrices with those boxes (128-byte swizzle); `out` holds
+    /// 64 x 128 floats.
+    #[launch(threads = 128, shared = PROBE_SMEM, target = "sm_90a")]
+    pub unsafe fn probe_wgmma(a_map: *const TensorMap, b_map: *const TensorMap, trans_b: u32, out: *mut f32) {
+        let raw = dynamic_shared::<u8>();
+        let a_tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
+        let b_tile = a_tile.add(8192);
+        let bar = a_tile.add(32768).cast::<u64>();
+        let t = thread_idx().x;
+        if t == 0 {
+            // SAFETY: an aligned slot of this block's shared memory, used after the barrier.
+            unsafe { mbarrier::init(bar, 1) };
+            mbarrier::fence_init();
+        }
+        sync_threads();
+        if t == 0 {
+            // SAFETY: the maps (caller): A's box is 64 x 64 bf16 (8 KiB); B's two boxes
+            // (N-major) or one 128 x 64 box (K-major) are 16 KiB; 1024-byte aligned.
+            unsafe {
+                tma::prefetch(a_map);
+                tma::prefetch(b_map);
+                mbarrier::arrive_expect_tx(bar, 8192 + 16384);
+                tma::load_2d(a_tile, a_map, 0, 0, bar);
+                if trans_b != 0 {
+                    tma::load_2d(b_tile, b_map, 0, 0, bar);
+                    tma::load_2d(b_tile.add(8192), b_map, 64, 0, bar);
+                } else {
+                    tma::load_2d(b_tile, b_map, 0, 0, bar);
+                }
+            }
+        }
+        // SAFETY: an initialised barrier; phase 0 carries the copies.
+        unsafe { mbarrier::wait(bar, 0) };
+        let da = [0, 1, 2, 3].map(|i| desc_k_major(a_tile, 32 * i));
+        let mut acc = [[0f32; 4]; 16];
+        // SAFETY: the whole warpgroup, converged; operands landed (the wait).
+        acc = unsafe {
+            if trans_b != 0 {
+                let db = [0, 1, 2, 3].map(|i| desc_n_major(b_tile, 64, 16 * i));
+                wgmma::mma_bf16_n128::<true>(acc, da, db)
+            } else {
+                let db = [0, 1, 2, 3].map(|i| desc_k_major(b_tile, 32 * i));
+                wgmma::mma_bf16_n128::<false>(acc, da, db)
+            }
+        };
+        unroll!(8, I => {
+            unroll!(8, J => {
+                let i = 8 * I + J;
+                let (r, c) = acc_coords(t, i as u32);
+                // SAFETY: r < 64, c < 128: inside out.
+                unsafe { *out.add((r * 128 + c) as usize) = acc[i / 4][i % 4] };
+            });
+        });
+    }
+}

@@ -1,0 +1,259 @@
+//! Matmul + ReLU, stage 7: Hopper's `wgmma` fed by TMA through an mbarrier ring,
+//! with a producer warpgroup and two consumer warpgroups (sm_90a only).
+//!
+//! Against stage 6 ([`matmul_mma_pipelined`](crate::matmul_mma_pipelined), `mma.sync`):
+//! * **Operands never enter registers.** `wgmma` reads A and B from shared memory
+//!   through descriptors ([`simt_std::wgmma`]): no `ldmatrix`, no fragment registers,
+//!   and one `m64n256k16` per warpgroup does the work of 32 `mma.sync` m16n8k16.
+//! * **One thread moves the tiles.** The producer warpgroup's first thread issues
+//!   one TMA copy of A's `128 x 64` box and four of B's `64 x 64` boxes per K step
+//!   ([`simt_std::tma`]); the copy engine computes the addresses, zero-fills past the
+//!   matrix edges, and writes the 128-byte swizzle `wgmma` reads. Stage 6's 256
+//!   threads spent ~130 instructions per K step and warp on copy addresses.
+//! * **Barriers per stage, not per block.** Each of the `WG_STAGES` stages has a
+//!   *full* mbarrier (the producer announces the stage's bytes; the copies complete
+//!   it) and an *empty* one (each consumer warpgroup arrives once it has multiplied
+//!   the stage). Nobody waits at `sync_threads` inside the K loop: the producer runs
+//!   up to `WG_STAGES` steps ahead, and each consumer waits only for its data.
+//! * **Warp specialization.** The two consumer warpgroups (rows 0-63 and 64-127 of
+//!   the block tile, 128 f32 accumulators per thread) take turns on the tensor cores:
+//!   while one waits at the end of its `wgmma` region, the other issues.
+//!
+//! Phases: stage `s = kt % WG_STAGES` is used for the `kt / WG_STAGES`-th time at K
+//! step `kt`, so the consumers wait for parity `(kt / WG_STAGES) % 2` of `full[s]`,
+//! and the producer, before refilling it, for parity `(kt / WG_STAGES - 1) % 2` of
+//! `empty[s]`.
+//!
+//! The host sends only problems whose rows of A and B are 16-byte aligned (TMA),
+//! on compute capability 9.0; others take stage 6.
+use crate::config::{
+    WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_SMEM_BYTES, WG_STAGES, WG_STAGE_BYTES, WG_THREADS,
+};
+use crate::params::MatmulParamsTma;
+use simt_std::mbarrier;
+use simt_std::memory::store2;
+use simt_std::shared::dynamic_shared;
+use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
+use simt_std::tma;
+use simt_std::wgmma::{self, acc_coords, desc_k_major, desc_n_major};
+use simt_std::{kernel, unroll};
+
+const STAGES: u32 = WG_STAGES;
+/// Bytes of A in a stage; B's 4 boxes follow.
+const A_BYTES: u32 = WG_BM * WG_BK * 2;
+/// Bytes of one B box (`WG_BK` k-rows of 128 bytes).
+const B_BOX_BYTES: u32 = WG_BK * WG_B_BOX_COLS * 2;
+const _: () = assert!(
+    WG_BM == 128
+        && WG_BN == 256
+        && WG_BK * 2 == 128
+        && WG_B_BOX_COLS * 2 == 128
+        && WG_THREADS == 384
+        && WG_STAGE_BYTES == A_BYTES + (WG_BN / WG_B_BOX_COLS) * B_BOX_BYTES
+        && A_BYTES % 1024 == 0
+        && B_BOX_BYTES % 1024 == 0
+);
+
+/// Tile-rows that consecutive blocks walk down before moving right (L2 reuse).
+pub const GROUP_M: u32 = 8;
+
+const BF16: u32 = 0;
+const F16: u32 = 1;
+
+/// The kernel for `KIND` ([`BF16`] or [`F16`]).
+///
+/// # Safety
+/// As [`matmul_wgmma_bf16()`].
+#[inline(always)]
+unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
+    let raw = dynamic_shared::<u8>();
+    // The 128-byte swizzle is a function of address bits 7-9: the stages start on a
+    // 1024-byte boundary (the launch asks for 1 KiB of slack).
+    let pad = (1024 - raw.window_addr() % 1024) % 1024;
+    let smem = raw.add(pad as usize);
+    let stage = |s: u32| smem.add((s * WG_STAGE_BYTES) as usize);
+    let bars = smem.add((STAGES * WG_STAGE_BYTES) as usize).cast::<u64>();
+    let full = |s: u32| bars.add(s as usize);
+    let empty = |s: u32| bars.add((STAGES + s) as usize);
+    let tid = thread_idx().x;
+    if tid == 0 {
+        unroll_stages(|s| {
+            // SAFETY: 8-byte aligned barrier slots inside the dynamic shared memory,
+            // used by no thread before the barrier below.
+            unsafe {
+                mbarrier::init(full(s), 1);
+                mbarrier::init(empty(s), 2);
+            }
+        });
+        mbarrier::fence_init();
+    }
+    sync_threads();
+
+    let (b, g) = (block_idx(), grid_dim());
+    let (pm, pn) = grouped_tile(b.y * g.x + b.x, g.y, g.x, GROUP_M);
+    let (row0, col0) = (pm * WG_BM, pn * WG_BN);
+    let ktiles = p.k.div_ceil(WG_BK);
+    let wg = tid / 128;
+
+    if wg == 0 {
+        // The producer: one thread issues every copy.
+        if tid == 0 {
+            // SAFETY: the host made both maps (64-byte aligned, in global memory).
+            unsafe {
+                tma::prefetch(p.a_map);
+                tma::prefetch(p.b_map);
+            }
+            let mut kt = 0;
+            while kt < ktiles {
+                let s = kt % STAGES;
+                let round = kt / STAGES;
+                // SAFETY (all below): initialised barriers; the stage's destinations are
+                // 1024-byte aligned boxes inside the dynamic shared memory; the consumers
+                // released the stage (the empty wait) before it is overwritten; the
+                // announced bytes are exactly the five boxes' (out-of-bounds elements
+                // are delivered as zeros and count).
+                unsafe {
+                    if round > 0 {
+                        mbarrier::wait(empty(s), (round - 1) & 1);
+                    }
+                    mbarrier::arrive_expect_tx(full(s), WG_STAGE_BYTES);
+                    let (k0, st) = ((kt * WG_BK) as i32, stage(s));
+                    tma::load_2d(st, p.a_map, k0, row0 as i32, full(s));
+                    let mut j = 0;
+                    while j < WG_BN / WG_B_BOX_COLS {
+                        tma::load_2d(
+                            st.add((A_BYTES + j * B_BOX_BYTES) as usize),
+                            p.b_map,
+                            (col0 + j * WG_B_BOX_COLS) as i32,
+                            k0,
+                            full(s),
+                        );
+                        j += 1;
+                    }
+                }
+                kt += 1;
+            }
+        }
+        return;
+    }
+
+    // A consumer: rows 64·(wg - 1) .. + 64 of the block tile, all 256 columns.
+    let c = wg - 1;
+    let mut acc = [[0f32; 4]; 32];
+    let mut kt = 0;
+    while kt < ktiles {
+        let s = kt % STAGES;
+        // SAFETY: an initialised barrier; waiting makes the stage's copies visible.
+        unsafe { mbarrier::wait(full(s), (kt / STAGES) & 1) };
+        let st = stage(s);
+        let a_tile = st.add((c * 64 * 128) as usize);
+        let b_tile = st.add(A_BYTES as usize);
+        // Step i of the region: 16 more elements of K: 32 bytes along A's rows, 16
+        // k-rows (two 8-row atoms) down B's boxes.
+        let da = [0, 1, 2, 3].map(|i| desc_k_major(a_tile, 32 * i));
+        let db = [0, 1, 2, 3].map(|i| desc_n_major(b_tile, WG_BK, 16 * i));
+        // SAFETY: the whole warpgroup is here, converged; the stage has landed (the
+        // full wait); the descriptors describe the TMA boxes' 128-byte-swizzled layout.
+        acc = unsafe {
+            if KIND == BF16 {
+                wgmma::mma_bf16_n256::<true>(acc, da, db)
+            } else {
+                wgmma::mma_f16_n256::<true>(acc, da, db)
+            }
+        };
+        // The region ended with `wait_group 0`: this warpgroup is done reading stage s.
+        if tid % 128 == 0 {
+            // SAFETY: an initialised barrier expecting one arrival per consumer.
+            unsafe { mbarrier::arrive(empty(s)) };
+        }
+        kt += 1;
+    }
+
+    // Epilogue: pairs (i, i + 1) are adjacent columns of one row.
+    let relu = p.epilogue as u32 != 0;
+    let (cp, ldc) = (p.c.ptr, p.c.ld);
+    let vec = ldc % 2 == 0 && cp as usize % 8 == 0;
+    let t = tid % 128;
+    // Unrolled so that every index into `acc` is a constant: a loop put all 128
+    // accumulators on the stack (tests/ptx.rs fails on that).
+    unroll!(8, I => {
+        unroll!(8, J => {
+            let i = 2 * (8 * I + J);
+            let (r, cc) = acc_coords(t, i as u32);
+            let (row, col) = (row0 + 64 * c + r, col0 + cc);
+            let f = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
+            let (v0, v1) = (f(acc[i / 4][i % 4]), f(acc[i / 4][i % 4 + 1]));
+            if row < p.m {
+                // SAFETY: row < m and each column < n (checked); `vec` makes the pair
+                // 8-byte aligned (col is even).
+                unsafe {
+                    let q = cp.add((row * ldc + col) as usize);
+                    if vec && col + 1 < p.n {
+                        store2(q, v0, v1);
+                    } else {
+                        if col < p.n {
+                            *q = v0;
+                        }
+                        if col + 1 < p.n {
+                            *q.add(1) = v1;
+                        }
+                    }
+                }
+            }
+        });
+    });
+}
+
+/// `f(s)` for every stage.
+#[inline(always)]
+fn unroll_stages(f: impl Fn(u32)) {
+    let mut s = 0;
+    while s < STAGES {
+        f(s);
+        s += 1;
+    }
+}
+
+kernel! {
+    /// `C = epilogue(A · B)` on Hopper tensor cores, bf16 inputs, f32 accumulation and
+    /// output: `wgmma.m64n256k16` from shared memory, fed by TMA.
+    ///
+    /// # Safety
+    /// `p.a_map` and `p.b_map` are tensor maps (in global memory) of the bf16
+    /// matrices `A: m x k` (boxes of 128 rows x 64 columns) and `B: k x n` (boxes of
+    /// 64 x 64), 128-byte swizzled; `p.c` is writable at `c[i*ld + j]` for `i < m,
+    /// j < n` and does not overlap A or B; C has fewer than 2^32 elements.
+    ///
+    /// # Parameters
+    /// One [`MatmulParamsTma`]: the two maps, `c`: `[m, n]` row-major f32, the sizes,
+    /// and `epilogue: Relu` to fuse the ReLU.
+    ///
+    /// # Tiling
+    /// Block tile 128x256, K steps of 64 (one 128-byte row of A), `WG_STAGES` = 4
+    /// stages of 48 KiB (A `[128][64]`, B as 4 boxes `[64][64]`, all 128-byte swizzled),
+    /// a full and an empty mbarrier per stage.
+    ///
+    /// # Thread Mapping
+    /// 384 threads = 3 warpgroups: warpgroup 0's thread 0 issues the copies;
+    /// warpgroup 1 computes rows 0-63 of the tile and warpgroup 2 rows 64-127, each
+    /// as one 64x256 `wgmma` tile (128 accumulators per thread, laid out as
+    /// [`acc_coords`]); `grid = (ceil(n/256), ceil(m/128))`, in grouped order
+    /// ([`GROUP_M`]).
+    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_wgmma_bf16(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<BF16>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_wgmma_bf16()`], f16 inputs.
+    ///
+    /// # Safety
+    /// As [`matmul_wgmma_bf16()`], with f16 matrices.
+    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_wgmma_f16(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<F16>(p) }
+    }
+}

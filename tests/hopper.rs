@@ -1,0 +1,343 @@
+//! The Hopper stage: descriptor and accumulator maps pinned by hand-worked numbers,
+//! the 128-byte swizzle's banks, TMA and mbarrier phases (the emulator's poison and
+//! hang reports), one `wgmma` region against its definition for both B layouts,
+//! tensor-map validation, and the stage-7 matmul against float64 on random and
+//! ragged shapes under every thread order. The probes and the matmul also run on an
+//! H100/H200 (they compare the emulator's model with the hardware); the
+//! emulator-only cases say so.
+mod common;
+use common::*;
+use half::{bf16, f16};
+use kernels::hopper_probes::{probe_tma, probe_wgmma};
+use kernels::params::Epilogue;
+use kernels::simt_std::tma::swizzle_128b;
+use kernels::simt_std::wgmma::{acc_coords, desc, desc_fields, Swizzle};
+use rust_simt::emulator::{EmuError, Order};
+use rust_simt::ops::matmul_tc::{matmul_tc, TcInput, TcKernel};
+use rust_simt::{dim3, Gpu, LaunchConfig, Layout, SimtError, TensorMap, TmaSwizzle};
+
+/// Whether `g` runs the sm_90a kernels (the emulator, an H100 or H200).
+fn hopper(g: &Gpu) -> bool {
+    g.can_load(&rust_simt::ptx::sm90a::MODULE)
+}
+
+fn one_warpgroup() -> LaunchConfig {
+    LaunchConfig::new(dim3(1, 1, 1), dim3(128, 1, 1))
+}
+
+#[test]
+fn descriptor_and_accumulator_maps_pinned() {
+    // Start 0x1400 >> 4 = 0x140 in bits 0-13, LBO 8192 >> 4 = 0x200 in 16-29, SBO
+    // 1024 >> 4 = 0x40 in 32-45, 128-byte swizzle (1) in 62-63.
+    let d = desc(0x1400, 8192, 1024, Swizzle::B128);
+    assert_eq!(d, 0x4000_0040_0200_0140);
+    assert_eq!(desc_fields(d), (0x1400, 8192, 1024, 0, 1));
+    // Thread 37 = warp 1, lane 5 (g = 1, q = 1); i = 6 is the lower pair's second
+    // register of column block 1: row 16 + 1 + 8, column 8 + 2 + 0.
+    assert_eq!(acc_coords(37, 6), (25, 10));
+    assert_eq!(acc_coords(0, 0), (0, 0));
+    assert_eq!(acc_coords(0, 1), (0, 1));
+    assert_eq!(acc_coords(3, 2), (8, 6));
+    assert_eq!(acc_coords(127, 127), (63, 255));
+    // Every (row, col) of a 64x256 tile exactly once.
+    let mut seen = vec![false; 64 * 256];
+    for t in 0..128 {
+        for i in 0..128 {
+            let (r, c) = acc_coords(t, i);
+            assert!(!seen[(r * 256 + c) as usize]);
+            seen[(r * 256 + c) as usize] = true;
+        }
+    }
+}
+
+#[test]
+fn swizzle_128b_spreads_rows_over_the_banks() {
+    // Row r of an atom is 128 bytes at r * 128; chunk c moves to c ^ r.
+    assert_eq!(swizzle_128b(0), 0);
+    assert_eq!(swizzle_128b(128 + 16), 128);
+    assert_eq!(swizzle_128b(7 * 128 + 3 * 16 + 4), 7 * 128 + 4 * 16 + 4);
+    assert_eq!(swizzle_128b(1024 + 5 * 128), 1024 + 5 * 128 + 5 * 16);
+    // The 8 rows of an atom at one logical chunk hit 8 distinct 16-byte bank groups
+    // (what wgmma and a K-major ldmatrix read at once); unswizzled they share one.
+    for c in 0..8 {
+        let mut g: Vec<u32> = (0..8)
+            .map(|r| (swizzle_128b(r * 128 + c * 16) / 16) % 8)
+            .collect();
+        g.sort();
+        g.dedup();
+        assert_eq!(g.len(), 8, "chunk {c}");
+    }
+}
+
+/// A `rows x cols` bf16 matrix with distinct small integers (exact in bf16).
+fn ints(rows: usize, cols: usize, seed: usize) -> Vec<bf16> {
+    (0..rows * cols)
+        .map(|i| bf16::from_f32(((i * 7 + seed) % 17) as f32 - 8.0))
+        .collect()
+}
+
+#[test]
+fn tma_copies_a_swizzled_box_through_an_mbarrier() {
+    let g = gpu();
+    if !hopper(&g) {
+        return;
+    }
+    // A 100 x 80 matrix; the box of 32 rows x 64 columns at (x = 40, y = 80) runs past
+    // both edges: those elements arrive as zeros.
+    let (rows, cols, ld) = (100usize, 80usize, 88usize);
+    let m: Vec<bf16> = (0..rows * ld)
+        .map(|i| bf16::from_f32((i % 251) as f32))
+        .collect();
+    let mb = g.upload(&m).unwrap();
+    let map = TensorMap::tiled(
+        &g,
+        mb.matrix_strided(Layout::strided(rows, cols, ld)).unwrap(),
+        32,
+        64,
+        TmaSwizzle::B128,
+    )
+    .unwrap();
+    assert_eq!(map.box_bytes(), 4096);
+    let mut out = g.upload(&vec![0xdead_beefu32; 1024]).unwrap();
+    // SAFETY: a box of 4096 bytes; out holds 1024 words.
+    unsafe {
+        g.launch::<probe_tma>(one_warpgroup(), (map.ptr(), 40, 80, 4096, 0, out.ptr_mut()))
+            .unwrap()
+    };
+    let got = g.download(&out).unwrap();
+    let bytes: Vec<u8> = got.iter().flat_map(|w| w.to_le_bytes()).collect();
+    for r in 0..32usize {
+        for c in 0..64usize {
+            let (gy, gx) = (80 + r, 40 + c);
+            let want = if gy < rows && gx < cols {
+                m[gy * ld + gx].to_bits()
+            } else {
+                0
+            };
+            // The tile is 1024-byte aligned, so offsets swizzle like addresses.
+            let at = swizzle_128b((r * 128 + c * 2) as u32) as usize;
+            let have = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+            assert_eq!(have, want, "box element ({r}, {c})");
+        }
+    }
+}
+
+#[test]
+fn emulator_wrong_parity_reads_poison_and_missing_bytes_hang() {
+    let g = emulator(Order::InOrder);
+    let m = ints(64, 64, 0);
+    let mb = g.upload(&m).unwrap();
+    let map = TensorMap::tiled(&g, mb.matrix(64, 64).unwrap(), 64, 64, TmaSwizzle::B128).unwrap();
+    let mut out = g.upload(&vec![0u32; 2048]).unwrap();
+    // Parity 1: phase "1" is not the one in progress, so the wait returns at once and
+    // the copy has not landed: every word is the NaN poison.
+    // SAFETY: an 8 KiB box; out holds 2048 words.
+    unsafe {
+        g.launch::<probe_tma>(one_warpgroup(), (map.ptr(), 0, 0, 8192, 1, out.ptr_mut()))
+            .unwrap()
+    };
+    assert!(
+        g.download(&out).unwrap().iter().all(|&w| w == u32::MAX),
+        "a wrong-parity wait must read poison"
+    );
+    // Announcing 16 bytes more than the box delivers: the phase never completes.
+    // SAFETY: as above (the launch fails before anything is written).
+    let e = unsafe {
+        g.launch::<probe_tma>(
+            one_warpgroup(),
+            (map.ptr(), 0, 0, 8192 + 16, 0, out.ptr_mut()),
+        )
+    };
+    match e {
+        Err(SimtError::Emulator(EmuError::Hang { kernel, detail, .. })) => {
+            assert_eq!(kernel, "probe_tma");
+            assert!(
+                detail.contains("16 transaction bytes outstanding"),
+                "{detail}"
+            );
+        }
+        other => panic!("expected a hang report, got {other:?}"),
+    }
+}
+
+#[test]
+fn partial_warpgroups_and_bad_maps_are_refused() {
+    let g = emulator(Order::InOrder);
+    let m = ints(64, 64, 1);
+    let mb = g.upload(&m).unwrap();
+    let map = TensorMap::tiled(&g, mb.matrix(64, 64).unwrap(), 64, 64, TmaSwizzle::B128).unwrap();
+    let mut out = g.alloc::<f32>(64 * 128).unwrap();
+    // 96 threads would make the wgmma's warpgroup partial; the kernel's launch contract
+    // (exactly 128 threads) refuses the launch before it runs.
+    // SAFETY: refused before it runs.
+    let e = unsafe {
+        g.launch::<probe_wgmma>(
+            LaunchConfig::new(dim3(1, 1, 1), dim3(96, 1, 1)),
+            (map.ptr(), map.ptr(), 1, out.ptr_mut()),
+        )
+    };
+    assert!(matches!(e, Err(SimtError::BadLaunch { .. })), "{e:?}");
+    // Box rows of 96 bytes cannot take the 128-byte swizzle; a stride of 100 bf16
+    // (200 bytes) is not a multiple of 16 bytes.
+    let e = TensorMap::tiled(&g, mb.matrix(64, 64).unwrap(), 64, 48, TmaSwizzle::B128);
+    assert!(matches!(e, Err(SimtError::Shape { .. })), "{:?}", e.err());
+    let big = g.upload(&ints(64, 100, 2)).unwrap();
+    let e = TensorMap::tiled(
+        &g,
+        big.matrix_strided(Layout::strided(64, 64, 100)).unwrap(),
+        64,
+        64,
+        TmaSwizzle::B128,
+    );
+    let msg = e
+        .err()
+        .expect("a misaligned stride must be refused")
+        .to_string();
+    assert!(msg.contains("multiple of 16 bytes"), "{msg}");
+}
+
+fn wgmma_case(g: &Gpu, trans_b: bool) {
+    let a = ints(64, 64, 3);
+    // B: 64 x 128 as N-major ([k][n]) or its transpose ([n][k], K-major).
+    let b = ints(64, 128, 5);
+    let bt: Vec<bf16> = (0..128 * 64).map(|i| b[(i % 64) * 128 + i / 64]).collect();
+    let (ab, bb) = (
+        g.upload(&a).unwrap(),
+        g.upload(if trans_b { &b } else { &bt }).unwrap(),
+    );
+    let am = TensorMap::tiled(g, ab.matrix(64, 64).unwrap(), 64, 64, TmaSwizzle::B128).unwrap();
+    let bm = if trans_b {
+        TensorMap::tiled(g, bb.matrix(64, 128).unwrap(), 64, 64, TmaSwizzle::B128).unwrap()
+    } else {
+        TensorMap::tiled(g, bb.matrix(128, 64).unwrap(), 128, 64, TmaSwizzle::B128).unwrap()
+    };
+    let mut out = poisoned(g, 64 * 128);
+    // SAFETY: the maps' boxes are what the probe reads; out holds 64 x 128 floats.
+    unsafe {
+        g.launch::<probe_wgmma>(
+            one_warpgroup(),
+            (am.ptr(), bm.ptr(), trans_b as u32, out.ptr_mut()),
+        )
+        .unwrap()
+    };
+    let got = g.download(&out).unwrap();
+    for r in 0..64 {
+        for c in 0..128 {
+            let want: f32 = (0..64)
+                .map(|k| a[r * 64 + k].to_f32() * b[k * 128 + c].to_f32())
+                .sum();
+            assert_eq!(
+                got[r * 128 + c],
+                want,
+                "D({r}, {c}) with trans_b = {trans_b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn one_wgmma_region_matches_its_definition() {
+    let g = gpu();
+    if !hopper(&g) {
+        return;
+    }
+    wgmma_case(&g, true);
+    wgmma_case(&g, false);
+}
+
+fn check_wgmma<T: TcInput>(
+    g: &Gpu,
+    m: usize,
+    n: usize,
+    k: usize,
+    lda: usize,
+    ldb: usize,
+    relu: bool,
+) {
+    let (mut r, seed) = rng("matmul_wgmma");
+    let ldc = n + 3;
+    let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
+    let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
+    let conv = |v: &[f32]| -> (Vec<T>, Vec<f32>) {
+        if T::NAME == "bf16" {
+            let h: Vec<bf16> = v.iter().map(|&x| bf16::from_f32(x)).collect();
+            let back = h.iter().map(|x| x.to_f32()).collect();
+            // SAFETY: T is bf16 here (same size and bits).
+            (
+                h.iter()
+                    .map(|x| unsafe { std::mem::transmute_copy(x) })
+                    .collect(),
+                back,
+            )
+        } else {
+            let h: Vec<f16> = v.iter().map(|&x| f16::from_f32(x)).collect();
+            let back = h.iter().map(|x| x.to_f32()).collect();
+            // SAFETY: T is f16 here.
+            (
+                h.iter()
+                    .map(|x| unsafe { std::mem::transmute_copy(x) })
+                    .collect(),
+                back,
+            )
+        }
+    };
+    let ((a16, ar), (b16, br)) = (conv(&a), conv(&b));
+    let want = rust_simt::reference::matmul(&ar, &br, m, n, k, lda, ldb, relu);
+    let (ab, bb) = (g.upload(&a16).unwrap(), g.upload(&b16).unwrap());
+    let mut c = poisoned(g, (m - 1) * ldc + n);
+    let epi = if relu { Epilogue::Relu } else { Epilogue::None };
+    matmul_tc(
+        g,
+        TcKernel::Wgmma,
+        ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
+        bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
+        c.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
+        epi,
+    )
+    .unwrap();
+    let got = dense_rows(&g.download(&c).unwrap(), m, n, ldc);
+    assert_close(
+        &format!(
+            "wgmma {} {m}x{n}x{k} lda {lda} ldb {ldb} relu {relu}",
+            T::NAME
+        ),
+        seed,
+        &got,
+        &want,
+        1e-5,
+        matmul_atol(k),
+        1e-5,
+    );
+}
+
+#[test]
+fn wgmma_matmul_random_and_ragged() {
+    let g = gpu();
+    if !hopper(&g) {
+        return;
+    }
+    assert_eq!(TcKernel::best(&g), TcKernel::Wgmma);
+    // Rows 16-byte aligned (strides multiples of 8): ragged M, N and K past every tile
+    // edge, a single element, K shorter than one step and longer than the 4 stages.
+    for (m, n, k, lda, ldb) in [
+        (1, 1, 1, 8, 8),
+        (128, 256, 64, 64, 256),
+        (130, 300, 136, 136, 304),
+        (257, 129, 200, 200, 136),
+        (64, 520, 330, 336, 528),
+    ] {
+        check_wgmma::<bf16>(&g, m, n, k, lda, ldb, true);
+        check_wgmma::<f16>(&g, m, n, k, lda, ldb, false);
+    }
+    if on_gpu(&g) {
+        check_wgmma::<bf16>(&g, 1000, 1500, 1100, 1104, 1504, true);
+    }
+}
+
+#[test]
+fn wgmma_matmul_every_thread_order() {
+    for order in [Order::Reversed, Order::Random(7)] {
+        let g = emulator(order);
+        check_wgmma::<bf16>(&g, 140, 260, 136, 136, 264, true);
+    }
+}
