@@ -12,7 +12,7 @@ use kernels::hopper_probes::{probe_tma, probe_wgmma};
 use kernels::params::Epilogue;
 use kernels::simt_std::tma::swizzle_128b;
 use kernels::simt_std::wgmma::{acc_coords, desc, desc_fields, Swizzle};
-use rust_simt::emulator::{EmuError, Order};
+use rust_simt::emulator::{EmuConfig, EmuError, Order};
 use rust_simt::ops::matmul_tc::{matmul_tc, TcInput, TcKernel};
 use rust_simt::{dim3, Gpu, LaunchConfig, Layout, SimtError, TensorMap, TmaSwizzle};
 
@@ -310,21 +310,40 @@ fn check_wgmma<T: TcInput>(
     );
 }
 
+/// The device under test; on the emulator one with 2 workers (2 "SMs"), so that the
+/// shapes below take both tile widths and persistent blocks with several tiles on any
+/// machine (the host picks 128x128 tiles below two 128x256 tiles per SM).
+fn gpu_two_sms() -> Gpu {
+    let g = gpu();
+    if on_gpu(&g) {
+        return g;
+    }
+    let g = Gpu::emulator(EmuConfig {
+        workers: 2,
+        ..EmuConfig::default()
+    });
+    rust_simt::ptx::load(&g).unwrap();
+    g
+}
+
 #[test]
 fn wgmma_matmul_random_and_ragged() {
-    let g = gpu();
+    let g = gpu_two_sms();
     if !hopper(&g) {
         return;
     }
     assert_eq!(TcKernel::best(&g), TcKernel::Wgmma);
     // Rows 16-byte aligned (strides multiples of 8): ragged M, N and K past every tile
-    // edge, a single element, K shorter than one step and longer than the 4 stages.
+    // edge, a single element, K shorter than one step and longer than the stages. On
+    // the 2-worker emulator: 130x300 and 300x520 take 128x256 tiles (2 blocks, 2 and 6
+    // tiles), the others 128x128 (257x129: 2 blocks of 3 tiles).
     for (m, n, k, lda, ldb) in [
         (1, 1, 1, 8, 8),
         (128, 256, 64, 64, 256),
         (130, 300, 136, 136, 304),
         (257, 129, 200, 200, 136),
         (64, 520, 330, 336, 528),
+        (300, 520, 72, 72, 520),
     ] {
         check_wgmma::<bf16>(&g, m, n, k, lda, ldb, true);
         check_wgmma::<f16>(&g, m, n, k, lda, ldb, false);

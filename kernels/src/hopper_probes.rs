@@ -42,6 +42,9 @@ kernel! {
                 tma::load_2d(tile, map, x, y, bar);
             }
         }
+        // Reconverge before waiting (see `mbarrier`'s rule 4: without it, lanes 1-31
+        // of warp 0 spun in the wait while lane 0 never issued the copy: a hang on the H100).
+        sync_threads();
         // SAFETY: an initialised barrier.
         unsafe { mbarrier::wait(bar, parity) };
         let words = tile.cast::<u32>();
@@ -92,6 +95,8 @@ kernel! {
                 }
             }
         }
+        // Reconverge before waiting (`mbarrier`'s rule 4).
+        sync_threads();
         // SAFETY: an initialised barrier; phase 0 carries the copies.
         unsafe { mbarrier::wait(bar, 0) };
         let da = [0, 1, 2, 3].map(|i| desc_k_major(a_tile, 32 * i));

@@ -27,7 +27,8 @@
 //! The host sends only problems whose rows of A and B are 16-byte aligned (TMA),
 //! on compute capability 9.0; others take stage 6.
 use crate::config::{
-    WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_SMEM_BYTES, WG_STAGES, WG_STAGE_BYTES, WG_THREADS,
+    wg_stage_bytes, wg_stages, WG_BK, WG_BM, WG_BN, WG_BN_NARROW, WG_B_BOX_COLS, WG_MAX_STAGES,
+    WG_SMEM_BYTES, WG_THREADS,
 };
 use crate::params::MatmulParamsTma;
 use simt_std::mbarrier;
@@ -38,89 +39,150 @@ use simt_std::tma;
 use simt_std::wgmma::{self, acc_coords, desc_k_major, desc_n_major};
 use simt_std::{kernel, unroll};
 
-const STAGES: u32 = WG_STAGES;
-/// Bytes of A in a stage; B's 4 boxes follow.
+/// Bytes of A in a stage; B's boxes follow.
 const A_BYTES: u32 = WG_BM * WG_BK * 2;
 /// Bytes of one B box (`WG_BK` k-rows of 128 bytes).
 const B_BOX_BYTES: u32 = WG_BK * WG_B_BOX_COLS * 2;
 const _: () = assert!(
     WG_BM == 128
         && WG_BN == 256
+        && WG_BN_NARROW == 128
         && WG_BK * 2 == 128
         && WG_B_BOX_COLS * 2 == 128
         && WG_THREADS == 384
-        && WG_STAGE_BYTES == A_BYTES + (WG_BN / WG_B_BOX_COLS) * B_BOX_BYTES
         && A_BYTES % 1024 == 0
         && B_BOX_BYTES % 1024 == 0
+        && WG_SMEM_BYTES >= wg_stages(WG_BN) * wg_stage_bytes(WG_BN) + 16 * WG_MAX_STAGES + 1024
+        && WG_SMEM_BYTES >= wg_stages(WG_BN_NARROW) * wg_stage_bytes(WG_BN_NARROW) + 16 * WG_MAX_STAGES + 1024
 );
 
-/// Tile-rows that consecutive blocks walk down before moving right (L2 reuse).
+/// Tile-rows that consecutive tiles walk down before moving right (L2 reuse).
 pub const GROUP_M: u32 = 8;
 
 const BF16: u32 = 0;
 const F16: u32 = 1;
 
-/// The kernel for `KIND` ([`BF16`] or [`F16`]).
+/// Accumulators of a 64 x `BN` consumer tile: `BN / 2` f32 per thread as
+/// `[f32; 4]` groups (a flat `[f32; 128]` stayed in local memory: LLVM's SROA does
+/// not split it). The narrow kernels use the first 16 groups.
+type Acc = [[f32; 4]; 32];
+
+/// One wgmma region (4 k16 steps) of a 64 x `BN` tile.
+///
+/// # Safety
+/// As [`wgmma::mma_bf16_n256`].
+#[inline(always)]
+unsafe fn region<const KIND: u32, const BN: u32>(acc: Acc, da: [u64; 4], db: [u64; 4]) -> Acc {
+    // SAFETY (all): forwarded.
+    if BN == 256 {
+        unsafe {
+            if KIND == BF16 {
+                wgmma::mma_bf16_n256::<true>(acc, da, db)
+            } else {
+                wgmma::mma_f16_n256::<true>(acc, da, db)
+            }
+        }
+    } else {
+        let lo: [[f32; 4]; 16] = [
+            acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7], acc[8], acc[9],
+            acc[10], acc[11], acc[12], acc[13], acc[14], acc[15],
+        ];
+        let r = unsafe {
+            if KIND == BF16 {
+                wgmma::mma_bf16_n128::<true>(lo, da, db)
+            } else {
+                wgmma::mma_f16_n128::<true>(lo, da, db)
+            }
+        };
+        let mut out = acc;
+        unroll!(4, I => {
+            unroll!(4, J => {
+                out[4 * I + J] = r[4 * I + J];
+            });
+        });
+        out
+    }
+}
+
+/// The kernel for `KIND` ([`BF16`] or [`F16`]) and tiles `BN` columns wide.
 ///
 /// # Safety
 /// As [`matmul_wgmma_bf16()`].
 #[inline(always)]
-unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
+unsafe fn body<const KIND: u32, const BN: u32>(p: MatmulParamsTma) {
+    let stages = wg_stages(BN);
+    let stage_bytes = wg_stage_bytes(BN);
     let raw = dynamic_shared::<u8>();
     // The 128-byte swizzle is a function of address bits 7-9: the stages start on a
     // 1024-byte boundary (the launch asks for 1 KiB of slack).
     let pad = (1024 - raw.window_addr() % 1024) % 1024;
     let smem = raw.add(pad as usize);
-    let stage = |s: u32| smem.add((s * WG_STAGE_BYTES) as usize);
-    let bars = smem.add((STAGES * WG_STAGE_BYTES) as usize).cast::<u64>();
+    let stage = |s: u32| smem.add((s * stage_bytes) as usize);
+    let bars = smem.add((stages * stage_bytes) as usize).cast::<u64>();
     let full = |s: u32| bars.add(s as usize);
-    let empty = |s: u32| bars.add((STAGES + s) as usize);
+    let empty = |s: u32| bars.add((WG_MAX_STAGES + s) as usize);
     let tid = thread_idx().x;
     if tid == 0 {
-        unroll_stages(|s| {
+        let mut s = 0;
+        while s < stages {
             // SAFETY: 8-byte aligned barrier slots inside the dynamic shared memory,
             // used by no thread before the barrier below.
             unsafe {
                 mbarrier::init(full(s), 1);
                 mbarrier::init(empty(s), 2);
             }
-        });
+            s += 1;
+        }
         mbarrier::fence_init();
     }
     sync_threads();
 
-    let (b, g) = (block_idx(), grid_dim());
-    let (pm, pn) = grouped_tile(b.y * g.x + b.x, g.y, g.x, GROUP_M);
-    let (row0, col0) = (pm * WG_BM, pn * WG_BN);
+    // Persistent: block b takes tiles b, b + grid, b + 2·grid, ... in grouped order;
+    // the stage ring's position `it` runs on across tiles, so the producer loads the
+    // next tile while the consumers store this one.
+    let (tiles_m, tiles_n) = (p.m.div_ceil(WG_BM), p.n.div_ceil(BN));
+    let tiles = tiles_m * tiles_n;
+    let origin = |tile: u32| {
+        let (pm, pn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
+        (pm * WG_BM, pn * BN)
+    };
     let ktiles = p.k.div_ceil(WG_BK);
+    let (first, step) = (block_idx().x, grid_dim().x);
     let wg = tid / 128;
 
     if wg == 0 {
-        // The producer: one thread issues every copy.
-        if tid == 0 {
-            // SAFETY: the host made both maps (64-byte aligned, in global memory).
-            unsafe {
-                tma::prefetch(p.a_map);
-                tma::prefetch(p.b_map);
-            }
+        // The producer: one thread issues every copy; its warp-mates leave (see
+        // `mbarrier`'s rule 4).
+        if tid != 0 {
+            return;
+        }
+        // SAFETY: the host made both maps (64-byte aligned, in global memory).
+        unsafe {
+            tma::prefetch(p.a_map);
+            tma::prefetch(p.b_map);
+        }
+        let mut it = 0;
+        let mut tile = first;
+        while tile < tiles {
+            let (row0, col0) = origin(tile);
             let mut kt = 0;
             while kt < ktiles {
-                let s = kt % STAGES;
-                let round = kt / STAGES;
+                let s = it % stages;
+                let round = it / stages;
                 // SAFETY (all below): initialised barriers; the stage's destinations are
                 // 1024-byte aligned boxes inside the dynamic shared memory; the consumers
                 // released the stage (the empty wait) before it is overwritten; the
-                // announced bytes are exactly the five boxes' (out-of-bounds elements
-                // are delivered as zeros and count).
+                // announced bytes are exactly the boxes' (out-of-bounds elements are
+                // delivered as zeros and count).
                 unsafe {
                     if round > 0 {
                         mbarrier::wait(empty(s), (round - 1) & 1);
                     }
-                    mbarrier::arrive_expect_tx(full(s), WG_STAGE_BYTES);
+                    mbarrier::arrive_expect_tx(full(s), stage_bytes);
                     let (k0, st) = ((kt * WG_BK) as i32, stage(s));
                     tma::load_2d(st, p.a_map, k0, row0 as i32, full(s));
                     let mut j = 0;
-                    while j < WG_BN / WG_B_BOX_COLS {
+                    while j < BN / WG_B_BOX_COLS {
                         tma::load_2d(
                             st.add((A_BYTES + j * B_BOX_BYTES) as usize),
                             p.b_map,
@@ -132,91 +194,86 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
                     }
                 }
                 kt += 1;
+                it += 1;
             }
+            tile += step;
         }
         return;
     }
 
-    // A consumer: rows 64·(wg - 1) .. + 64 of the block tile, all 256 columns.
+    // A consumer: rows 64·(wg - 1) .. + 64 of each tile, all BN columns.
     let c = wg - 1;
-    let mut acc = [[0f32; 4]; 32];
-    let mut kt = 0;
-    while kt < ktiles {
-        let s = kt % STAGES;
-        // SAFETY: an initialised barrier; waiting makes the stage's copies visible.
-        unsafe { mbarrier::wait(full(s), (kt / STAGES) & 1) };
-        let st = stage(s);
-        let a_tile = st.add((c * 64 * 128) as usize);
-        let b_tile = st.add(A_BYTES as usize);
-        // Step i of the region: 16 more elements of K: 32 bytes along A's rows, 16
-        // k-rows (two 8-row atoms) down B's boxes.
-        let da = [0, 1, 2, 3].map(|i| desc_k_major(a_tile, 32 * i));
-        let db = [0, 1, 2, 3].map(|i| desc_n_major(b_tile, WG_BK, 16 * i));
-        // SAFETY: the whole warpgroup is here, converged; the stage has landed (the
-        // full wait); the descriptors describe the TMA boxes' 128-byte-swizzled layout.
-        acc = unsafe {
-            if KIND == BF16 {
-                wgmma::mma_bf16_n256::<true>(acc, da, db)
-            } else {
-                wgmma::mma_f16_n256::<true>(acc, da, db)
-            }
-        };
-        // The region ended with `wait_group 0`: this warpgroup is done reading stage s.
-        if tid % 128 == 0 {
-            // SAFETY: an initialised barrier expecting one arrival per consumer.
-            unsafe { mbarrier::arrive(empty(s)) };
-        }
-        kt += 1;
-    }
-
-    // Epilogue: pairs (i, i + 1) are adjacent columns of one row.
     let relu = p.epilogue as u32 != 0;
     let (cp, ldc) = (p.c.ptr, p.c.ld);
     let vec = ldc % 2 == 0 && cp as usize % 8 == 0;
     let t = tid % 128;
-    // Unrolled so that every index into `acc` is a constant: a loop put all 128
-    // accumulators on the stack (tests/ptx.rs fails on that).
-    unroll!(8, I => {
-        unroll!(8, J => {
-            let i = 2 * (8 * I + J);
-            let (r, cc) = acc_coords(t, i as u32);
-            let (row, col) = (row0 + 64 * c + r, col0 + cc);
-            let f = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
-            let (v0, v1) = (f(acc[i / 4][i % 4]), f(acc[i / 4][i % 4 + 1]));
-            if row < p.m {
-                // SAFETY: row < m and each column < n (checked); `vec` makes the pair
-                // 8-byte aligned (col is even).
-                unsafe {
-                    let q = cp.add((row * ldc + col) as usize);
-                    if vec && col + 1 < p.n {
-                        store2(q, v0, v1);
-                    } else {
-                        if col < p.n {
-                            *q = v0;
-                        }
-                        if col + 1 < p.n {
-                            *q.add(1) = v1;
+    let mut it = 0;
+    let mut tile = first;
+    while tile < tiles {
+        let (row0, col0) = origin(tile);
+        let mut acc: Acc = [[0f32; 4]; 32];
+        let mut kt = 0;
+        while kt < ktiles {
+            let s = it % stages;
+            // SAFETY: an initialised barrier; waiting makes the stage's copies visible.
+            unsafe { mbarrier::wait(full(s), (it / stages) & 1) };
+            let st = stage(s);
+            let a_tile = st.add((c * 64 * 128) as usize);
+            let b_tile = st.add(A_BYTES as usize);
+            // Step i of the region: 16 more elements of K: 32 bytes along A's rows,
+            // 16 k-rows (two 8-row atoms) down B's boxes.
+            let da = [0, 1, 2, 3].map(|i| desc_k_major(a_tile, 32 * i));
+            let db = [0, 1, 2, 3].map(|i| desc_n_major(b_tile, WG_BK, 16 * i));
+            // SAFETY: the whole warpgroup is here, converged; the stage has landed
+            // (the full wait); the descriptors describe the TMA boxes' layout.
+            acc = unsafe { region::<KIND, BN>(acc, da, db) };
+            // The region ended with `wait_group 0`: this warpgroup is done reading it.
+            if t == 0 {
+                // SAFETY: an initialised barrier expecting one arrival per consumer.
+                unsafe { mbarrier::arrive(empty(s)) };
+            }
+            kt += 1;
+            it += 1;
+        }
+
+        // Epilogue: pairs (i, i + 1) are adjacent columns of one row. Plain stores:
+        // they drain while this warpgroup multiplies its next tile. Unrolled, so every
+        // index into `acc` is a constant (a loop put them on the stack).
+        unroll!(8, I => {
+            unroll!(8, J => {
+                if ((8 * I + J) as u32) < BN / 4 {
+                    let i = 2 * (8 * I + J);
+                    let (r, cc) = acc_coords(t, i as u32);
+                    let (row, col) = (row0 + 64 * c + r, col0 + cc);
+                    let f = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
+                    let (v0, v1) = (f(acc[i / 4][i % 4]), f(acc[i / 4][i % 4 + 1]));
+                    if row < p.m {
+                        // SAFETY: row < m and each column < n (checked); `vec` makes
+                        // the pair 8-byte aligned (col is even).
+                        unsafe {
+                            let q = cp.add((row * ldc + col) as usize);
+                            if vec && col + 1 < p.n {
+                                store2(q, v0, v1);
+                            } else {
+                                if col < p.n {
+                                    *q = v0;
+                                }
+                                if col + 1 < p.n {
+                                    *q.add(1) = v1;
+                                }
+                            }
                         }
                     }
                 }
-            }
+            });
         });
-    });
-}
-
-/// `f(s)` for every stage.
-#[inline(always)]
-fn unroll_stages(f: impl Fn(u32)) {
-    let mut s = 0;
-    while s < STAGES {
-        f(s);
-        s += 1;
+        tile += step;
     }
 }
 
 kernel! {
     /// `C = epilogue(A · B)` on Hopper tensor cores, bf16 inputs, f32 accumulation and
-    /// output: `wgmma.m64n256k16` from shared memory, fed by TMA.
+    /// output: `wgmma.m64n256k16` from shared memory, fed by TMA, persistent.
     ///
     /// # Safety
     /// `p.a_map` and `p.b_map` are tensor maps (in global memory) of the bf16
@@ -229,20 +286,21 @@ kernel! {
     /// and `epilogue: Relu` to fuse the ReLU.
     ///
     /// # Tiling
-    /// Block tile 128x256, K steps of 64 (one 128-byte row of A), `WG_STAGES` = 4
-    /// stages of 48 KiB (A `[128][64]`, B as 4 boxes `[64][64]`, all 128-byte swizzled),
-    /// a full and an empty mbarrier per stage.
+    /// Tiles of 128x256, K steps of 64 (one 128-byte row of A); 4 stages of 48 KiB
+    /// (A `[128][64]`, B as 4 boxes `[64][64]`, all 128-byte swizzled), a full and an
+    /// empty mbarrier per stage.
     ///
     /// # Thread Mapping
     /// 384 threads = 3 warpgroups: warpgroup 0's thread 0 issues the copies;
-    /// warpgroup 1 computes rows 0-63 of the tile and warpgroup 2 rows 64-127, each
-    /// as one 64x256 `wgmma` tile (128 accumulators per thread, laid out as
-    /// [`acc_coords`]); `grid = (ceil(n/256), ceil(m/128))`, in grouped order
-    /// ([`GROUP_M`]).
+    /// warpgroup 1 computes rows 0-63 of each tile and warpgroup 2 rows 64-127, as one
+    /// 64x256 `wgmma` tile each (128 accumulators per thread, laid out as
+    /// [`acc_coords`]). Any 1-D grid: block `b` takes tiles `b, b + grid, ...` of the
+    /// `ceil(m/128) x ceil(n/256)` tiles in grouped order ([`GROUP_M`]); the host
+    /// launches one block per SM.
     #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_wgmma_bf16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<BF16>(p) }
+        unsafe { body::<BF16, WG_BN>(p) }
     }
 }
 
@@ -254,6 +312,32 @@ kernel! {
     #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_wgmma_f16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<F16>(p) }
+        unsafe { body::<F16, WG_BN>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_wgmma_bf16()`] with tiles of 128x128 (`wgmma.m64n128k16`, 6 stages
+    /// of 32 KiB): twice the tiles, for problems with fewer than two 128x256 tiles per
+    /// SM, where one tile per block would leave no epilogue to overlap.
+    ///
+    /// # Safety
+    /// As [`matmul_wgmma_bf16()`].
+    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_wgmma_bf16_narrow(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<BF16, WG_BN_NARROW>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_wgmma_bf16_narrow()`], f16 inputs.
+    ///
+    /// # Safety
+    /// As [`matmul_wgmma_bf16()`], with f16 matrices.
+    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_wgmma_f16_narrow(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<F16, WG_BN_NARROW>(p) }
     }
 }

@@ -33,6 +33,13 @@
 //! 2. Each phase gets exactly `count` arrivals, and exactly as many transaction
 //!    bytes as were announced.
 //! 3. Barriers live in shared memory, 8-byte aligned, and are not reused for data.
+//! 4. A thread that issues copies inside a branch (`if tid == 0 { ... }`) must not
+//!    share a warp with threads spinning in [`wait`] for those copies, unless the
+//!    warp reconverges (a block barrier) between the branch and the wait. LLVM emits
+//!    no reconvergence point there (nvcc does): on the H100 the other 31 lanes spun
+//!    in the wait and lane 0 never issued its copy, a hang (rust-simt's
+//!    `hopper_probes`, 2026-11-22). Keep the producer in a warp of its own, or let
+//!    its warp-mates exit first, as `matmul_wgmma` does.
 use crate::shared::Smem;
 
 /// Initialises the barrier at `bar` to expect `count` arrivals per phase
