@@ -21,8 +21,9 @@ fn hopper(g: &Gpu) -> bool {
     g.can_load(&rust_simt::ptx::sm90a::MODULE)
 }
 
-fn one_warpgroup() -> LaunchConfig {
-    LaunchConfig::new(dim3(1, 1, 1), dim3(128, 1, 1))
+/// The probes' block: a producer and a consumer warpgroup.
+fn two_warpgroups() -> LaunchConfig {
+    LaunchConfig::new(dim3(1, 1, 1), dim3(256, 1, 1))
 }
 
 #[test]
@@ -101,8 +102,11 @@ fn tma_copies_a_swizzled_box_through_an_mbarrier() {
     let mut out = g.upload(&vec![0xdead_beefu32; 1024]).unwrap();
     // SAFETY: a box of 4096 bytes; out holds 1024 words.
     unsafe {
-        g.launch::<probe_tma>(one_warpgroup(), (map.ptr(), 40, 80, 4096, 0, out.ptr_mut()))
-            .unwrap()
+        g.launch::<probe_tma>(
+            two_warpgroups(),
+            (map.ptr(), 40, 80, 4096, 0, out.ptr_mut()),
+        )
+        .unwrap()
     };
     let got = g.download(&out).unwrap();
     let bytes: Vec<u8> = got.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -133,7 +137,7 @@ fn emulator_wrong_parity_reads_poison_and_missing_bytes_hang() {
     // the copy has not landed: every word is the NaN poison.
     // SAFETY: an 8 KiB box; out holds 2048 words.
     unsafe {
-        g.launch::<probe_tma>(one_warpgroup(), (map.ptr(), 0, 0, 8192, 1, out.ptr_mut()))
+        g.launch::<probe_tma>(two_warpgroups(), (map.ptr(), 0, 0, 8192, 1, out.ptr_mut()))
             .unwrap()
     };
     assert!(
@@ -144,7 +148,7 @@ fn emulator_wrong_parity_reads_poison_and_missing_bytes_hang() {
     // SAFETY: as above (the launch fails before anything is written).
     let e = unsafe {
         g.launch::<probe_tma>(
-            one_warpgroup(),
+            two_warpgroups(),
             (map.ptr(), 0, 0, 8192 + 16, 0, out.ptr_mut()),
         )
     };
@@ -167,12 +171,12 @@ fn partial_warpgroups_and_bad_maps_are_refused() {
     let mb = g.upload(&m).unwrap();
     let map = TensorMap::tiled(&g, mb.matrix(64, 64).unwrap(), 64, 64, TmaSwizzle::B128).unwrap();
     let mut out = g.alloc::<f32>(64 * 128).unwrap();
-    // 96 threads would make the wgmma's warpgroup partial; the kernel's launch contract
-    // (exactly 128 threads) refuses the launch before it runs.
+    // 224 threads would make the wgmma's warpgroup partial; the kernel's launch contract
+    // (exactly 256 threads) refuses the launch before it runs.
     // SAFETY: refused before it runs.
     let e = unsafe {
         g.launch::<probe_wgmma>(
-            LaunchConfig::new(dim3(1, 1, 1), dim3(96, 1, 1)),
+            LaunchConfig::new(dim3(1, 1, 1), dim3(224, 1, 1)),
             (map.ptr(), map.ptr(), 1, out.ptr_mut()),
         )
     };
@@ -215,7 +219,7 @@ fn wgmma_case(g: &Gpu, trans_b: bool) {
     // SAFETY: the maps' boxes are what the probe reads; out holds 64 x 128 floats.
     unsafe {
         g.launch::<probe_wgmma>(
-            one_warpgroup(),
+            two_warpgroups(),
             (am.ptr(), bm.ptr(), trans_b as u32, out.ptr_mut()),
         )
         .unwrap()

@@ -13,7 +13,8 @@ use simt_std::{kernel, mbarrier, unroll};
 pub const PROBE_SMEM: u32 = 2 * 16384 + 16 + 1024;
 
 kernel! {
-    /// Copies one box of `map` at `(x, y)` into shared memory with TMA, waits on the
+    /// Thread 0 copies one box of `map` at `(x, y)` into shared memory with TMA;
+    /// threads 128-255 wait on the
     /// mbarrier for the phase of parity `parity` (0 is right, 1 is wrong: that
     /// phase "completed" before the copy), and writes the shared bytes, as they lie
     /// (swizzled), to `out` (`bytes` of them, a multiple of 4).
@@ -21,7 +22,7 @@ kernel! {
     /// # Safety
     /// `map` is a tensor map whose box has `bytes` bytes (at most 16 KiB, rows of
     /// 128 bytes when swizzled); `out` holds `bytes / 4` words.
-    #[launch(threads = 128, shared = PROBE_SMEM, target = "sm_90a")]
+    #[launch(threads = 256, shared = PROBE_SMEM, target = "sm_90a")]
     pub unsafe fn probe_tma(map: *const TensorMap, x: i32, y: i32, bytes: u32, parity: u32, out: *mut u32) {
         let raw = dynamic_shared::<u8>();
         let tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
@@ -33,18 +34,21 @@ kernel! {
             mbarrier::fence_init();
         }
         sync_threads();
-        if t == 0 {
-            // SAFETY: the map (caller); a 1024-byte aligned destination of `bytes`; the
-            // phase announces exactly the box's bytes.
-            unsafe {
-                tma::prefetch(map);
-                mbarrier::arrive_expect_tx(bar, bytes);
-                tma::load_2d(tile, map, x, y, bar);
+        // Warpgroup 0 is the producer, as in `matmul_wgmma`: thread 0 issues the copy and
+        // every producer thread leaves; warpgroup 1 waits and reads (`mbarrier`'s rule 4).
+        if t < 128 {
+            if t == 0 {
+                // SAFETY: the map (caller); a 1024-byte aligned destination of `bytes`;
+                // the phase announces exactly the box's bytes.
+                unsafe {
+                    tma::prefetch(map);
+                    mbarrier::arrive_expect_tx(bar, bytes);
+                    tma::load_2d(tile, map, x, y, bar);
+                }
             }
+            return;
         }
-        // Reconverge before waiting (see `mbarrier`'s rule 4: without it, lanes 1-31
-        // of warp 0 spun in the wait while lane 0 never issued the copy: a hang on the H100).
-        sync_threads();
+        let t = t - 128;
         // SAFETY: an initialised barrier.
         unsafe { mbarrier::wait(bar, parity) };
         let words = tile.cast::<u32>();
@@ -58,7 +62,7 @@ kernel! {
 }
 
 kernel! {
-    /// One warpgroup computes `D = A · B` (64 x 128, f32) with one bf16 `wgmma`
+    /// Thread 0 loads the tiles with TMA; the second warpgroup computes `D = A · B` (64 x 128, f32) with one bf16 `wgmma`
     /// region of 4 k16 steps (K = 64): A `[64][64]` from `a_map` (one box), and B either N-major (`trans_b = 1`: `B: [64][128]`, two boxes of 64
     /// columns from `b_map`) or K-major (`trans_b = 0`: `Bᵀ: [128][64]`, one box of 128
     /// rows). `out`: D row-major `[64][128]`.
@@ -66,7 +70,7 @@ kernel! {
     /// # Safety
     /// The maps describe bf16 matrices with those boxes (128-byte swizzle); `out` holds
     /// 64 x 128 floats.
-    #[launch(threads = 128, shared = PROBE_SMEM, target = "sm_90a")]
+    #[launch(threads = 256, shared = PROBE_SMEM, target = "sm_90a")]
     pub unsafe fn probe_wgmma(a_map: *const TensorMap, b_map: *const TensorMap, trans_b: u32, out: *mut f32) {
         let raw = dynamic_shared::<u8>();
         let a_tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
@@ -79,7 +83,10 @@ kernel! {
             mbarrier::fence_init();
         }
         sync_threads();
-        if t == 0 {
+        // Warpgroup 0 is the producer (thread 0 issues, the others leave), warpgroup 1
+        // the consumer, as in `matmul_wgmma` (`mbarrier`'s rule 4).
+        if t < 128 {
+            if t == 0 {
             // SAFETY: the maps (caller): A's box is 64 x 64 bf16 (8 KiB); B's two boxes
             // (N-major) or one 128 x 64 box (K-major) are 16 KiB; 1024-byte aligned.
             unsafe {
@@ -94,9 +101,10 @@ kernel! {
                     tma::load_2d(b_tile, b_map, 0, 0, bar);
                 }
             }
+            }
+            return;
         }
-        // Reconverge before waiting (`mbarrier`'s rule 4).
-        sync_threads();
+        let t = t - 128;
         // SAFETY: an initialised barrier; phase 0 carries the copies.
         unsafe { mbarrier::wait(bar, 0) };
         let da = [0, 1, 2, 3].map(|i| desc_k_major(a_tile, 32 * i));

@@ -221,7 +221,12 @@ pub fn matmul_tc<T: TcInput>(
         // 128x256 tiles or more (kernels::matmul_wgmma).
         let sms = gpu.props().sms.max(1) as u64;
         let wide = (m as u64).div_ceil(WG_BM as u64) * (n as u64).div_ceil(WG_BN as u64);
-        let narrow = wide < 2 * sms;
+        // SIMT_WGMMA_TILES=wide|narrow overrides the choice (for measuring it).
+        let narrow = match std::env::var("SIMT_WGMMA_TILES").as_deref() {
+            Ok("wide") => false,
+            Ok("narrow") => true,
+            _ => wide < 2 * sms,
+        };
         let bn = if narrow { WG_BN_NARROW } else { WG_BN };
         let tiles = (m as u64).div_ceil(WG_BM as u64) * (n as u64).div_ceil(bn as u64);
         if tiles >= 1 << 32 {

@@ -33,13 +33,13 @@
 //! 2. Each phase gets exactly `count` arrivals, and exactly as many transaction
 //!    bytes as were announced.
 //! 3. Barriers live in shared memory, 8-byte aligned, and are not reused for data.
-//! 4. A thread that issues copies inside a branch (`if tid == 0 { ... }`) must not
-//!    share a warp with threads spinning in [`wait`] for those copies, unless the
-//!    warp reconverges (a block barrier) between the branch and the wait. LLVM emits
-//!    no reconvergence point there (nvcc does): on the H100 the other 31 lanes spun
-//!    in the wait and lane 0 never issued its copy, a hang (rust-simt's
-//!    `hopper_probes`, 2026-11-22). Keep the producer in a warp of its own, or let
-//!    its warp-mates exit first, as `matmul_wgmma` does.
+//! 4. Keep the thread that issues the copies out of the warps that wait for them:
+//!    let its warp-mates exit (as `matmul_wgmma`'s producer warpgroup does). On the
+//!    H100 (2026-11-22) a probe whose thread 0 issued a TMA copy while lanes 1-31 of
+//!    its warp waited for it hung, with or without a block barrier between the issue
+//!    and the wait; the cause is not established (nvcc-compiled kernels do this
+//!    routinely), so the library's kernels avoid the pattern. The emulator does not
+//!    model it.
 use crate::shared::Smem;
 
 /// Initialises the barrier at `bar` to expect `count` arrivals per phase
