@@ -315,8 +315,7 @@ fn check_wgmma<T: TcInput>(
 }
 
 /// The device under test; on the emulator one with 2 workers (2 "SMs"), so that the
-/// shapes below take both tile widths and persistent blocks with several tiles on any
-/// machine (the host picks 128x128 tiles below two 128x256 tiles per SM).
+/// persistent blocks take several tiles each on any machine.
 fn gpu_two_sms() -> Gpu {
     let g = gpu();
     if on_gpu(&g) {
@@ -339,8 +338,7 @@ fn wgmma_matmul_random_and_ragged() {
     assert_eq!(TcKernel::best(&g), TcKernel::Wgmma);
     // Rows 16-byte aligned (strides multiples of 8): ragged M, N and K past every tile
     // edge, a single element, K shorter than one step and longer than the stages. On
-    // the 2-worker emulator: 130x300 and 300x520 take 128x256 tiles (2 blocks, 2 and 6
-    // tiles), the others 128x128 (257x129: 2 blocks of 3 tiles).
+    // the 2-worker emulator 300x520 runs 9 tiles on 2 blocks.
     for (m, n, k, lda, ldb) in [
         (1, 1, 1, 8, 8),
         (128, 256, 64, 64, 256),

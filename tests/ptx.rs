@@ -163,14 +163,6 @@ fn hopper_module_assembles_without_spills_or_serialised_wgmma() {
     for (k, b) in [
         (s7::matmul_wgmma_bf16::NAME, s7::matmul_wgmma_bf16::BOUNDS),
         (s7::matmul_wgmma_f16::NAME, s7::matmul_wgmma_f16::BOUNDS),
-        (
-            s7::matmul_wgmma_bf16_narrow::NAME,
-            s7::matmul_wgmma_bf16_narrow::BOUNDS,
-        ),
-        (
-            s7::matmul_wgmma_f16_narrow::NAME,
-            s7::matmul_wgmma_f16_narrow::BOUNDS,
-        ),
     ] {
         let r = res.iter().find(|r| r.kernel == k).unwrap();
         assert!(

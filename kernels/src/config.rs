@@ -78,12 +78,9 @@ pub const TC_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES;
 /// Hopper matmul (stage 7, `wgmma` + TMA): rows of C per tile (two consumer
 /// warpgroups of 64 rows).
 pub const WG_BM: u32 = 128;
-/// Hopper matmul: columns of C per tile of the wide kernels (one `m64n256k16` per
-/// consumer and k16 step).
+/// Hopper matmul: columns of C per tile (one `m64n256k16` per consumer and k16
+/// step). 128-column tiles measured 12-30% slower (docs/PERFORMANCE.md).
 pub const WG_BN: u32 = 256;
-/// Hopper matmul: columns per tile of the narrow kernels (`m64n128k16`): twice the
-/// tiles, for problems with fewer than two wide tiles per SM.
-pub const WG_BN_NARROW: u32 = 128;
 /// Hopper matmul: depth of one K step in elements of 16 bits: one 128-byte row of A,
 /// the 128-byte swizzle's span, and 4 `wgmma` k16 steps.
 pub const WG_BK: u32 = 64;
@@ -92,24 +89,10 @@ pub const WG_B_BOX_COLS: u32 = 64;
 /// Hopper matmul: threads per block: a producer warpgroup (one thread issues the TMA
 /// copies) and two consumer warpgroups.
 pub const WG_THREADS: u32 = 384;
-/// Hopper matmul: bytes of one stage for tiles `bn` wide (A `[128][64]`, then B as
-/// `bn / 64` boxes `[64][64]`).
-pub const fn wg_stage_bytes(bn: u32) -> u32 {
-    (WG_BM + bn) * WG_BK * 2
-}
-/// Hopper matmul: shared-memory stages for tiles `bn` wide: as many as 192 KiB hold
-/// (4 of 48 KiB, or 6 of 32 KiB).
-pub const fn wg_stages(bn: u32) -> u32 {
-    (192 * 1024) / wg_stage_bytes(bn)
-}
-/// Hopper matmul: most stages of either width (the barrier slots reserved).
-pub const WG_MAX_STAGES: u32 = 6;
-/// Hopper matmul: dynamic shared memory: 192 KiB of stages, a full and an empty
-/// mbarrier per stage, and 1 KiB of slack to align the stages to 1024 bytes (the
-/// swizzle).
-pub const WG_SMEM_BYTES: u32 = 192 * 1024 + 16 * WG_MAX_STAGES + 1024;
-const _: () = assert!(
-    wg_stages(WG_BN) == 4
-        && wg_stages(WG_BN_NARROW) == 6
-        && wg_stages(WG_BN_NARROW) <= WG_MAX_STAGES
-);
+/// Hopper matmul: bytes of one stage (A `[128][64]`, then B as 4 boxes `[64][64]`).
+pub const WG_STAGE_BYTES: u32 = (WG_BM + WG_BN) * WG_BK * 2;
+/// Hopper matmul: shared-memory stages of the TMA ring (4 x 48 KiB).
+pub const WG_STAGES: u32 = 4;
+/// Hopper matmul: dynamic shared memory: the stages, a full and an empty mbarrier
+/// per stage, and 1 KiB of slack to align the stages to 1024 bytes (the swizzle).
+pub const WG_SMEM_BYTES: u32 = WG_STAGES * WG_STAGE_BYTES + 16 * WG_STAGES + 1024;

@@ -8,9 +8,10 @@ use simt_std::tma::{self, TensorMap};
 use simt_std::wgmma::{self, acc_coords, desc_k_major, desc_n_major};
 use simt_std::{kernel, mbarrier, unroll};
 
-/// Bytes of shared memory the probes ask for: two 16 KiB tiles, a barrier, 1 KiB of
-/// alignment slack.
-pub const PROBE_SMEM: u32 = 2 * 16384 + 16 + 1024;
+/// Bytes of shared memory the probes ask for: two 16 KiB tiles and a barrier in the
+/// first 33 KiB after the 1 KiB alignment slack; 64 KiB in all, above the 48 KiB
+/// default, so that their launches configure the block as `matmul_wgmma`'s do.
+pub const PROBE_SMEM: u32 = 64 * 1024;
 
 kernel! {
     /// Thread 0 copies one box of `map` at `(x, y)` into shared memory with TMA;
@@ -22,7 +23,7 @@ kernel! {
     /// # Safety
     /// `map` is a tensor map whose box has `bytes` bytes (at most 16 KiB, rows of
     /// 128 bytes when swizzled); `out` holds `bytes / 4` words.
-    #[launch(threads = 256, shared = PROBE_SMEM, target = "sm_90a")]
+    #[launch(threads = 256, min_blocks = 1, shared = PROBE_SMEM, target = "sm_90a")]
     pub unsafe fn probe_tma(map: *const TensorMap, x: i32, y: i32, bytes: u32, parity: u32, out: *mut u32) {
         let raw = dynamic_shared::<u8>();
         let tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
@@ -70,7 +71,7 @@ kernel! {
     /// # Safety
     /// The maps describe bf16 matrices with those boxes (128-byte swizzle); `out` holds
     /// 64 x 128 floats.
-    #[launch(threads = 256, shared = PROBE_SMEM, target = "sm_90a")]
+    #[launch(threads = 256, min_blocks = 1, shared = PROBE_SMEM, target = "sm_90a")]
     pub unsafe fn probe_wgmma(a_map: *const TensorMap, b_map: *const TensorMap, trans_b: u32, out: *mut f32) {
         let raw = dynamic_shared::<u8>();
         let a_tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);

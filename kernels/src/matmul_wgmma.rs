@@ -27,8 +27,7 @@
 //! The host sends only problems whose rows of A and B are 16-byte aligned (TMA),
 //! on compute capability 9.0; others take stage 6.
 use crate::config::{
-    wg_stage_bytes, wg_stages, WG_BK, WG_BM, WG_BN, WG_BN_NARROW, WG_B_BOX_COLS, WG_MAX_STAGES,
-    WG_SMEM_BYTES, WG_THREADS,
+    WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_SMEM_BYTES, WG_STAGES, WG_STAGE_BYTES, WG_THREADS,
 };
 use crate::params::MatmulParamsTma;
 use simt_std::mbarrier;
@@ -46,14 +45,12 @@ const B_BOX_BYTES: u32 = WG_BK * WG_B_BOX_COLS * 2;
 const _: () = assert!(
     WG_BM == 128
         && WG_BN == 256
-        && WG_BN_NARROW == 128
         && WG_BK * 2 == 128
         && WG_B_BOX_COLS * 2 == 128
         && WG_THREADS == 384
+        && WG_STAGE_BYTES == A_BYTES + (WG_BN / WG_B_BOX_COLS) * B_BOX_BYTES
         && A_BYTES % 1024 == 0
         && B_BOX_BYTES % 1024 == 0
-        && WG_SMEM_BYTES >= wg_stages(WG_BN) * wg_stage_bytes(WG_BN) + 16 * WG_MAX_STAGES + 1024
-        && WG_SMEM_BYTES >= wg_stages(WG_BN_NARROW) * wg_stage_bytes(WG_BN_NARROW) + 16 * WG_MAX_STAGES + 1024
 );
 
 /// Tile-rows that consecutive tiles walk down before moving right (L2 reuse).
@@ -62,56 +59,18 @@ pub const GROUP_M: u32 = 8;
 const BF16: u32 = 0;
 const F16: u32 = 1;
 
-/// Accumulators of a 64 x `BN` consumer tile: `BN / 2` f32 per thread as
-/// `[f32; 4]` groups (a flat `[f32; 128]` stayed in local memory: LLVM's SROA does
-/// not split it). The narrow kernels use the first 16 groups.
+/// Accumulators of a 64x256 consumer tile: 128 f32 per thread as `[f32; 4]` groups
+/// (a flat `[f32; 128]` stayed in local memory: LLVM's SROA does not split it).
 type Acc = [[f32; 4]; 32];
 
-/// One wgmma region (4 k16 steps) of a 64 x `BN` tile.
-///
-/// # Safety
-/// As [`wgmma::mma_bf16_n256`].
-#[inline(always)]
-unsafe fn region<const KIND: u32, const BN: u32>(acc: Acc, da: [u64; 4], db: [u64; 4]) -> Acc {
-    // SAFETY (all): forwarded.
-    if BN == 256 {
-        unsafe {
-            if KIND == BF16 {
-                wgmma::mma_bf16_n256::<true>(acc, da, db)
-            } else {
-                wgmma::mma_f16_n256::<true>(acc, da, db)
-            }
-        }
-    } else {
-        let lo: [[f32; 4]; 16] = [
-            acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7], acc[8], acc[9],
-            acc[10], acc[11], acc[12], acc[13], acc[14], acc[15],
-        ];
-        let r = unsafe {
-            if KIND == BF16 {
-                wgmma::mma_bf16_n128::<true>(lo, da, db)
-            } else {
-                wgmma::mma_f16_n128::<true>(lo, da, db)
-            }
-        };
-        let mut out = acc;
-        unroll!(4, I => {
-            unroll!(4, J => {
-                out[4 * I + J] = r[4 * I + J];
-            });
-        });
-        out
-    }
-}
-
-/// The kernel for `KIND` ([`BF16`] or [`F16`]) and tiles `BN` columns wide.
+/// The kernel for `KIND` ([`BF16`] or [`F16`]).
 ///
 /// # Safety
 /// As [`matmul_wgmma_bf16()`].
 #[inline(always)]
-unsafe fn body<const KIND: u32, const BN: u32>(p: MatmulParamsTma) {
-    let stages = wg_stages(BN);
-    let stage_bytes = wg_stage_bytes(BN);
+unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
+    const BN: u32 = WG_BN;
+    let (stages, stage_bytes) = (WG_STAGES, WG_STAGE_BYTES);
     let raw = dynamic_shared::<u8>();
     // The 128-byte swizzle is a function of address bits 7-9: the stages start on a
     // 1024-byte boundary (the launch asks for 1 KiB of slack).
@@ -120,7 +79,7 @@ unsafe fn body<const KIND: u32, const BN: u32>(p: MatmulParamsTma) {
     let stage = |s: u32| smem.add((s * stage_bytes) as usize);
     let bars = smem.add((stages * stage_bytes) as usize).cast::<u64>();
     let full = |s: u32| bars.add(s as usize);
-    let empty = |s: u32| bars.add((WG_MAX_STAGES + s) as usize);
+    let empty = |s: u32| bars.add((WG_STAGES + s) as usize);
     let tid = thread_idx().x;
     if tid == 0 {
         let mut s = 0;
@@ -226,7 +185,13 @@ unsafe fn body<const KIND: u32, const BN: u32>(p: MatmulParamsTma) {
             let db = [0, 1, 2, 3].map(|i| desc_n_major(b_tile, WG_BK, 16 * i));
             // SAFETY: the whole warpgroup is here, converged; the stage has landed
             // (the full wait); the descriptors describe the TMA boxes' layout.
-            acc = unsafe { region::<KIND, BN>(acc, da, db) };
+            acc = unsafe {
+                if KIND == BF16 {
+                    wgmma::mma_bf16_n256::<true>(acc, da, db)
+                } else {
+                    wgmma::mma_f16_n256::<true>(acc, da, db)
+                }
+            };
             // The region ended with `wait_group 0`: this warpgroup is done reading it.
             if t == 0 {
                 // SAFETY: an initialised barrier expecting one arrival per consumer.
@@ -241,7 +206,7 @@ unsafe fn body<const KIND: u32, const BN: u32>(p: MatmulParamsTma) {
         // index into `acc` is a constant (a loop put them on the stack).
         unroll!(8, I => {
             unroll!(8, J => {
-                if ((8 * I + J) as u32) < BN / 4 {
+                {
                     let i = 2 * (8 * I + J);
                     let (r, cc) = acc_coords(t, i as u32);
                     let (row, col) = (row0 + 64 * c + r, col0 + cc);
@@ -300,7 +265,7 @@ kernel! {
     #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_wgmma_bf16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<BF16, WG_BN>(p) }
+        unsafe { body::<BF16>(p) }
     }
 }
 
@@ -312,32 +277,6 @@ kernel! {
     #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_wgmma_f16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<F16, WG_BN>(p) }
-    }
-}
-
-kernel! {
-    /// As [`matmul_wgmma_bf16()`] with tiles of 128x128 (`wgmma.m64n128k16`, 6 stages
-    /// of 32 KiB): twice the tiles, for problems with fewer than two 128x256 tiles per
-    /// SM, where one tile per block would leave no epilogue to overlap.
-    ///
-    /// # Safety
-    /// As [`matmul_wgmma_bf16()`].
-    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_wgmma_bf16_narrow(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body::<BF16, WG_BN_NARROW>(p) }
-    }
-}
-
-kernel! {
-    /// As [`matmul_wgmma_bf16_narrow()`], f16 inputs.
-    ///
-    /// # Safety
-    /// As [`matmul_wgmma_bf16()`], with f16 matrices.
-    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_wgmma_f16_narrow(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body::<F16, WG_BN_NARROW>(p) }
+        unsafe { body::<F16>(p) }
     }
 }

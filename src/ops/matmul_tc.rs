@@ -19,7 +19,7 @@
 use cust::memory::DeviceCopy;
 pub use half::{bf16, f16};
 use kernels::config::{TC_BM, TC_BN};
-use kernels::config::{WG_BK, WG_BM, WG_BN, WG_BN_NARROW, WG_B_BOX_COLS};
+use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS};
 use kernels::params::{
     Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma,
 };
@@ -67,7 +67,7 @@ pub trait TcInput: TmaElement + Default {
     #[doc(hidden)]
     fn launch(gpu: &Gpu, stage: TcKernel, grid: simt::Dim3, p: MatmulParams16) -> Result<()>;
     #[doc(hidden)]
-    fn launch_tma(gpu: &Gpu, narrow: bool, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()>;
+    fn launch_tma(gpu: &Gpu, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()>;
 }
 
 fn go<K: Kernel<Args = (P,)>, P: simt::KernelParam>(
@@ -90,12 +90,8 @@ impl TcInput for bf16 {
             TcKernel::Wgmma => unreachable!("stage 7 launches through launch_tma"),
         }
     }
-    fn launch_tma(gpu: &Gpu, narrow: bool, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()> {
-        if narrow {
-            go::<s7::matmul_wgmma_bf16_narrow, _>(gpu, grid, p)
-        } else {
-            go::<s7::matmul_wgmma_bf16, _>(gpu, grid, p)
-        }
+    fn launch_tma(gpu: &Gpu, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()> {
+        go::<s7::matmul_wgmma_bf16, _>(gpu, grid, p)
     }
 }
 
@@ -108,12 +104,8 @@ impl TcInput for f16 {
             TcKernel::Wgmma => unreachable!("stage 7 launches through launch_tma"),
         }
     }
-    fn launch_tma(gpu: &Gpu, narrow: bool, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()> {
-        if narrow {
-            go::<s7::matmul_wgmma_f16_narrow, _>(gpu, grid, p)
-        } else {
-            go::<s7::matmul_wgmma_f16, _>(gpu, grid, p)
-        }
+    fn launch_tma(gpu: &Gpu, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()> {
+        go::<s7::matmul_wgmma_f16, _>(gpu, grid, p)
     }
 }
 
@@ -217,25 +209,10 @@ pub fn matmul_tc<T: TcInput>(
             k,
             epilogue,
         };
-        // Persistent blocks, one per SM; 128x128 tiles unless every SM gets two
-        // 128x256 tiles or more (kernels::matmul_wgmma).
+        // Persistent blocks, one per SM (kernels::matmul_wgmma).
         let sms = gpu.props().sms.max(1) as u64;
-        let wide = (m as u64).div_ceil(WG_BM as u64) * (n as u64).div_ceil(WG_BN as u64);
-        // SIMT_WGMMA_TILES=wide|narrow overrides the choice (for measuring it).
-        let narrow = match std::env::var("SIMT_WGMMA_TILES").as_deref() {
-            Ok("wide") => false,
-            Ok("narrow") => true,
-            _ => wide < 2 * sms,
-        };
-        let bn = if narrow { WG_BN_NARROW } else { WG_BN };
-        let tiles = (m as u64).div_ceil(WG_BM as u64) * (n as u64).div_ceil(bn as u64);
-        if tiles >= 1 << 32 {
-            return Err(SimtError::TooLarge {
-                op,
-                detail: format!("{tiles} tiles; split the product"),
-            });
-        }
-        return T::launch_tma(gpu, narrow, dim3(tiles.min(sms) as u32, 1, 1), p);
+        let tiles = (m as u64).div_ceil(WG_BM as u64) * (n as u64).div_ceil(WG_BN as u64);
+        return T::launch_tma(gpu, dim3(tiles.min(sms) as u32, 1, 1), p);
     }
     let ldc = c.ld() as u32;
     let p = MatmulParams16 {
