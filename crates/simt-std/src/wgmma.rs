@@ -34,8 +34,11 @@
 //! (`start + 2048` per step), and the tile's next 64 columns are the leading
 //! offset away (one TMA box: `64 · 128` bytes).
 //!
-//! **Accumulators.** Thread `t` of the warpgroup (warp `w = t / 32`, lane
-//! `l = t % 32`, `g = l / 4`, `q = l % 4`) holds `acc[i]` of the 64xN tile at row
+//! **Accumulators.** The regions take and return them by value as `[[f32; 4]; N / 8]`:
+//! a flat `[f32; 128]` stayed in local memory (512 bytes of stack per thread: LLVM's
+//! SROA did not split it), groups of 4 stay in registers. Flat index `i` is
+//! `acc[i / 4][i % 4]`. Thread `t` of the warpgroup (warp `w = t / 32`, lane
+//! `l = t % 32`, `g = l / 4`, `q = l % 4`) holds accumulator `i` of the 64xN tile at row
 //! `16w + g + 8·((i / 2) % 2)`, column `8·(i / 4) + 2q + i % 2`: the `mma.sync`
 //! C fragment, repeated over N/8 column blocks, warps stacked by 16 rows
 //! ([`acc_coords`], pinned by `tests/hopper.rs`).
