@@ -3,12 +3,14 @@
 //! For each size: the inputs converted to bf16 / f16 on the device (round to nearest
 //! even), stage 5 (`mma.sync` from plain tiles), stage 6 (`cp.async` pipeline,
 //! swizzled tiles, `ldmatrix`) and, on Hopper and the emulator, stage 7 (`wgmma`, TMA,
-//! warp specialization) in bf16 and f16, and stage 6 in TF32 on the f32
+//! warp specialization) in bf16 and f16, and stages 6 and 7 in TF32 on the f32
 //! inputs; each checked against float64 on sampled rows, both of the rounded inputs
 //! (what the kernel must get right) and of the original f32 ones (what the precision
 //! costs), then timed. GPU if present, else the emulator (small sizes).
 use rust_simt::ops::matmul::{Dims, Epilogue};
-use rust_simt::ops::matmul_tc::{bf16, f16, matmul_tc, matmul_tf32, to_bf16, to_f16, TcKernel};
+use rust_simt::ops::matmul_tc::{
+    bf16, f16, matmul_tc, matmul_tf32_with, to_bf16, to_f16, TcKernel,
+};
 use rust_simt::{reference, Gpu, Result};
 
 /// Median ms per call over 7 samples of `reps` back-to-back calls (after a warm-up).
@@ -166,21 +168,23 @@ fn main() -> Result<()> {
                 )
             })?;
         }
-        report(
-            "tf32 stage 6 (pipelined)",
-            peak_tf32,
-            &want_tf,
-            &mut c,
-            &mut |c| {
-                matmul_tf32(
+        let mut tf32_stages = vec![("tf32 stage 6 (pipelined)", TcKernel::MmaPipelined)];
+        if hopper {
+            // Stage 7 includes its two rounding copies (A, and B transposed).
+            tf32_stages.push(("tf32 stage 7 (wgmma)", TcKernel::Wgmma));
+        }
+        for (name, stage) in tf32_stages {
+            report(name, peak_tf32, &want_tf, &mut c, &mut |c| {
+                matmul_tf32_with(
                     &gpu,
+                    stage,
                     af.matrix(n, n)?,
                     bf.matrix(n, n)?,
                     c.matrix_mut(n, n)?,
                     Epilogue::Relu,
                 )
-            },
-        )?;
+            })?;
+        }
     }
     println!("err rounded: against float64 of the bf16/f16/tf32-rounded inputs (the kernel's own error);");
     println!("err f32 in: against float64 of the f32 inputs (what the precision costs: bf16 keeps 8 mantissa bits, f16 and tf32 11).");

@@ -364,3 +364,68 @@ fn wgmma_matmul_every_thread_order() {
         check_wgmma::<bf16>(&g, 140, 260, 136, 136, 264, true);
     }
 }
+
+#[test]
+fn wgmma_tf32_matmul_any_strides() {
+    use rust_simt::ops::matmul_tc::matmul_tf32_with;
+    let g = gpu_two_sms();
+    if !hopper(&g) {
+        return;
+    }
+    let (mut r, seed) = rng("matmul_wgmma_tf32");
+    let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v));
+    // Odd strides and K (the rounding copy pads rows to 16 bytes itself), ragged edges,
+    // one element, K past several stages.
+    let mut shapes = vec![
+        (1usize, 1usize, 1usize, 1usize, 3usize),
+        (130, 300, 37, 41, 301),
+        (257, 129, 200, 203, 133),
+        (300, 520, 72, 72, 520),
+    ];
+    if on_gpu(&g) {
+        shapes.push((1000, 1500, 1100, 1101, 1503));
+    }
+    for (m, n, k, lda, ldb) in shapes {
+        let ldc = n + 1;
+        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
+        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
+        let (ar, br): (Vec<f32>, Vec<f32>) = (
+            a.iter().map(|&v| tf(v)).collect(),
+            b.iter().map(|&v| tf(v)).collect(),
+        );
+        let want = rust_simt::reference::matmul(&ar, &br, m, n, k, lda, ldb, true);
+        let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+        let mut c = poisoned(&g, (m - 1) * ldc + n);
+        matmul_tf32_with(
+            &g,
+            TcKernel::Wgmma,
+            ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
+            bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
+            c.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
+            Epilogue::Relu,
+        )
+        .unwrap();
+        let got = dense_rows(&g.download(&c).unwrap(), m, n, ldc);
+        assert_close(
+            &format!("wgmma tf32 {m}x{n}x{k} lda {lda} ldb {ldb}"),
+            seed,
+            &got,
+            &want,
+            1e-5,
+            matmul_atol(k),
+            1e-5,
+        );
+    }
+    // Stage 5 has no TF32 kernel: a typed error, not a wrong answer.
+    let x = g.upload(&[1.0f32; 4]).unwrap();
+    let mut y = g.alloc::<f32>(4).unwrap();
+    let e = matmul_tf32_with(
+        &g,
+        TcKernel::Mma,
+        x.matrix(2, 2).unwrap(),
+        x.matrix(2, 2).unwrap(),
+        y.matrix_mut(2, 2).unwrap(),
+        Epilogue::None,
+    );
+    assert!(matches!(e, Err(SimtError::Unsupported(_))), "{e:?}");
+}

@@ -49,6 +49,8 @@ pub struct Gpu {
     /// Loaded modules: crate, PTX target, kernels.
     modules: RefCell<Vec<(&'static str, &'static str, Vec<String>)>>,
     profile: RefCell<Option<Vec<Timing>>>,
+    /// Scratch buffers by slot ([`Gpu::scratch_f32`]).
+    scratch: RefCell<Vec<Option<Arc<Buffer<f32>>>>>,
     /// Tensor maps in device memory, most recent last (see `tensor_map`).
     tensor_maps: RefCell<Vec<(crate::tensor_map::TensorMapDesc, Arc<Buffer<u64>>)>>,
 }
@@ -65,6 +67,7 @@ impl Gpu {
             modules: RefCell::new(Vec::new()),
             profile: RefCell::new(None),
             tensor_maps: RefCell::new(Vec::new()),
+            scratch: RefCell::new(Vec::new()),
         }
     }
 
@@ -398,6 +401,27 @@ impl Gpu {
         self.dev.backend.record(&*e)?;
         e.synchronize()?;
         e.elapsed_ms(&*s)
+    }
+
+    /// A scratch buffer of at least `len` f32 (contents undefined) kept in slot `slot`
+    /// of this `Gpu` for reuse: an op that needs temporary device memory on every call
+    /// allocates it once, and no allocation lands between the launches it times.
+    /// Work queued on the `Gpu` runs in order, so a later call may reuse the slot; two
+    /// buffers needed at once take two slots.
+    pub fn scratch_f32(&self, slot: usize, len: usize) -> Result<Arc<Buffer<f32>>> {
+        let mut s = self.scratch.borrow_mut();
+        if s.len() <= slot {
+            s.resize(slot + 1, None);
+        }
+        if let Some(b) = &s[slot] {
+            if b.len() >= len {
+                return Ok(b.clone());
+            }
+        }
+        s[slot] = None; // free the smaller one first
+        let b = Arc::new(self.alloc::<f32>(len.max(1))?);
+        s[slot] = Some(b.clone());
+        Ok(b)
     }
 
     /// A tensor map in device memory, from the cache or encoded and uploaded now.

@@ -13,6 +13,7 @@
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
 //! | [`matmul_mma`], [`matmul_mma_pipelined`] | matmul + ReLU on tensor cores (bf16, f16, tf32), stages 5 and 6 |
 //! | [`matmul_wgmma`] | matmul + ReLU with `wgmma` and TMA (bf16, f16; Hopper, sm_90a module), stage 7 |
+//! | [`tf32_prep`] | TF32 rounding copy (and transpose) of f32 operands, for the Hopper TF32 matmul |
 //! | [`util`] | fills (poisoning, zeroing, L2 flushes) |
 //! | [`hopper_probes`] | probes of the Hopper primitives (TMA through an mbarrier, one wgmma region) |
 //! | [`selftest`] | probes of every device-library primitive, for the tests |
@@ -56,6 +57,7 @@ portable!(
     row_sum,
     selftest,
     softmax,
+    tf32_prep,
     util,
 );
 hopper!(hopper_probes, matmul_wgmma);

@@ -58,12 +58,15 @@ pub const GROUP_M: u32 = 8;
 
 const BF16: u32 = 0;
 const F16: u32 = 1;
+/// f32 operands pre-rounded to TF32, A `[m][k]` and `Bᵀ` `[n][k]`, both K-major
+/// (`wgmma` has no transpose for tf32): [`crate::tf32_prep`] writes them.
+const TF32: u32 = 2;
 
 /// Accumulators of a 64x256 consumer tile: 128 f32 per thread as `[f32; 4]` groups
 /// (a flat `[f32; 128]` stayed in local memory: LLVM's SROA does not split it).
 type Acc = [[f32; 4]; 32];
 
-/// The kernel for `KIND` ([`BF16`] or [`F16`]).
+/// The kernel for `KIND` ([`BF16`], [`F16`] or [`TF32`]).
 ///
 /// # Safety
 /// As [`matmul_wgmma_bf16()`].
@@ -105,7 +108,9 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
         let (pm, pn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
         (pm * WG_BM, pn * BN)
     };
-    let ktiles = p.k.div_ceil(WG_BK);
+    // A K step is one 128-byte row of A: 64 16-bit elements or 32 f32.
+    let bk = if KIND == TF32 { WG_BK / 2 } else { WG_BK };
+    let ktiles = p.k.div_ceil(bk);
     let (first, step) = (block_idx().x, grid_dim().x);
     let wg = tid / 128;
 
@@ -138,10 +143,14 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
                         mbarrier::wait(empty(s), (round - 1) & 1);
                     }
                     mbarrier::arrive_expect_tx(full(s), stage_bytes);
-                    let (k0, st) = ((kt * WG_BK) as i32, stage(s));
+                    let (k0, st) = ((kt * bk) as i32, stage(s));
                     tma::load_2d(st, p.a_map, k0, row0 as i32, full(s));
+                    if KIND == TF32 {
+                        // Bᵀ: one box of 256 rows (columns of C) x 32 k.
+                        tma::load_2d(st.add(A_BYTES as usize), p.b_map, k0, col0 as i32, full(s));
+                    }
                     let mut j = 0;
-                    while j < BN / WG_B_BOX_COLS {
+                    while KIND != TF32 && j < BN / WG_B_BOX_COLS {
                         tma::load_2d(
                             st.add((A_BYTES + j * B_BOX_BYTES) as usize),
                             p.b_map,
@@ -182,14 +191,19 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
             // Step i of the region: 16 more elements of K: 32 bytes along A's rows,
             // 16 k-rows (two 8-row atoms) down B's boxes.
             let da = [0, 1, 2, 3].map(|i| desc_k_major(a_tile, 32 * i));
-            let db = [0, 1, 2, 3].map(|i| desc_n_major(b_tile, WG_BK, 16 * i));
+            // TF32: Bᵀ is K-major like A (8 more k = 32 more bytes per step).
+            let db = if KIND == TF32 {
+                [0, 1, 2, 3].map(|i| desc_k_major(b_tile, 32 * i))
+            } else {
+                [0, 1, 2, 3].map(|i| desc_n_major(b_tile, WG_BK, 16 * i))
+            };
             // SAFETY: the whole warpgroup is here, converged; the stage has landed
             // (the full wait); the descriptors describe the TMA boxes' layout.
             acc = unsafe {
-                if KIND == BF16 {
-                    wgmma::mma_bf16_n256::<true>(acc, da, db)
-                } else {
-                    wgmma::mma_f16_n256::<true>(acc, da, db)
+                match KIND {
+                    BF16 => wgmma::mma_bf16_n256::<true>(acc, da, db),
+                    F16 => wgmma::mma_f16_n256::<true>(acc, da, db),
+                    _ => wgmma::mma_tf32_n256::<false>(acc, da, db),
                 }
             };
             // The region ended with `wait_group 0`: this warpgroup is done reading it.
@@ -278,5 +292,19 @@ kernel! {
     pub unsafe fn matmul_wgmma_f16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
         unsafe { body::<F16>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_wgmma_bf16()`] in TF32: `a_map` describes `A: m x k` and `b_map`
+    /// `Bᵀ: n x k` (boxes of 256 rows x 32 columns), both f32 already rounded to TF32
+    /// ([`crate::tf32_prep`]); `wgmma.m64n256k8.f32.tf32.tf32`, K steps of 32.
+    ///
+    /// # Safety
+    /// As [`matmul_wgmma_bf16()`], with f32 matrices A and Bᵀ (`p.n` rows of `p.k`).
+    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_wgmma_tf32(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<TF32>(p) }
     }
 }

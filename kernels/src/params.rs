@@ -24,6 +24,10 @@ kernel_params! {
     /// `C = epilogue(A · B)` with 16-bit `A: m x k`, `B: k x n` and f32 `C: m x n`.
     pub struct MatmulParams16 { pub a: MatRef16, pub b: MatRef16, pub c: MatMut, pub epilogue: Epilogue }
 
+    /// A copy of an f32 matrix rounded to TF32, optionally transposed
+    /// ([`crate::tf32_prep`]).
+    pub struct Tf32CopyParams { pub src: MatRef, pub dst: *mut f32, pub ld_dst: u32, pub transpose: u32 }
+
     /// `C = epilogue(A · B)` for the Hopper kernels: A and B as TMA tensor maps in
     /// global memory (`a_map` of `A: m x k` with boxes of 128 rows x 64 columns,
     /// `b_map` of `B: k x n` with boxes of 64 x 64, both 128-byte swizzled), f32 `C`.

@@ -22,6 +22,7 @@ use kernels::config::{TC_BM, TC_BN};
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS};
 use kernels::params::{
     Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma,
+    Tf32CopyParams,
 };
 use kernels::{convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_wgmma as s7};
 use simt::{
@@ -294,6 +295,112 @@ pub fn matmul_tf32(
         epilogue,
     };
     go::<s6::matmul_mma_pipelined_tf32, _>(gpu, grid(op, m, n)?, p)
+}
+
+/// `C = epilogue(A·B)` in TF32 with the chosen stage: [`TcKernel::MmaPipelined`] is
+/// [`matmul_tf32`]; [`TcKernel::Wgmma`] (compute capability 9.0) first writes `A`
+/// and `Bᵀ` rounded to TF32 into the `Gpu`'s scratch buffers
+/// ([`kernels::tf32_prep`]: `wgmma` reads tf32 K-major only and rounds nothing), then
+/// multiplies them with stage 7; it takes any strides. [`TcKernel::Mma`] has no TF32
+/// kernel: [`SimtError::Unsupported`].
+pub fn matmul_tf32_with(
+    gpu: &Gpu,
+    stage: TcKernel,
+    a: MatrixRef<'_, f32>,
+    b: MatrixRef<'_, f32>,
+    mut c: MatrixMut<'_, f32>,
+    epilogue: Epilogue,
+) -> Result<()> {
+    let op = "matmul_tf32_with";
+    match stage {
+        TcKernel::MmaPipelined => return matmul_tf32(gpu, a, b, c, epilogue),
+        TcKernel::Mma => {
+            return Err(SimtError::Unsupported(format!(
+                "{op}: stage 5 has no TF32 kernel; use TcKernel::MmaPipelined or TcKernel::Wgmma"
+            )))
+        }
+        TcKernel::Wgmma => {}
+    }
+    let (m, n, k) = check(gpu, op, &a, &b, &c)?;
+    check_device(gpu, op)?;
+    if m == 0 || n == 0 || k == 0 {
+        return super::matmul::matmul(gpu, super::matmul::MatmulKernel::Naive, a, b, c, epilogue);
+    }
+    ptx::load(gpu)?;
+    if !gpu.can_load(&ptx::sm90a::MODULE) {
+        return Err(SimtError::Unsupported(format!(
+            "{op}: stage 7 (wgmma, TMA) needs compute capability 9.0 (an H100 or H200), this device is {}; use TcKernel::best(gpu)",
+            gpu.props().sm()
+        )));
+    }
+    // Rows of the scratch copies padded to 16 bytes (TMA); the maps stop at k, so the
+    // padding is never read (boxes past k arrive as zeros).
+    let kp = (k as usize).next_multiple_of(4);
+    for (what, rows) in [("A", m as usize), ("B", n as usize)] {
+        if (rows * kp * 4) as u64 > u32::MAX as u64 {
+            return Err(SimtError::TooLarge {
+                op,
+                detail: format!("the TF32 copy of {what} spans {} bytes; the kernels index bytes in 32 bits; split the product", rows * kp * 4),
+            });
+        }
+    }
+    let (ar, bt) = (
+        gpu.scratch_f32(0, m as usize * kp)?,
+        gpu.scratch_f32(1, n as usize * kp)?,
+    );
+    type Prep = kernels::tf32_prep::tf32_round_copy;
+    let tile = kernels::tf32_prep::TILE;
+    for (src, dst, transpose) in [(&a, &ar, 0u32), (&b, &bt, 1)] {
+        let (rows, cols) = (src.rows() as u32, src.cols() as u32);
+        let p = Tf32CopyParams {
+            src: MatRef {
+                ptr: src.ptr(),
+                rows,
+                cols,
+                ld: src.ld() as u32,
+            },
+            dst: dst.ptr() as *mut f32,
+            ld_dst: kp as u32,
+            transpose,
+        };
+        let grid = dim3(cols.div_ceil(tile), rows.div_ceil(tile), 1);
+        // SAFETY: src is a checked view of this Gpu; dst is this Gpu's scratch of at
+        // least rows x kp (A) or cols x kp (Bᵀ) floats, kp >= k, written by this launch
+        // only (the queue orders it before the matmul that reads it and after any
+        // earlier user of the slot); the grid covers src with the kernel's block.
+        unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (p,))? };
+    }
+    let am = TensorMap::tiled(
+        gpu,
+        ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
+        WG_BM,
+        WG_BK / 2,
+        TmaSwizzle::B128,
+    )?;
+    let bm = TensorMap::tiled(
+        gpu,
+        bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
+        WG_BN,
+        WG_BK / 2,
+        TmaSwizzle::B128,
+    )?;
+    let p = MatmulParamsTma {
+        a_map: am.ptr(),
+        b_map: bm.ptr(),
+        c: MatMut {
+            ptr: c.ptr_mut(),
+            rows: m,
+            cols: n,
+            ld: c.ld() as u32,
+        },
+        m,
+        n,
+        k,
+        epilogue,
+    };
+    let sms = gpu.props().sms.max(1) as u64;
+    let tiles = (m as u64).div_ceil(WG_BM as u64) * (n as u64).div_ceil(WG_BN as u64);
+    go::<s7::matmul_wgmma_tf32, _>(gpu, dim3(tiles.min(sms) as u32, 1, 1), p)
 }
 
 /// Launches a conversion kernel `K` over `x -> y`, whose element types `A`, `B`

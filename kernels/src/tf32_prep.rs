@@ -1,0 +1,76 @@
+//! TF32 operand preparation for the Hopper matmul: a copy of an f32 matrix, each
+//! element rounded to TF32 (`cvt.rna`, as stage 6 rounds its fragments), optionally
+//! transposed.
+//!
+//! Why: `wgmma` reads TF32 operands straight from shared memory, where nothing
+//! rounds them (the tensor cores just ignore the low 13 bits: truncation), and it
+//! reads them K-major only (PTX allows no transpose for tf32), while the `B` of
+//! `A · B` is row-major, N-major. So stage 7's TF32 path first writes `A` rounded and
+//! `Bᵀ` rounded into scratch buffers: two memory-bound passes (8 bytes per element
+//! each) in front of the product.
+use crate::params::Tf32CopyParams;
+use simt_std::mma::to_tf32;
+use simt_std::thread::{block_idx, sync_threads, thread_idx};
+use simt_std::{kernel, shared_array};
+
+/// Side of the square tile a block moves.
+pub const TILE: u32 = 32;
+/// Rows of the tile each thread row covers (the block is 32 x 8).
+const ROWS_PER_PASS: u32 = 8;
+
+kernel! {
+    /// `dst = tf32(src)` or `dst = tf32(src)ᵀ`: every element rounded to TF32
+    /// (round to nearest, ties away), kept as f32.
+    ///
+    /// # Safety
+    /// `p.src` readable at `src[i*ld + j]` for `i < rows, j < cols`; `p.dst` writable
+    /// at `dst[i*ld_dst + j]` for `i < rows, j < cols` (`i < cols, j < rows`
+    /// transposed); they do not overlap.
+    ///
+    /// # Parameters
+    /// One [`Tf32CopyParams`]: `src` (`rows x cols`, row stride `ld`), `dst`, its row
+    /// stride, and `transpose` (0 or 1).
+    ///
+    /// # Thread Mapping
+    /// Block `(32, 8)`; block `(bx, by)` moves the 32x32 tile at rows `32·by`, columns
+    /// `32·bx` of `src` through a padded shared tile (33 columns: the transposed
+    /// reads are conflict-free); `grid = (ceil(cols/32), ceil(rows/32))`.
+    #[launch(block = (32, 8, 1))]
+    pub unsafe fn tf32_round_copy(p: Tf32CopyParams) {
+        let tile = shared_array!(TF32_TILE, f32, (TILE * (TILE + 1)) as usize).generic();
+        let (tx, ty) = (thread_idx().x, thread_idx().y);
+        let (r0, c0) = (block_idx().y * TILE, block_idx().x * TILE);
+        let (rows, cols) = (p.src.rows, p.src.cols);
+        let mut r = ty;
+        while r < TILE {
+            let (gr, gc) = (r0 + r, c0 + tx);
+            if gr < rows && gc < cols {
+                // SAFETY: inside src (contract) and inside the tile.
+                unsafe {
+                    *tile.add((r * (TILE + 1) + tx) as usize) =
+                        f32::from_bits(to_tf32(*p.src.ptr.add((gr * p.src.ld + gc) as usize)))
+                };
+            }
+            r += ROWS_PER_PASS;
+        }
+        sync_threads();
+        let mut r = ty;
+        while r < TILE {
+            // SAFETY (both): inside the tile, written above for the elements inside src;
+            // inside dst (contract).
+            if p.transpose != 0 {
+                // dst row = a column of src: element (c0 + r, r0 + tx) of dst.
+                let (dr, dc) = (c0 + r, r0 + tx);
+                if dr < cols && dc < rows {
+                    unsafe { *p.dst.add((dr * p.ld_dst + dc) as usize) = *tile.add((tx * (TILE + 1) + r) as usize) };
+                }
+            } else {
+                let (dr, dc) = (r0 + r, c0 + tx);
+                if dr < rows && dc < cols {
+                    unsafe { *p.dst.add((dr * p.ld_dst + dc) as usize) = *tile.add((r * (TILE + 1) + tx) as usize) };
+                }
+            }
+            r += ROWS_PER_PASS;
+        }
+    }
+}
