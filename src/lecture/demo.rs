@@ -317,11 +317,18 @@ impl<'g> Demo<'g> {
         Ok((n, x, self.gpu.alloc::<f32>(n)?))
     }
 
-    /// Section 5b: the same matmul on tensor cores (bf16, f16, tf32; `mma.sync`).
+    /// Section 5b: the same matmul on tensor cores (bf16, f16, tf32): `mma.sync`
+    /// (stage 6), then Hopper's `wgmma` + TMA (stage 7) where the device runs it.
     pub fn tensor_cores(&mut self) -> Result<()> {
-        use crate::ops::matmul_tc::{bf16, f16, matmul_tc, matmul_tf32, to_bf16, to_f16, TcKernel};
+        use crate::ops::matmul_tc::{
+            bf16, f16, matmul_tc, matmul_tf32_with, to_bf16, to_f16, TcKernel,
+        };
         let n = if self.big { 4096 } else { 256 };
-        println!("== Matmul + ReLU, {n}^3 on tensor cores: mma.sync with bf16, f16 and tf32 inputs, f32 accumulation ==");
+        let hopper = TcKernel::best(self.gpu) == TcKernel::Wgmma;
+        println!(
+            "== Matmul + ReLU, {n}^3 on tensor cores: bf16, f16 and tf32 inputs, f32 accumulation: mma.sync{} ==",
+            if hopper { ", then wgmma + TMA (Hopper)" } else { "" }
+        );
         let g = self.gpu;
         let a = self.rand(n * n, -1.0, 1.0);
         let bm = self.rand(n * n, -1.0, 1.0);
@@ -342,13 +349,24 @@ impl<'g> Demo<'g> {
         let mut c = g.alloc::<f32>(n * n)?;
         let mut b = self.bencher()?;
         // Dense tensor peaks of an H100 SXM (datasheet).
-        let peaks = [("bf16", 989.0), ("f16", 989.0), ("tf32", 494.0)];
-        for (name, peak) in peaks {
+        let mut runs = vec![
+            ("bf16", "mma.sync", TcKernel::MmaPipelined, 989.0),
+            ("f16", "mma.sync", TcKernel::MmaPipelined, 989.0),
+            ("tf32", "mma.sync", TcKernel::MmaPipelined, 494.0),
+        ];
+        if hopper {
+            runs.extend([
+                ("bf16", "wgmma", TcKernel::Wgmma, 989.0),
+                ("f16", "wgmma", TcKernel::Wgmma, 989.0),
+                ("tf32", "wgmma", TcKernel::Wgmma, 494.0),
+            ]);
+        }
+        for (name, how, stage, peak) in runs {
             let run = |c: &mut crate::Buffer<f32>| -> Result<()> {
                 match name {
                     "bf16" => matmul_tc(
                         g,
-                        TcKernel::MmaPipelined,
+                        stage,
                         ab.matrix(n, n)?,
                         bb.matrix(n, n)?,
                         c.matrix_mut(n, n)?,
@@ -356,14 +374,15 @@ impl<'g> Demo<'g> {
                     ),
                     "f16" => matmul_tc(
                         g,
-                        TcKernel::MmaPipelined,
+                        stage,
                         ah.matrix(n, n)?,
                         bh.matrix(n, n)?,
                         c.matrix_mut(n, n)?,
                         Epilogue::Relu,
                     ),
-                    _ => matmul_tf32(
+                    _ => matmul_tf32_with(
                         g,
+                        stage,
                         af.matrix(n, n)?,
                         bf.matrix(n, n)?,
                         c.matrix_mut(n, n)?,
@@ -381,7 +400,7 @@ impl<'g> Demo<'g> {
             let err = reference::rel_err(&got_rows, &exact);
             let s = b.run(|| run(&mut c))?;
             let tf = s.tflops(flops);
-            println!("  {name:<5} {:>9.3} ms {tf:>8.1} TFLOP/s {:>5.1}% of the {peak} TFLOP/s tensor peak, rel. error {err:.1e} vs float64 of the f32 inputs", s.median_ms, 100.0 * tf / peak);
+            println!("  {name:<5} {how:<8} {:>9.3} ms {tf:>8.1} TFLOP/s {:>5.1}% of the {peak} TFLOP/s tensor peak, rel. error {err:.1e} vs float64 of the f32 inputs", s.median_ms, 100.0 * tf / peak);
         }
         println!("  bf16 keeps 8 mantissa bits (f16 and tf32 keep 11, f32 24): each input is off by up to 2^-9 before any");
         println!("  arithmetic, so bf16 lands near 1e-3 against the f32 product; the f32 accumulation adds little.\n");

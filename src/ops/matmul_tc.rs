@@ -1,5 +1,7 @@
 //! `C = epilogue(A·B)` on tensor cores: bf16, f16 or TF32 inputs, f32
-//! accumulation and output (stages 5 and 6 of the matmul progression).
+//! accumulation and output (stages 5 and 6 of the matmul progression with
+//! `mma.sync`, and stage 7 with Hopper's `wgmma` + TMA: [`TcKernel`];
+//! [`TcKernel::best`] picks the fastest the device runs).
 //!
 //! The precision is in the types: [`matmul_tc`] takes `MatrixRef<bf16>` or
 //! `MatrixRef<f16>` (the `half` crate's types; [`to_bf16`] and [`to_f16`] convert
@@ -196,24 +198,8 @@ pub fn matmul_tc<T: TcInput>(
         // Boxes: A 128 rows x 64 columns (one 128-byte row of K), B 64 k-rows x 64 columns.
         let am = TensorMap::tiled(gpu, a, WG_BM, WG_BK, TmaSwizzle::B128)?;
         let bm = TensorMap::tiled(gpu, b, WG_BK, WG_B_BOX_COLS, TmaSwizzle::B128)?;
-        let p = MatmulParamsTma {
-            a_map: am.ptr(),
-            b_map: bm.ptr(),
-            c: MatMut {
-                ptr: c.ptr_mut(),
-                rows: m,
-                cols: n,
-                ld: c.ld() as u32,
-            },
-            m,
-            n,
-            k,
-            epilogue,
-        };
-        // Persistent blocks, one per SM (kernels::matmul_wgmma).
-        let sms = gpu.props().sms.max(1) as u64;
-        let tiles = (m as u64).div_ceil(WG_BM as u64) * (n as u64).div_ceil(WG_BN as u64);
-        return T::launch_tma(gpu, dim3(tiles.min(sms) as u32, 1, 1), p);
+        let (grid, p) = wgmma_launch(gpu, &am, &bm, &mut c, (m, n, k), epilogue);
+        return T::launch_tma(gpu, grid, p);
     }
     let ldc = c.ld() as u32;
     let p = MatmulParams16 {
@@ -384,6 +370,20 @@ pub fn matmul_tf32_with(
         WG_BK / 2,
         TmaSwizzle::B128,
     )?;
+    let (grid, p) = wgmma_launch(gpu, &am, &bm, &mut c, (m, n, k), epilogue);
+    go::<s7::matmul_wgmma_tf32, _>(gpu, grid, p)
+}
+
+/// Stage 7's grid and parameters: persistent blocks, one per SM, never more than
+/// the 128x256 tiles of C (kernels::matmul_wgmma).
+fn wgmma_launch<TA: TmaElement, TB: TmaElement>(
+    gpu: &Gpu,
+    am: &TensorMap<TA>,
+    bm: &TensorMap<TB>,
+    c: &mut MatrixMut<'_, f32>,
+    (m, n, k): (u32, u32, u32),
+    epilogue: Epilogue,
+) -> (simt::Dim3, MatmulParamsTma) {
     let p = MatmulParamsTma {
         a_map: am.ptr(),
         b_map: bm.ptr(),
@@ -400,7 +400,7 @@ pub fn matmul_tf32_with(
     };
     let sms = gpu.props().sms.max(1) as u64;
     let tiles = (m as u64).div_ceil(WG_BM as u64) * (n as u64).div_ceil(WG_BN as u64);
-    go::<s7::matmul_wgmma_tf32, _>(gpu, dim3(tiles.min(sms) as u32, 1, 1), p)
+    (dim3(tiles.min(sms) as u32, 1, 1), p)
 }
 
 /// Launches a conversion kernel `K` over `x -> y`, whose element types `A`, `B`
