@@ -745,3 +745,103 @@ fn async_copy_without_wait_is_caught_by_the_emulator() {
         );
     }
 }
+
+/// The emulator with `workers` resident blocks and a short flag timeout, or the GPU.
+fn cooperative_device(workers: usize) -> Gpu {
+    let g = gpu();
+    if on_gpu(&g) {
+        return g;
+    }
+    let g = Gpu::emulator(rust_simt::emulator::EmuConfig {
+        workers,
+        flag_timeout: std::time::Duration::from_millis(300),
+        ..rust_simt::emulator::EmuConfig::default()
+    });
+    rust_simt::ptx::load(&g).unwrap();
+    g
+}
+
+#[test]
+fn flags_pass_data_between_resident_blocks() {
+    // Each block publishes its word and reads its right neighbour's after the flag:
+    // a ring, so every block waits on another one, all resident at once.
+    let g = cooperative_device(4);
+    let args = (std::ptr::null_mut(), std::ptr::null_mut(), 0, 0);
+    let most = g.max_resident_blocks::<p::probe_flags>(&args).unwrap();
+    let blocks = most.min(64);
+    assert!(blocks >= 2, "{most}");
+    for _ in 0..2 {
+        // Two launches on one flag buffer: the epoch, not a clearing kernel, separates them.
+        let (flags, epoch) = g.flags(blocks as usize).unwrap();
+        let mut data = g.upload(&vec![u32::MAX; 2 * blocks as usize]).unwrap();
+        // SAFETY: `blocks` flags none of which holds `epoch`; 2·blocks words; a grid the
+        // device holds at once.
+        unsafe {
+            g.launch::<p::probe_flags>(
+                cfg((blocks, 1, 1), (64, 1, 1)),
+                (flags.ptr() as *mut u32, data.ptr_mut(), epoch, u32::MAX),
+            )
+            .unwrap()
+        };
+        let d = g.download(&data).unwrap();
+        for b in 0..blocks as usize {
+            let next = (b + 1) % blocks as usize;
+            assert_eq!(d[blocks as usize + b], 10 * next as u32 + 1, "block {b}");
+        }
+    }
+}
+
+#[test]
+fn a_cooperative_grid_larger_than_the_device_is_refused() {
+    let g = cooperative_device(4);
+    let args = (std::ptr::null_mut(), std::ptr::null_mut(), 0, 0);
+    let most = g.max_resident_blocks::<p::probe_flags>(&args).unwrap();
+    let (flags, epoch) = g.flags(most as usize + 1).unwrap();
+    let mut data = g.upload(&vec![0u32; 2 * most as usize + 2]).unwrap();
+    // SAFETY: refused before it runs.
+    let e = unsafe {
+        g.launch::<p::probe_flags>(
+            cfg((most + 1, 1, 1), (64, 1, 1)),
+            (flags.ptr() as *mut u32, data.ptr_mut(), epoch, u32::MAX),
+        )
+    }
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SimtError::BadLaunch {
+                kernel: "probe_flags",
+                ..
+            }
+        ) && e.to_string().contains("max_resident_blocks"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_flag_that_never_comes_is_an_error_not_a_hang() {
+    let g = cooperative_device(4);
+    if on_gpu(&g) {
+        return; // on a GPU this hangs: the emulator's negative test only
+    }
+    let (flags, epoch) = g.flags(4).unwrap();
+    let mut data = g.upload(&[0u32; 8]).unwrap();
+    // Block 2 never publishes: block 1 waits for it forever.
+    // SAFETY: 4 flags, 8 words; the missing flag is the point of the test.
+    let e = unsafe {
+        g.launch::<p::probe_flags>(
+            cfg((4, 1, 1), (64, 1, 1)),
+            (flags.ptr() as *mut u32, data.ptr_mut(), epoch, 2),
+        )
+    }
+    .unwrap_err();
+    match &e {
+        SimtError::Emulator(EmuError::Hang { kernel, block, .. }) => {
+            assert_eq!(*kernel, "probe_flags");
+            assert_eq!(block.x, 1);
+        }
+        other => panic!("expected a hang error, got {other}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains("flag") && msg.contains("cooperative"), "{msg}");
+}

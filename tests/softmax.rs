@@ -1,37 +1,62 @@
-//! Softmax: fused and naive, against float64, with stability cases.
+//! Softmax: every kernel (shared-memory rows, register rows, split rows, online) and
+//! the naive composition, against float64, with stability cases and long rows.
 mod common;
 use common::*;
-use rust_simt::ops::softmax::{max_cols, softmax, softmax_naive};
+use rust_simt::emulator::{EmuConfig, Order};
+use rust_simt::ops::softmax::{
+    max_cols, softmax, softmax_naive, softmax_with, split_max_cols, SoftmaxKernel,
+    REGISTER_MAX_COLS,
+};
 use rust_simt::Layout;
-use rust_simt::{reference, SimtError};
+use rust_simt::{reference, Gpu, SimtError};
 
 const RTOL: f64 = 1e-5;
 const ATOL: f64 = 1e-7;
 
-fn check(rows: usize, cols: usize, x: &[f32], seed: u64) {
-    let g = gpu();
+/// The kernels that take rows of `cols` columns on `g`: every path `softmax` can
+/// pick, and the ones a user can name.
+fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
+    let mut v = vec![SoftmaxKernel::Auto, SoftmaxKernel::Online];
+    if cols <= max_cols(g) {
+        v.push(SoftmaxKernel::SharedRow);
+    }
+    if cols <= REGISTER_MAX_COLS {
+        v.push(SoftmaxKernel::Registers);
+    }
+    if cols <= split_max_cols(g).unwrap() {
+        v.push(SoftmaxKernel::Split);
+    }
+    v
+}
+
+/// Every kernel that takes these rows (and the naive composition) against float64,
+/// each into a freshly poisoned output.
+fn check_on(g: &Gpu, rows: usize, cols: usize, x: &[f32], seed: u64) {
     let want = reference::softmax(x, rows, cols);
     let xb = g.upload(x).unwrap();
-    let mut y = poisoned(&g, rows * cols);
-    softmax(
-        &g,
-        xb.matrix(rows, cols).unwrap(),
-        y.matrix_mut(rows, cols).unwrap(),
-    )
-    .unwrap();
-    assert_close(
-        &format!("softmax_fused {rows}x{cols}"),
-        seed,
-        &g.download(&y).unwrap(),
-        &want,
-        RTOL,
-        ATOL,
-        1e-5,
-    );
-    let mut y = poisoned(&g, rows * cols);
-    let mut tmp = poisoned(&g, rows);
+    for k in kernels_for(g, cols) {
+        let mut y = poisoned(g, rows * cols);
+        softmax_with(
+            g,
+            k,
+            xb.matrix(rows, cols).unwrap(),
+            y.matrix_mut(rows, cols).unwrap(),
+        )
+        .unwrap();
+        assert_close(
+            &format!("softmax {k:?} {rows}x{cols}"),
+            seed,
+            &g.download(&y).unwrap(),
+            &want,
+            RTOL,
+            ATOL,
+            1e-5,
+        );
+    }
+    let mut y = poisoned(g, rows * cols);
+    let mut tmp = poisoned(g, rows);
     softmax_naive(
-        &g,
+        g,
         xb.matrix(rows, cols).unwrap(),
         y.matrix_mut(rows, cols).unwrap(),
         &mut tmp,
@@ -46,6 +71,26 @@ fn check(rows: usize, cols: usize, x: &[f32], seed: u64) {
         ATOL,
         1e-5,
     );
+}
+
+fn check(rows: usize, cols: usize, x: &[f32], seed: u64) {
+    check_on(&gpu(), rows, cols, x, seed)
+}
+
+/// The emulator with 4 workers (4 resident blocks: split rows up to 32768 columns)
+/// under `order`, or the GPU.
+fn gpu_four_sms(order: Order) -> Gpu {
+    let g = gpu();
+    if on_gpu(&g) {
+        return g;
+    }
+    let g = Gpu::emulator(EmuConfig {
+        workers: 4,
+        order,
+        ..EmuConfig::default()
+    });
+    rust_simt::ptx::load(&g).unwrap();
+    g
 }
 
 #[test]
@@ -178,20 +223,24 @@ fn bad_inputs_are_errors() {
         softmax(&g, x.matrix(3, 4).unwrap(), y.matrix_mut(4, 3).unwrap()),
         Err(SimtError::Shape { .. })
     ));
+    // A kernel named for rows longer than it takes: a typed error saying what to use.
     let too_long = max_cols(&g) + 1;
     let xl = g.alloc::<f32>(too_long).unwrap();
     let mut yl = g.alloc::<f32>(too_long).unwrap();
-    let e = softmax(
-        &g,
-        xl.matrix(1, too_long).unwrap(),
-        yl.matrix_mut(1, too_long).unwrap(),
-    )
-    .unwrap_err();
-    assert!(matches!(e, SimtError::TooLarge { .. }), "{e}");
-    assert!(
-        e.to_string().contains("softmax_naive"),
-        "the error says what to do: {e}"
-    );
+    for k in [SoftmaxKernel::SharedRow, SoftmaxKernel::Registers] {
+        let e = softmax_with(
+            &g,
+            k,
+            xl.matrix(1, too_long).unwrap(),
+            yl.matrix_mut(1, too_long).unwrap(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, SimtError::TooLarge { .. }), "{e}");
+        assert!(
+            e.to_string().contains("SoftmaxKernel::Auto"),
+            "the error says what to do: {e}"
+        );
+    }
     let bad = Layout::strided(2, 6, 5);
     assert!(
         matches!(x.matrix_strided(bad), Err(SimtError::Shape { .. })),
@@ -231,4 +280,169 @@ fn empty_inputs_launch_nothing() {
         )
         .unwrap();
     }
+}
+
+#[test]
+fn every_register_kernel_size() {
+    // Each register-resident kernel at its largest row, one past the previous one's,
+    // and a ragged length (partial vectors, a misaligned second row).
+    let (mut r, seed) = rng("softmax register sizes");
+    for cols in [
+        4, 128, 129, 256, 257, 511, 512, 1000, 1024, 1025, 2048, 2049, 4095, 4096, 8191, 8192,
+        8193, 16384,
+    ] {
+        let rows = 3;
+        let x = uniform(&mut r, rows * cols, -8.0, 8.0);
+        check(rows, cols, &x, seed);
+    }
+}
+
+/// Long rows with every stability case in them: a row whose first chunk is all
+/// -inf, a row of only -inf (NaN, as torch.softmax), values of +-1e30, a row near
+/// +1e4, and plain random rows.
+fn long_rows(r: &mut impl rand::Rng, rows: usize, cols: usize) -> Vec<f32> {
+    let mut x = uniform(r, rows * cols, -6.0, 6.0);
+    let row = |i: usize| i * cols..(i + 1) * cols;
+    if rows > 1 {
+        x[row(1)][..cols.min(9000)].fill(f32::NEG_INFINITY);
+    }
+    if rows > 2 {
+        x[row(2)].fill(f32::NEG_INFINITY);
+    }
+    if rows > 3 {
+        for (i, v) in x[row(3)].iter_mut().enumerate() {
+            *v = if i % 3 == 0 {
+                1e30
+            } else if i % 3 == 1 {
+                -1e30
+            } else {
+                *v
+            };
+        }
+    }
+    if rows > 4 {
+        x[row(4)].iter_mut().for_each(|v| *v += 1e4);
+    }
+    x
+}
+
+#[test]
+fn long_rows_split_and_online_every_order() {
+    // Rows past the register kernels: split over 2 to 4 blocks (whole rows per wave
+    // of 4 resident blocks on the emulator: 1 or 2 rows a wave) and the online two
+    // passes, under every thread order.
+    for order in [Order::InOrder, Order::Reversed, Order::Random(7)] {
+        let g = gpu_four_sms(order);
+        let (mut r, seed) = rng("softmax long rows");
+        for (rows, cols) in [(5, 16385), (3, 24577), (2, 32768)] {
+            let x = long_rows(&mut r, rows, cols);
+            check_on(&g, rows, cols, &x, seed);
+            let y = rust_simt::ops::softmax::softmax_host(&g, &x, rows, cols).unwrap();
+            if rows > 2 {
+                assert!(
+                    y[2 * cols..3 * cols].iter().all(|v| v.is_nan()),
+                    "all -inf row: NaN"
+                );
+            }
+            assert!(
+                y[cols..cols + 9000].iter().all(|&v| v == 0.0),
+                "-inf entries: 0"
+            );
+        }
+        if on_gpu(&g) {
+            break;
+        }
+    }
+}
+
+#[test]
+fn one_row_of_a_million() {
+    // A single row of 2^20 columns: split over 128 blocks on the GPU, the online
+    // two passes on the emulator (its few resident blocks hold 32768 columns).
+    let g = gpu();
+    let (mut r, seed) = rng("softmax one row");
+    let cols = 1 << 20;
+    let x = uniform(&mut r, cols, -20.0, 20.0);
+    let want = reference::softmax(&x, 1, cols);
+    let xb = g.upload(&x).unwrap();
+    let mut y = poisoned(&g, cols);
+    softmax(
+        &g,
+        xb.matrix(1, cols).unwrap(),
+        y.matrix_mut(1, cols).unwrap(),
+    )
+    .unwrap();
+    assert_close(
+        "softmax 1x2^20",
+        seed,
+        &g.download(&y).unwrap(),
+        &want,
+        RTOL,
+        ATOL,
+        1e-5,
+    );
+}
+
+#[test]
+fn long_rows_strided() {
+    // Rows 16391 apart (misaligned: the scalar path) and a different output stride,
+    // on the split and online kernels.
+    let g = gpu_four_sms(Order::InOrder);
+    let (mut r, seed) = rng("softmax long strided");
+    let (rows, cols, ldx, ldy) = (3, 16390, 16391, 16400);
+    let buf = uniform(&mut r, rows * ldx, -4.0, 4.0);
+    let dense = dense_rows(&buf, rows, cols, ldx);
+    let want = reference::softmax(&dense, rows, cols);
+    let xb = g.upload(&buf).unwrap();
+    for k in [SoftmaxKernel::Split, SoftmaxKernel::Online] {
+        let mut y = poisoned(&g, rows * ldy);
+        softmax_with(
+            &g,
+            k,
+            xb.matrix_strided(Layout::strided(rows, cols, ldx)).unwrap(),
+            y.matrix_mut_strided(Layout::strided(rows, cols, ldy))
+                .unwrap(),
+        )
+        .unwrap();
+        let y = g.download(&y).unwrap();
+        assert_close(
+            &format!("softmax {k:?} strided"),
+            seed,
+            &dense_rows(&y, rows, cols, ldy),
+            &want,
+            RTOL,
+            ATOL,
+            1e-5,
+        );
+        assert!(y[cols..ldy].iter().all(|v| v.is_nan()), "padding untouched");
+    }
+}
+
+#[test]
+fn split_rows_too_long_for_the_device_are_errors() {
+    // The split kernel needs every chunk of a row resident at once: on the 4-block
+    // emulator 32768 columns; past that a typed error, and Auto goes online.
+    let g = gpu_four_sms(Order::InOrder);
+    if on_gpu(&g) {
+        return;
+    }
+    assert_eq!(split_max_cols(&g).unwrap(), 4 * 8192);
+    let cols = 4 * 8192 + 1;
+    let x = g.alloc::<f32>(cols).unwrap();
+    let mut y = g.alloc::<f32>(cols).unwrap();
+    let e = softmax_with(
+        &g,
+        SoftmaxKernel::Split,
+        x.matrix(1, cols).unwrap(),
+        y.matrix_mut(1, cols).unwrap(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, SimtError::TooLarge { .. }) && e.to_string().contains("Online"),
+        "{e}"
+    );
+    assert_eq!(
+        rust_simt::ops::softmax::auto_kernel(&g, cols).unwrap(),
+        SoftmaxKernel::Online
+    );
 }

@@ -51,6 +51,9 @@ pub struct Gpu {
     profile: RefCell<Option<Vec<Timing>>>,
     /// Scratch buffers by slot ([`Gpu::scratch_f32`]).
     scratch: RefCell<Vec<Option<Arc<Buffer<f32>>>>>,
+    /// Flags for blocks that wait on each other, and the last epoch handed out
+    /// ([`Gpu::flags`]).
+    flags: RefCell<Option<(Arc<Buffer<u32>>, u32)>>,
     /// Tensor maps in device memory, most recent last (see `tensor_map`).
     tensor_maps: RefCell<Vec<(crate::tensor_map::TensorMapDesc, Arc<Buffer<u64>>)>>,
 }
@@ -68,6 +71,7 @@ impl Gpu {
             profile: RefCell::new(None),
             tensor_maps: RefCell::new(Vec::new()),
             scratch: RefCell::new(Vec::new()),
+            flags: RefCell::new(None),
         }
     }
 
@@ -347,6 +351,24 @@ impl Gpu {
         } else {
             None
         };
+        if K::BOUNDS.cooperative {
+            let most = self.resident_blocks(
+                K::MODULE,
+                target,
+                K::NAME,
+                cfg.block.volume() as u32,
+                shared_bytes,
+            )?;
+            if cfg.grid.volume() > most as u64 {
+                return Err(SimtError::BadLaunch {
+                    kernel: K::NAME,
+                    detail: format!(
+                        "a cooperative launch of {} blocks, but this device holds at most {most} of them at once; size the grid with Gpu::max_resident_blocks",
+                        cfg.grid.volume()
+                    ),
+                });
+            }
+        }
         let emu = EmuEntry {
             run: launch::trampoline::<K>,
             args: &args as *const K::Args as *const (),
@@ -361,6 +383,7 @@ impl Gpu {
                 shared_bytes,
                 params,
                 emu,
+                cooperative: K::BOUNDS.cooperative,
             };
             // SAFETY: forwarded from this function's contract; `args` outlives the call.
             unsafe { self.dev.backend.launch(&raw) }
@@ -424,6 +447,28 @@ impl Gpu {
         Ok(b)
     }
 
+    /// At least `len` flags (`u32` in device memory) for blocks that publish and wait
+    /// ([`simt_std::flag`]), and a fresh **epoch**: no flag holds it yet, so a launch
+    /// that publishes `epoch` and waits for `epoch` needs no clearing kernel first.
+    ///
+    /// The buffer is zeroed once when it is (re)allocated; every call returns the next
+    /// epoch (1, 2, …). Launches run in order on this `Gpu`, so flags written by an
+    /// earlier launch hold an older epoch. After 2^32 - 1 calls the buffer is zeroed
+    /// again and the count restarts.
+    pub fn flags(&self, len: usize) -> Result<(Arc<Buffer<u32>>, u32)> {
+        let mut f = self.flags.borrow_mut();
+        if let Some((b, e)) = f.as_mut() {
+            if b.len() >= len && *e < u32::MAX {
+                *e += 1;
+                return Ok((b.clone(), *e));
+            }
+        }
+        *f = None; // free the old one first
+        let b = Arc::new(self.upload(&vec![0u32; len.max(1)])?);
+        *f = Some((b.clone(), 1));
+        Ok((b, 1))
+    }
+
     /// A tensor map in device memory, from the cache or encoded and uploaded now.
     pub(crate) fn tensor_map_buffer(
         &self,
@@ -443,6 +488,43 @@ impl Gpu {
         }
         cache.push((*d, buf.clone()));
         Ok(buf)
+    }
+
+    /// How many blocks of `K`, launched with `args`, the device holds at once: SMs
+    /// times the driver's occupancy for the kernel's block and dynamic shared memory
+    /// (on the emulator, one per worker). The largest grid of a cooperative kernel.
+    pub fn max_resident_blocks<K: Kernel>(&self, args: &K::Args) -> Result<u32> {
+        let threads = K::BOUNDS.max_block_threads();
+        let shared = K::dynamic_shared_bytes(args);
+        if shared > self.props().smem_per_block_optin as u64 {
+            return Ok(0);
+        }
+        let target = self
+            .modules
+            .borrow()
+            .iter()
+            .find(|(n, _, e)| *n == K::MODULE && e.iter().any(|e| e == K::NAME))
+            .map(|(_, t, _)| *t)
+            .ok_or(SimtError::ModuleNotLoaded {
+                kernel: K::NAME,
+                module: K::MODULE,
+            })?;
+        self.resident_blocks(K::MODULE, target, K::NAME, threads, shared as u32)
+    }
+
+    fn resident_blocks(
+        &self,
+        module: &'static str,
+        target: &'static str,
+        kernel: &'static str,
+        threads: u32,
+        shared: u32,
+    ) -> Result<u32> {
+        let per_sm = self
+            .dev
+            .backend
+            .max_active_blocks(module, target, kernel, threads, shared)?;
+        Ok(per_sm.saturating_mul(self.props().sms))
     }
 
     /// The driver's resources of kernel `K` (registers, static shared memory, local

@@ -184,4 +184,6 @@ pub(crate) struct RawLaunch<'a> {
     pub params: &'a [*mut c_void],
     /// The kernel body (emulator).
     pub emu: EmuEntry,
+    /// Every block resident at once (`#[launch(cooperative = true)]`).
+    pub cooperative: bool,
 }

@@ -13,6 +13,21 @@ pub const SOFTMAX_THREADS: u32 = 256;
 /// limit of sm_80/sm_90, so two blocks still fit on one SM.
 pub const SOFTMAX_MAX_COLS: u32 = 16384;
 
+/// Register-resident softmax, a warp per row: 16-byte vectors per lane of each
+/// kernel, `softmax_warp_128` … `softmax_warp_1k` (a row of at most `128·V` columns).
+pub const SOFTMAX_WARP_VECS: [u32; 4] = [1, 2, 4, 8];
+/// Register-resident softmax, a block per row: `(threads, 16-byte vectors per
+/// thread)` of `softmax_row_2k` … `softmax_row_16k` (a row of at most `4·threads·V`
+/// columns). 8 floats a thread up to 4096 columns, as Triton's tutorial kernel does,
+/// 16 and 32 beyond, so that the row needs at most 512 threads.
+pub const SOFTMAX_ROW_CONFIGS: [(u32, u32); 4] = [(256, 2), (256, 4), (512, 4), (512, 8)];
+/// Columns of one block's chunk in the split-row softmax (`softmax_split`), whose
+/// blocks are shaped as `SOFTMAX_ROW_CONFIGS[2]` (512 threads, 4 vectors each).
+pub const SOFTMAX_SPLIT_CHUNK: u32 = 4 * SOFTMAX_ROW_CONFIGS[2].0 * SOFTMAX_ROW_CONFIGS[2].1;
+/// Threads per block of the two-pass online softmax (rows longer than the device
+/// holds on chip).
+pub const SOFTMAX_ONLINE_THREADS: u32 = 512;
+
 /// Threads per block of the row reductions (row max, row sum).
 pub const ROW_REDUCE_THREADS: u32 = 256;
 

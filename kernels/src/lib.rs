@@ -8,7 +8,10 @@
 //! | module | kernels |
 //! |---|---|
 //! | [`gelu`] | naive (7 elementwise stages) and fused GeLU, exact (erf) GeLU |
-//! | [`softmax`] | naive (5 kernels), fused (a block per row), warp per row |
+//! | [`softmax`] | naive (5 kernels), fused (a block per row, the row in shared memory), warp per row |
+//! | [`softmax_regs`] | the row in registers: a warp per row (up to 1024 columns), a block per row (up to 16384) |
+//! | [`softmax_split`] | long rows over several cooperating blocks, chunks in registers (one read) |
+//! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
 //! | [`row_sum`] | blocks per row with atomics, lane groups per row |
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
 //! | [`matmul_mma`], [`matmul_mma_pipelined`] | matmul + ReLU on tensor cores (bf16, f16, tf32), stages 5 and 6 |
@@ -57,6 +60,9 @@ portable!(
     row_sum,
     selftest,
     softmax,
+    softmax_online,
+    softmax_regs,
+    softmax_split,
     tf32_prep,
     util,
 );

@@ -28,6 +28,29 @@ kernel_params! {
     /// ([`crate::tf32_prep`]).
     pub struct Tf32CopyParams { pub src: MatRef, pub dst: *mut f32, pub ld_dst: u32, pub transpose: u32 }
 
+    /// Softmax of rows split over several blocks ([`crate::softmax_split`]): row `r`
+    /// is `splits` chunks of `SOFTMAX_SPLIT_CHUNK` columns; chunk `i = r·splits + j`
+    /// publishes its `(max, sum)` at `partials[2i..2i+2]` and then `flags[i] = epoch`.
+    pub struct SoftmaxSplitParams {
+        pub x: MatRef,
+        pub y: MatMut,
+        pub splits: u32,
+        pub partials: *mut f32,
+        pub flags: *mut u32,
+        pub epoch: u32,
+    }
+
+    /// Two-pass online softmax ([`crate::softmax_online`]): row `r` is `splits`
+    /// chunks of `chunk` columns (a multiple of 4); chunk `i = r·splits + j` writes
+    /// its `(max, sum)` at `partials[2i..2i+2]` in pass 1, pass 2 reads them all.
+    pub struct SoftmaxOnlineParams {
+        pub x: MatRef,
+        pub y: MatMut,
+        pub splits: u32,
+        pub chunk: u32,
+        pub partials: *mut f32,
+    }
+
     /// `C = epilogue(A · B)` for the Hopper kernels: A and B as TMA tensor maps in
     /// global memory (`a_map` of `A: m x k` with boxes of 128 rows x 64 columns,
     /// `b_map` of `B: k x n` with boxes of 64 x 64, both 128-byte swizzled), f32 `C`.

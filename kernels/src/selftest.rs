@@ -366,3 +366,31 @@ kernel! {
         unsafe { *out.add(global_index_x()) = s };
     }
 }
+
+kernel! {
+    /// Flags between blocks: block `b` writes `data[b] = 10·b + 1`, publishes
+    /// `flags[b] = epoch` (unless `b == skip`), waits for block `(b + 1) % grid`'s flag
+    /// and copies that block's data to `data[grid + b]`. With `skip >= grid` every
+    /// block finishes; with a block skipped its left neighbour waits forever (the
+    /// emulator's negative test).
+    ///
+    /// # Safety
+    /// `flags` holds `grid` u32 none of which holds `epoch`; `data` holds `2·grid`.
+    #[launch(threads = 64, cooperative = true)]
+    pub unsafe fn probe_flags(flags: *mut u32, data: *mut u32, epoch: u32, skip: u32) {
+        let (b, g) = (block_idx().x as usize, grid_dim().x as usize);
+        if thread_idx().x == 0 {
+            let next = (b + 1) % g;
+            // SAFETY: b, next < grid; data before flag, read after the acquire.
+            unsafe {
+                data.add(b).write_volatile(10 * b as u32 + 1);
+                if b as u32 != skip {
+                    simt_std::flag::publish(flags.add(b), epoch);
+                }
+                simt_std::flag::wait_eq(flags.add(next), epoch);
+                *data.add(g + b) = data.add(next).read_volatile();
+            }
+        }
+        sync_threads();
+    }
+}

@@ -127,6 +127,17 @@ fn rand_vec(n: usize, seed: u64) -> Vec<f32> {
     (0..n).map(|_| r.gen_range(-2.0f32..2.0)).collect()
 }
 
+/// Long softmax rows: few rows of 2^16 to 2^20 columns (split over cooperating
+/// blocks), a non-power-of-two row, and rows longer than the device holds on chip
+/// (the online two passes). The same list as `scripts/peers.py`'s `LONG_SOFTMAX`.
+pub const LONG_SOFTMAX: [&str; 5] = [
+    "256x65536",
+    "64x262144",
+    "8x1048576",
+    "1x100000",
+    "4x3000017",
+];
+
 /// The sweep's shapes per op. `quick`: tiny shapes (emulator / CI).
 pub fn shapes(op: &str, quick: bool) -> Vec<String> {
     let p2 = |lo: u32, hi: u32, step: usize| {
@@ -141,8 +152,12 @@ pub fn shapes(op: &str, quick: bool) -> Vec<String> {
             .map(|n| format!("{n}x{n}x{n}"))
             .collect(),
         ("matmul", true) => vec!["64x64x64".into(), "128x128x128".into()],
-        ("softmax", false) => p2(7, 14, 1).iter().map(|n| format!("4096x{n}")).collect(),
-        ("softmax", true) => vec!["64x128".into(), "64x512".into()],
+        ("softmax", false) => {
+            let mut v: Vec<String> = p2(7, 14, 1).iter().map(|n| format!("4096x{n}")).collect();
+            v.extend(LONG_SOFTMAX.iter().map(|s| s.to_string()));
+            v
+        }
+        ("softmax", true) => vec!["64x128".into(), "64x512".into(), "2x40000".into()],
         ("gelu", false) => p2(16, 27, 1).iter().map(|n| n.to_string()).collect(),
         ("gelu", true) => vec!["4096".into(), "65536".into()],
         ("row_sum", false) => {
@@ -215,6 +230,23 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                         b.run(|| softmax::softmax(gpu, x.matrix(m, n)?, y.matrix_mut(m, n)?))?
                             .median_ms,
                     );
+                    // The earlier stage (the row staged in shared memory), where it fits.
+                    if n <= softmax::max_cols(gpu) {
+                        push(
+                            op,
+                            "rust-simt shared-row",
+                            &shape,
+                            b.run(|| {
+                                softmax::softmax_with(
+                                    gpu,
+                                    softmax::SoftmaxKernel::SharedRow,
+                                    x.matrix(m, n)?,
+                                    y.matrix_mut(m, n)?,
+                                )
+                            })?
+                            .median_ms,
+                        );
+                    }
                     push(
                         op,
                         "rust-simt naive",
@@ -319,8 +351,16 @@ pub fn plot_all(
         } else {
             bytes / (r.ms * 1e-3) / 1e9
         };
-        // row_sum has two sweeps (4 long rows; 2^24 elements in short rows): one line each
-        let variant = if r.op == "row_sum" {
+        // row_sum has two sweeps (4 long rows; 2^24 elements in short rows), softmax
+        // two (4096 rows; long rows): one line each
+        let variant = if r.op == "softmax" {
+            let rows = dims(&r.shape).first().copied().unwrap_or(0.0);
+            if rows == 4096.0 {
+                r.variant.clone()
+            } else {
+                format!("{}, long rows", r.variant)
+            }
+        } else if r.op == "row_sum" {
             let rows = dims(&r.shape).first().copied().unwrap_or(0.0);
             format!(
                 "{}, {}",
@@ -355,7 +395,7 @@ pub fn plot_all(
             .collect();
         let (xl, yl) = match op {
             "matmul" => ("n (n x n x n)", "TFLOP/s"),
-            "softmax" => ("N (4096 x N)", "GB/s"),
+            "softmax" => ("N (columns; 4096 rows, or few long rows)", "GB/s"),
             "gelu" => ("n", "GB/s"),
             _ => ("columns per row", "GB/s"),
         };

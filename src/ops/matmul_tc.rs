@@ -331,8 +331,8 @@ pub fn matmul_tf32_with(
         }
     }
     let (ar, bt) = (
-        gpu.scratch_f32(0, m as usize * kp)?,
-        gpu.scratch_f32(1, n as usize * kp)?,
+        gpu.scratch_f32(super::SCRATCH_TF32_A, m as usize * kp)?,
+        gpu.scratch_f32(super::SCRATCH_TF32_B, n as usize * kp)?,
     );
     type Prep = kernels::tf32_prep::tf32_round_copy;
     let tile = kernels::tf32_prep::TILE;

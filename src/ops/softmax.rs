@@ -1,23 +1,111 @@
-//! Row softmax: fused (a warp or a block per row, the row on chip) and naive
-//! (5 kernels). An empty input (no rows or no columns) launches nothing and leaves
-//! the (empty) output as it is, as `torch.softmax` returns an empty tensor.
-use kernels::config::{SOFTMAX_MAX_COLS, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE};
-use kernels::{row_sum as rs, softmax as k};
-use simt::{dim3, Buffer, Gpu, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
+//! Row softmax for rows of any length, and the naive 5-kernel composition.
+//!
+//! [`softmax`] picks the kernel from the row length ([`SoftmaxKernel::Auto`]):
+//!
+//! | columns | kernel | traffic per element |
+//! |---|---|---|
+//! | up to 1024 | a warp per row, the row in registers (`softmax_warp_*`) | 1 read, 1 write |
+//! | up to 16384 | a block per row, the row in registers (`softmax_row_*`) | 1 read, 1 write |
+//! | up to `max_resident_blocks · 8192` | chunks of 8192 over cooperating blocks (`softmax_split`) | 1 read, 1 write |
+//! | longer | two-pass online softmax (`softmax_online_*`) | 2 reads, 1 write |
+//!
+//! An empty input (no rows or no columns) launches nothing and leaves the (empty)
+//! output as it is, as `torch.softmax` returns an empty tensor.
+use kernels::config::{
+    SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS, SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK,
+    SOFTMAX_WARP_VECS, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
+};
+use kernels::params::{MatMut, MatRef, SoftmaxOnlineParams, SoftmaxSplitParams};
+use kernels::softmax_split as ks;
+use kernels::{row_sum as rs, softmax as k, softmax_online as ko, softmax_regs as kr};
+use simt::{dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
-use super::{check_mut, check_ref, fits_u32};
+use super::{check_mut, check_ref, fits_u32, SCRATCH_SOFTMAX_PAIRS};
 use crate::ptx;
 
-/// The longest row [`softmax`] accepts on this device: `SOFTMAX_MAX_COLS`, and no
-/// more than the device's shared memory per block holds.
+/// The softmax kernels, for [`softmax_with`]: the optimisation stages side by side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SoftmaxKernel {
+    /// By row length, as the module doc's table says.
+    Auto,
+    /// The row staged in shared memory (a warp per row up to 1024 columns, a block
+    /// per row up to [`max_cols`]): the first fused version.
+    SharedRow,
+    /// The row in registers (a warp or a block per row), up to 16384 columns.
+    Registers,
+    /// Chunks of 8192 columns over cooperating blocks, any row the device holds on
+    /// chip ([`split_max_cols`]).
+    Split,
+    /// Two passes with online `(max, sum)` pairs: any length.
+    Online,
+}
+
+/// The longest row the shared-memory kernel ([`SoftmaxKernel::SharedRow`]) takes on
+/// this device: `SOFTMAX_MAX_COLS`, and no more than shared memory per block holds.
 pub fn max_cols(gpu: &Gpu) -> usize {
     (SOFTMAX_MAX_COLS as usize).min(gpu.props().smem_per_block_optin as usize / 4)
 }
 
-/// `y = softmax(x)` over each row, fused: a warp per row up to `WARP_ROW_MAX_COLS`
-/// columns, a block per row beyond, up to [`max_cols`]. `x` and `y` have the same
-/// shape, each with its own row stride; `y` may not alias `x` except exactly.
-pub fn softmax(gpu: &Gpu, x: MatrixRef<'_, f32>, mut y: MatrixMut<'_, f32>) -> Result<()> {
+/// The longest row of a register-resident kernel: the last of `SOFTMAX_ROW_CONFIGS`.
+pub const REGISTER_MAX_COLS: usize =
+    4 * (SOFTMAX_ROW_CONFIGS[3].0 * SOFTMAX_ROW_CONFIGS[3].1) as usize;
+
+/// The longest row [`SoftmaxKernel::Split`] takes on this device: one chunk of 8192
+/// columns per block the device holds at once.
+pub fn split_max_cols(gpu: &Gpu) -> Result<usize> {
+    ptx::load(gpu)?;
+    Ok(split_capacity(gpu)? as usize * SOFTMAX_SPLIT_CHUNK as usize)
+}
+
+fn split_capacity(gpu: &Gpu) -> Result<u32> {
+    // The kernel uses no dynamic shared memory: the arguments do not matter.
+    let p = SoftmaxSplitParams {
+        x: MatRef {
+            ptr: std::ptr::null(),
+            rows: 0,
+            cols: 0,
+            ld: 0,
+        },
+        y: MatMut {
+            ptr: std::ptr::null_mut(),
+            rows: 0,
+            cols: 0,
+            ld: 0,
+        },
+        splits: 1,
+        partials: std::ptr::null_mut(),
+        flags: std::ptr::null_mut(),
+        epoch: 0,
+    };
+    gpu.max_resident_blocks::<ks::softmax_split>(&(p,))
+}
+
+/// Which kernel [`SoftmaxKernel::Auto`] runs for rows of `cols` columns.
+pub fn auto_kernel(gpu: &Gpu, cols: usize) -> Result<SoftmaxKernel> {
+    Ok(if cols <= REGISTER_MAX_COLS {
+        SoftmaxKernel::Registers
+    } else if cols <= split_max_cols(gpu)? {
+        SoftmaxKernel::Split
+    } else {
+        SoftmaxKernel::Online
+    })
+}
+
+/// `y = softmax(x)` over each row, any row length (see the module doc). `x` and `y`
+/// have the same shape, each with its own row stride; `y` may not alias `x` except
+/// exactly (in place).
+pub fn softmax(gpu: &Gpu, x: MatrixRef<'_, f32>, y: MatrixMut<'_, f32>) -> Result<()> {
+    softmax_with(gpu, SoftmaxKernel::Auto, x, y)
+}
+
+/// [`softmax`] with a chosen kernel. A kernel that cannot take rows this long is a
+/// `TooLarge` error naming the one that can.
+pub fn softmax_with(
+    gpu: &Gpu,
+    kernel: SoftmaxKernel,
+    x: MatrixRef<'_, f32>,
+    mut y: MatrixMut<'_, f32>,
+) -> Result<()> {
     let op = "softmax";
     let (rows, cols, ld_x) = check_ref(gpu, op, "x", &x)?;
     let (_, _, ld_y) = check_mut(gpu, op, "y", &y)?;
@@ -36,34 +124,177 @@ pub fn softmax(gpu: &Gpu, x: MatrixRef<'_, f32>, mut y: MatrixMut<'_, f32>) -> R
     if x.layout().is_empty() {
         return Ok(());
     }
-    if x.cols() > max_cols(gpu) {
-        return Err(SimtError::TooLarge {
-            op,
-            detail: format!("rows of {} columns; the fused kernel keeps a row on chip and takes at most {} (use softmax_naive)", x.cols(), max_cols(gpu)),
-        });
-    }
     if rows > i32::MAX as u32 {
         return Err(SimtError::TooLarge {
             op,
-            detail: "more than 2^31-1 rows".into(),
+            detail: "more than 2^31-1 rows; split the rows into several calls".into(),
         });
     }
     ptx::load(gpu)?;
+    let n = cols as usize;
+    let kernel = match kernel {
+        SoftmaxKernel::Auto => auto_kernel(gpu, n)?,
+        k => k,
+    };
+    let too_long = |limit: usize, name: &str, use_: &str| SimtError::TooLarge {
+        op,
+        detail: format!("rows of {n} columns; the {name} kernel takes at most {limit} ({use_})"),
+    };
     let args = (x.ptr(), y.ptr_mut(), rows, cols, ld_x, ld_y);
-    if cols <= WARP_ROW_MAX_COLS {
-        // Short rows: a warp per row, no barriers.
-        let cfg = LaunchConfig::for_kernel::<k::softmax_warp>(dim3(
-            rows.div_ceil(WARP_ROWS_THREADS / WARP_SIZE),
-            1,
-            1,
-        ));
-        // SAFETY: views checked on this Gpu; a warp per row; the contract sizes shared memory.
-        return unsafe { gpu.launch::<k::softmax_warp>(cfg, args) };
+    let warp_grid = dim3(rows.div_ceil(WARP_ROWS_THREADS / WARP_SIZE), 1, 1);
+    match kernel {
+        SoftmaxKernel::Auto => unreachable!("resolved above"),
+        SoftmaxKernel::SharedRow => {
+            if n > max_cols(gpu) {
+                return Err(too_long(
+                    max_cols(gpu),
+                    "shared-memory",
+                    "use SoftmaxKernel::Auto",
+                ));
+            }
+            if cols <= WARP_ROW_MAX_COLS {
+                // SAFETY: views checked on this Gpu; a warp per row; the contract sizes shared memory.
+                return unsafe {
+                    gpu.launch::<k::softmax_warp>(
+                        LaunchConfig::for_kernel::<k::softmax_warp>(warp_grid),
+                        args,
+                    )
+                };
+            }
+            let cfg = LaunchConfig::for_kernel::<k::softmax_fused>(dim3(rows, 1, 1));
+            // SAFETY: both views checked against their buffers on this Gpu; one block per row;
+            // the contract gives cols*4 bytes of dynamic shared memory.
+            unsafe { gpu.launch::<k::softmax_fused>(cfg, args) }
+        }
+        SoftmaxKernel::Registers => {
+            // SAFETY (every launch below): views checked on this Gpu, rows no longer than
+            // the kernel's register slice, the grid its thread mapping.
+            unsafe fn warp<K: Kernel<Args = (*const f32, *mut f32, u32, u32, u32, u32)>>(
+                gpu: &Gpu,
+                grid: simt::Dim3,
+                args: K::Args,
+            ) -> Result<()> {
+                // SAFETY: forwarded.
+                unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), args) }
+            }
+            let row_grid = dim3(rows, 1, 1);
+            let fits = |v: u32| n <= 128 * v as usize;
+            let fits_row = |(t, v): (u32, u32)| n <= 4 * (t * v) as usize;
+            // SAFETY: see above.
+            unsafe {
+                if fits(SOFTMAX_WARP_VECS[0]) {
+                    warp::<kr::softmax_warp_128>(gpu, warp_grid, args)
+                } else if fits(SOFTMAX_WARP_VECS[1]) {
+                    warp::<kr::softmax_warp_256>(gpu, warp_grid, args)
+                } else if fits(SOFTMAX_WARP_VECS[2]) {
+                    warp::<kr::softmax_warp_512>(gpu, warp_grid, args)
+                } else if fits(SOFTMAX_WARP_VECS[3]) {
+                    warp::<kr::softmax_warp_1k>(gpu, warp_grid, args)
+                } else if fits_row(SOFTMAX_ROW_CONFIGS[0]) {
+                    warp::<kr::softmax_row_2k>(gpu, row_grid, args)
+                } else if fits_row(SOFTMAX_ROW_CONFIGS[1]) {
+                    warp::<kr::softmax_row_4k>(gpu, row_grid, args)
+                } else if fits_row(SOFTMAX_ROW_CONFIGS[2]) {
+                    warp::<kr::softmax_row_8k>(gpu, row_grid, args)
+                } else if fits_row(SOFTMAX_ROW_CONFIGS[3]) {
+                    warp::<kr::softmax_row_16k>(gpu, row_grid, args)
+                } else {
+                    Err(too_long(
+                        REGISTER_MAX_COLS,
+                        "register-resident",
+                        "use SoftmaxKernel::Auto",
+                    ))
+                }
+            }
+        }
+        SoftmaxKernel::Split => {
+            let capacity = split_capacity(gpu)?;
+            let splits = cols.div_ceil(SOFTMAX_SPLIT_CHUNK);
+            if splits > capacity {
+                return Err(too_long(
+                    capacity as usize * SOFTMAX_SPLIT_CHUNK as usize,
+                    "split-row",
+                    "its chunks must all be resident at once on this device; use SoftmaxKernel::Auto or Online",
+                ));
+            }
+            let items = rows as u64 * splits as u64;
+            let items_u32 = fits_u32(op, "rows * chunks", items as usize)?;
+            // Whole rows per wave, and no more blocks than chunks.
+            let grid = ((capacity / splits) * splits).min(items_u32);
+            let pairs = gpu.scratch_f32(SCRATCH_SOFTMAX_PAIRS, 2 * items as usize)?;
+            let (flags, epoch) = gpu.flags(items as usize)?;
+            let p = SoftmaxSplitParams {
+                x: MatRef {
+                    ptr: x.ptr(),
+                    rows,
+                    cols,
+                    ld: ld_x,
+                },
+                y: MatMut {
+                    ptr: y.ptr_mut(),
+                    rows,
+                    cols,
+                    ld: ld_y,
+                },
+                splits,
+                partials: pairs.ptr() as *mut f32,
+                flags: flags.ptr() as *mut u32,
+                epoch,
+            };
+            let cfg = LaunchConfig::for_kernel::<ks::softmax_split>(dim3(grid, 1, 1));
+            // SAFETY: views checked on this Gpu; scratch of 2·items floats and items flags
+            // none of which holds `epoch` (Gpu::flags); grid a multiple of splits, at most
+            // what is resident (checked again by the cooperative launch).
+            unsafe { gpu.launch::<ks::softmax_split>(cfg, (p,)) }
+        }
+        SoftmaxKernel::Online => {
+            // Enough chunks for about 4 blocks per SM in total, none shorter than 16
+            // vectors per thread.
+            let want = 4 * gpu.props().sms.max(1) as usize;
+            let min_chunk = 16 * 4 * SOFTMAX_ONLINE_THREADS as usize;
+            let splits = want
+                .div_ceil(rows as usize)
+                .min(n.div_ceil(min_chunk))
+                .clamp(1, 65535);
+            let chunk = n.div_ceil(splits).next_multiple_of(4);
+            let splits = n.div_ceil(chunk);
+            let items = rows as usize * splits;
+            if items > i32::MAX as usize {
+                return Err(SimtError::TooLarge {
+                    op,
+                    detail: format!("{items} blocks; split the rows into several calls"),
+                });
+            }
+            let pairs = gpu.scratch_f32(SCRATCH_SOFTMAX_PAIRS, 2 * items)?;
+            let p = SoftmaxOnlineParams {
+                x: MatRef {
+                    ptr: x.ptr(),
+                    rows,
+                    cols,
+                    ld: ld_x,
+                },
+                y: MatMut {
+                    ptr: y.ptr_mut(),
+                    rows,
+                    cols,
+                    ld: ld_y,
+                },
+                splits: splits as u32,
+                chunk: chunk as u32,
+                partials: pairs.ptr() as *mut f32,
+            };
+            let c1 =
+                LaunchConfig::for_kernel::<ko::softmax_online_partials>(dim3(items as u32, 1, 1));
+            let c2 =
+                LaunchConfig::for_kernel::<ko::softmax_online_finish>(dim3(items as u32, 1, 1));
+            // SAFETY: views checked on this Gpu; 2·items floats of scratch; grid = rows·splits
+            // with splits·chunk >= cols; pass 2 runs after pass 1 (stream order).
+            unsafe {
+                gpu.launch::<ko::softmax_online_partials>(c1, (p,))?;
+                gpu.launch::<ko::softmax_online_finish>(c2, (p,))
+            }
+        }
     }
-    let cfg = LaunchConfig::for_kernel::<k::softmax_fused>(dim3(rows, 1, 1));
-    // SAFETY: both views checked against their buffers on this Gpu; one block per row;
-    // the contract gives cols*4 bytes of dynamic shared memory.
-    unsafe { gpu.launch::<k::softmax_fused>(cfg, args) }
 }
 
 /// Softmax as PyTorch eager composes it: row max, subtract, exp, row sum, divide;

@@ -92,6 +92,9 @@ pub trait ThreadEnv {
     /// A warpgroup `wgmma` region (fence, the K steps, commit, wait); every thread
     /// of the warpgroup must call it.
     fn wgmma(&self, op: WgmmaOp);
+    /// Suspends until the global `u32` at `flag` holds `value` (read with acquire
+    /// ordering); another block of the launch sets it.
+    fn flag_wait(&self, flag: *const u32, value: u32);
 }
 
 thread_local! {

@@ -48,6 +48,7 @@ pub mod atomic;
 pub mod convert;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu;
+pub mod flag;
 pub mod math;
 pub mod mbarrier;
 pub mod memory;
@@ -93,6 +94,10 @@ pub struct LaunchBounds {
     /// The one PTX target the kernel is built for (`Some("sm_90a")` for Hopper-only
     /// kernels: wgmma, TMA); `None` for portable kernels.
     pub target: Option<&'static str>,
+    /// The blocks wait on each other (through [`flag`]s): the launch must make them
+    /// all resident at once (`cuLaunchCooperativeKernel`; on the emulator, one worker
+    /// per block), and a grid larger than the device holds is refused.
+    pub cooperative: bool,
 }
 
 impl LaunchBounds {
@@ -101,6 +106,7 @@ impl LaunchBounds {
         block: BlockShape::Unset,
         min_blocks_per_sm: 0,
         target: None,
+        cooperative: false,
     };
 
     /// Exactly `(threads, 1, 1)`.
@@ -128,6 +134,13 @@ impl LaunchBounds {
     pub const fn target(self, sm: &'static str) -> Self {
         LaunchBounds {
             target: Some(sm),
+            ..self
+        }
+    }
+    /// Every block resident at once (see [`LaunchBounds::cooperative`]).
+    pub const fn cooperative(self, yes: bool) -> Self {
+        LaunchBounds {
+            cooperative: yes,
             ..self
         }
     }
@@ -252,6 +265,7 @@ macro_rules! kernel_params {
 /// | `max_threads = N` | any block of at most `N` threads |
 /// | `min_blocks = B` | launch bounds: ptxas plans registers for `B` blocks per SM |
 /// | `shared = EXPR` | dynamic shared bytes, an expression of the parameters |
+/// | `cooperative = true` | blocks wait on each other ([`flag`]): every block is resident at once, a grid larger than the device holds is refused |
 /// | `target = "sm_90a"` | built only into the module of that PTX target (declare the kernel under `#[cfg]`s that keep it out of the others); a launch elsewhere is an `Unsupported` error |
 ///
 /// ```ignore
@@ -347,6 +361,9 @@ macro_rules! __launch_key {
     ($b:ident, target, $v:expr) => {
         $b.target($v)
     };
+    ($b:ident, cooperative, $v:expr) => {
+        $b.cooperative($v)
+    };
     ($b:ident, shared, $v:expr) => {
         $b
     };
@@ -354,7 +371,7 @@ macro_rules! __launch_key {
         compile_error!(concat!(
             "unknown #[launch] key `",
             stringify!($other),
-            "`: use threads, block, max_threads, min_blocks, shared or target"
+            "`: use threads, block, max_threads, min_blocks, shared, target or cooperative"
         ))
     };
 }

@@ -206,6 +206,30 @@ impl Backend for CudaBackend {
             check(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
         }
         let (g, b) = (l.grid, l.block);
+        if l.cooperative {
+            // SAFETY: as the plain launch below; the driver checks that every block is
+            // resident at once and refuses the launch otherwise.
+            let r = unsafe {
+                sys::cuLaunchCooperativeKernel(
+                    f.to_raw(),
+                    g.x,
+                    g.y,
+                    g.z,
+                    b.x,
+                    b.y,
+                    b.z,
+                    l.shared_bytes,
+                    self.stream.as_inner(),
+                    l.params.as_ptr() as *mut *mut std::ffi::c_void,
+                )
+            };
+            return check(r, &format!("cuLaunchCooperativeKernel(`{}`)", l.kernel)).map_err(|e| {
+                SimtError::BadLaunch {
+                    kernel: l.kernel,
+                    detail: format!("{e}; a cooperative grid must fit on the device at once (Gpu::max_resident_blocks)"),
+                }
+            });
+        }
         // SAFETY: one pointer per kernel parameter, each to a value of the parameter's
         // type (`LaunchArgs` of the kernel's own tuple); what they point to is
         // `Gpu::launch`'s contract.
@@ -272,6 +296,40 @@ impl Backend for CudaBackend {
             });
         }
         Ok(map.0)
+    }
+    fn max_active_blocks(
+        &self,
+        module: &str,
+        target: &str,
+        kernel: &str,
+        block_threads: u32,
+        shared_bytes: u32,
+    ) -> Result<u32> {
+        self.current()?;
+        let mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        let m = mods
+            .iter()
+            .find(|((c, t), _)| *c == module && *t == target)
+            .map(|(_, m)| m)
+            .ok_or_else(|| {
+                SimtError::Unsupported(format!("module `{module}` ({target}) is not loaded"))
+            })?;
+        let f = m
+            .get_function(kernel)
+            .map_err(cuda(format!("finding kernel `{kernel}`")))?;
+        if shared_bytes > DEFAULT_DYNAMIC_SMEM {
+            // SAFETY: a valid function handle; the size is within the device's opt-in limit (validated by the caller).
+            let r = unsafe {
+                sys::cuFuncSetAttribute(
+                    f.to_raw(),
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared_bytes as i32,
+                )
+            };
+            check(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
+        }
+        f.max_active_blocks_per_multiprocessor(block_threads.into(), shared_bytes as usize)
+            .map_err(cuda("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
     }
     fn kernel_resources(
         &self,

@@ -91,6 +91,7 @@ impl Backend for EmuBackend {
             block: l.block,
             shared_bytes: l.shared_bytes,
             entry: l.emu,
+            cooperative: l.cooperative,
         };
         // SAFETY: forwarded from `Gpu::launch`.
         unsafe { emulator::run(launch, &self.cfg)? };
@@ -112,6 +113,9 @@ impl Backend for EmuBackend {
     }
     fn kernel_resources(&self, _: &str, _: &str, _: &str) -> Result<Option<KernelResources>> {
         Ok(None)
+    }
+    fn max_active_blocks(&self, _: &str, _: &str, _: &str, _: u32, _: u32) -> Result<u32> {
+        Ok(1) // one block per worker (an emulated SM)
     }
 }
 

@@ -61,6 +61,16 @@ pub(crate) trait Backend: Send + Sync {
         target: &str,
         kernel: &str,
     ) -> Result<Option<KernelResources>>;
+    /// Blocks of `kernel` (with this block size and dynamic shared memory) that one
+    /// SM holds at once: the driver's occupancy calculator; 1 on the emulator.
+    fn max_active_blocks(
+        &self,
+        module: &str,
+        target: &str,
+        kernel: &str,
+        block_threads: u32,
+        shared_bytes: u32,
+    ) -> Result<u32>;
     /// The 128 bytes of a checked tensor map (the driver's, or the emulator's).
     fn encode_tensor_map(&self, d: &TensorMapDesc) -> Result<[u64; 16]>;
 }

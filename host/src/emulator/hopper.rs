@@ -316,10 +316,12 @@ pub(crate) fn complete_wgmma(
             )));
         }
         // A thread still in an mbarrier wait, or just released from one, may yet arrive.
-        if threads
-            .clone()
-            .any(|t| matches!(state[t], State::MbarWait(..) | State::Run(_)))
-        {
+        if threads.clone().any(|t| {
+            matches!(
+                state[t],
+                State::MbarWait(..) | State::FlagWait(..) | State::Run(_)
+            )
+        }) {
             continue;
         }
         let first = threads.start;

@@ -19,6 +19,8 @@ pub(crate) enum Event {
     /// An mbarrier wait: the barrier's address and the awaited parity.
     MbarWait(usize, u32),
     Wgmma(WgmmaOp),
+    /// A global flag wait: the flag's address and the awaited value.
+    FlagWait(usize, u32),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -29,6 +31,7 @@ pub(crate) enum State {
     Warp(WarpMatrixOp),
     MbarWait(usize, u32),
     Wgmma(WgmmaOp),
+    FlagWait(usize, u32),
     Done,
 }
 
@@ -167,6 +170,9 @@ impl ThreadEnv for Ctx {
         if !self.mbar_wait_now(bar, parity) {
             self.suspend(Event::MbarWait(bar as usize, parity));
         }
+    }
+    fn flag_wait(&self, flag: *const u32, value: u32) {
+        self.suspend(Event::FlagWait(flag as usize, value));
     }
     fn tma_load(&self, dst: *mut u8, map: *const u8, coords: [i32; 2], bar: *mut u8) {
         self.tma_load_impl(dst, map, coords, bar)

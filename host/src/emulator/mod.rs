@@ -20,7 +20,9 @@
 //! (NaN as `f32`), so reading unwritten shared memory shows in the output.
 //!
 //! Blocks run concurrently on the workers, as on a GPU: blocks that communicate
-//! other than through atomics are a bug there and here.
+//! other than through atomics and [flags](simt_std::flag) are a bug there and here.
+//! A cooperative launch (blocks that wait on each other's flags) runs every block
+//! at once, one worker each; the emulated device holds one block per worker.
 //!
 //! The parts: [`scheduler`] runs a block's coroutines between synchronisation
 //! points and releases barriers; [`warp`] completes warp collectives (shuffles);
@@ -79,10 +81,14 @@ pub struct EmuConfig {
     pub workers: usize,
     /// Stack bytes per emulated GPU thread.
     pub stack_bytes: usize,
+    /// How long a block may wait for a [flag](simt_std::flag) while nothing in it
+    /// moves before the launch fails with [`EmuError::Hang`].
+    pub flag_timeout: std::time::Duration,
 }
 
 impl Default for EmuConfig {
-    /// `SIMT_EMU_ORDER` (default `inorder`), `SIMT_EMU_WORKERS` (default: all cores).
+    /// `SIMT_EMU_ORDER` (default `inorder`), `SIMT_EMU_WORKERS` (default: all cores),
+    /// `SIMT_EMU_FLAG_TIMEOUT_S` (default 30 seconds).
     fn default() -> Self {
         let order = std::env::var("SIMT_EMU_ORDER")
             .ok()
@@ -100,6 +106,13 @@ impl Default for EmuConfig {
             order,
             workers: workers.max(1),
             stack_bytes: 256 * 1024,
+            flag_timeout: std::time::Duration::from_secs_f64(
+                std::env::var("SIMT_EMU_FLAG_TIMEOUT_S")
+                    .ok()
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .unwrap_or(30.0)
+                    .max(0.001),
+            ),
         }
     }
 }
@@ -191,6 +204,8 @@ pub(crate) struct EmuLaunch {
     pub block: Dim3,
     pub shared_bytes: u32,
     pub entry: EmuEntry,
+    /// Every block gets its own worker (its blocks wait on each other's flags).
+    pub cooperative: bool,
 }
 
 /// Kernel entry and arguments moved to worker threads.
@@ -216,7 +231,13 @@ pub(crate) unsafe fn run(launch: EmuLaunch, cfg: &EmuConfig) -> Result<(), EmuEr
     let stop = AtomicBool::new(false);
     let first_err: Mutex<Option<EmuError>> = Mutex::new(None);
     let shared = SendLaunch(launch);
-    let workers = cfg.workers.min(blocks).max(1);
+    // A cooperative launch has at most `workers` blocks (the host checks it against
+    // `max_resident_blocks`), so each block runs on its own worker, all at once.
+    let workers = if launch.cooperative {
+        blocks
+    } else {
+        cfg.workers.min(blocks).max(1)
+    };
     let work = || {
         // Coroutine stacks are mmap'd; reuse them across launches (a fresh mmap per
         // emulated thread costs ~30 us, more than most kernels' work).

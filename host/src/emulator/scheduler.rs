@@ -6,6 +6,8 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -42,6 +44,14 @@ fn unlinear(i: u32, dim: Dim3) -> Dim3 {
     }
 }
 
+/// The value of the global flag at `f` (acquire: the writes published with it are
+/// visible to the thread resumed after it).
+fn flag_value(f: usize) -> u32 {
+    // SAFETY: `flag::wait_eq`'s contract: a valid, aligned global flag, accessed
+    // atomically by every block during the launch.
+    unsafe { AtomicU32::from_ptr(f as *mut u32) }.load(Ordering::Acquire)
+}
+
 /// Clears the thread-local environment when dropped (also on unwinding).
 struct EnvGuard;
 impl Drop for EnvGuard {
@@ -69,6 +79,7 @@ pub(super) unsafe fn run_block(
         block: bdim,
         shared_bytes,
         entry,
+        ..
     } = launch;
     let n = (bdim.x * bdim.y * bdim.z) as usize;
     let mem = BlockMem::new(shared_bytes as usize);
@@ -114,6 +125,7 @@ pub(super) unsafe fn run_block(
         _ => None,
     };
     let _guard = EnvGuard;
+    let mut flag_since: Option<Instant> = None;
     loop {
         if let Some(r) = rng.as_mut() {
             for i in (1..n).rev() {
@@ -138,6 +150,9 @@ pub(super) unsafe fn run_block(
                     state[t] = State::MbarWait(b, p)
                 }
                 Ok(CoroutineResult::Yield(Event::Wgmma(op))) => state[t] = State::Wgmma(op),
+                Ok(CoroutineResult::Yield(Event::FlagWait(f, v))) => {
+                    state[t] = State::FlagWait(f, v)
+                }
                 Ok(CoroutineResult::Return(())) => {
                     state[t] = State::Done;
                     pool.push(cos[t].take().unwrap().into_stack());
@@ -171,14 +186,48 @@ pub(super) unsafe fn run_block(
                 }
             }
         }
+        for s in state.iter_mut() {
+            if let State::FlagWait(f, v) = *s {
+                if flag_value(f) == v {
+                    *s = State::Run(0);
+                    progressed = true;
+                }
+            }
+        }
         progressed |= warp::complete_collectives(kernel, bid, &ctxs, &mem, &mut state)?;
         progressed |= hopper::complete_wgmma(kernel, bid, &ctxs, &mut state)?;
         if progressed {
+            flag_since = None;
             continue;
+        }
+        // Global flags are set by other blocks, running on other workers: poll them
+        // until one comes or the wait has lasted `cfg.flag_timeout`.
+        if let Some(t) = state.iter().position(|s| matches!(s, State::FlagWait(..))) {
+            let since = *flag_since.get_or_insert_with(Instant::now);
+            if since.elapsed() < cfg.flag_timeout {
+                std::thread::sleep(Duration::from_micros(20));
+                continue;
+            }
+            let State::FlagWait(f, v) = state[t] else {
+                unreachable!()
+            };
+            return Err(EmuError::Hang {
+                kernel,
+                block: bid,
+                thread: ctxs[t].tid,
+                detail: format!(
+                    "waited {:.0} s for the flag at {f:#x} to hold {v} (it holds {}): the block that publishes it never ran or never published. \
+                     Blocks that wait on each other need #[launch(cooperative = true)] and a grid of at most Gpu::max_resident_blocks; \
+                     check the flag index and the epoch too",
+                    since.elapsed().as_secs_f64(),
+                    flag_value(f)
+                ),
+            });
         }
         // The barrier.
         let at_barrier = state.iter().filter(|s| matches!(s, State::Barrier)).count();
         if at_barrier == n {
+            flag_since = None;
             state.iter_mut().for_each(|s| *s = State::Run(0));
             continue;
         }

@@ -55,9 +55,12 @@ pub(super) fn complete_collectives(
         }
         // A lane still in an mbarrier wait, or just released from one, may yet arrive.
         if waiting < 32
-            && lanes
-                .clone()
-                .any(|l| matches!(state[l], State::MbarWait(..) | State::Run(_)))
+            && lanes.clone().any(|l| {
+                matches!(
+                    state[l],
+                    State::MbarWait(..) | State::FlagWait(..) | State::Run(_)
+                )
+            })
         {
             continue;
         }

@@ -1,0 +1,128 @@
+//! Softmax of long rows split over several blocks, each chunk held in registers:
+//! one read and one write per element, with a single row spread over the whole GPU.
+//!
+//! A row of 2^20 floats does not fit in one block (the register-resident kernels of
+//! [`crate::softmax_regs`] stop at 16384 columns), and one block per row would leave
+//! all but 8 SMs idle at 8 rows. So row `r` is cut into `splits` chunks of
+//! `SOFTMAX_SPLIT_CHUNK` (8192) columns, one block each:
+//!
+//! 1. the block loads its chunk into registers (16 floats a thread) and reduces it
+//!    to a pair `(m_j, s_j)`: its maximum and `Σ exp(x - m_j)`;
+//! 2. it writes the pair and **publishes** it ([`simt_std::flag`]);
+//! 3. it **waits** for the row's other `splits - 1` pairs, combines all of them
+//!    into `(M, S)` ([`crate::softmax_online::combine`]) and writes
+//!    `exp(x - m_j) · exp(m_j - M) / S` from its registers.
+//!
+//! Step 3 needs every block of the row resident at once, so the kernel is
+//! cooperative: the grid is at most what the device holds
+//! (`Gpu::max_resident_blocks`), rounded down to whole rows, and the blocks loop
+//! over the rows in waves (block `b` takes chunks `b, b + grid, b + 2·grid, …`).
+//! A wave never waits on another wave: each row lies inside one wave, so every
+//! chunk of it is resident when its blocks wait. Rows longer than a wave holds
+//! (`grid · 8192` columns) take the two-pass online softmax instead.
+//!
+//! Why 8192 and not the 16384 of the largest register-resident kernel: 16 floats a
+//! thread need about 40 registers, so three 512-thread blocks share an SM, and
+//! while one waits for its row's flags the others load and store. 32 floats a
+//! thread need 72 registers (one block per SM, every wait idles the SM), and
+//! capping them at 64 spills.
+//!
+//! Flags compare equal to the launch's `epoch` (see [`simt_std::flag`]): a flag
+//! buffer zeroed once serves every later launch.
+use crate::config::{SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK};
+use crate::params::SoftmaxSplitParams;
+use crate::softmax_online::row_pair;
+use crate::softmax_regs::Slice;
+use simt_std::flag::{publish, wait_eq};
+use simt_std::math::{exp, rcp};
+use simt_std::memory::is_aligned16;
+use simt_std::shared_array;
+use simt_std::thread::{block_dim, block_idx, grid_dim, thread_idx};
+use simt_std::thread::sync_threads;
+use simt_std::warp::{block_max, block_sum, lane_id};
+use simt_std::kernel;
+
+/// 16-byte vectors per thread of a chunk.
+const V: usize = SOFTMAX_ROW_CONFIGS[2].1 as usize;
+
+kernel! {
+    /// Split-row softmax: `splits` blocks per row, each chunk in registers, pairs
+    /// exchanged through published flags (see the module doc).
+    ///
+    /// # Safety
+    /// `p.x` readable and `p.y` writable as `[rows, cols]` (strides `ld`; `y` is `x`
+    /// or does not overlap it); `splits = ceil(cols / SOFTMAX_SPLIT_CHUNK)`;
+    /// `p.partials` holds `2·rows·splits` floats and `p.flags` `rows·splits` u32, none
+    /// of which holds `epoch` before the launch; `grid.x` is a positive multiple of
+    /// `splits`, and the launch is cooperative (every block resident).
+    ///
+    /// # Parameters
+    /// * `p.x`, `p.y`: `[rows, cols]`; `p.splits`: chunks per row.
+    /// * `p.partials`: `[rows·splits, 2]` scratch; `p.flags`: `[rows·splits]`; `p.epoch`.
+    ///
+    /// # Thread Mapping
+    /// Block `b` takes chunk `i = b + w·grid.x` in wave `w` (row `i / splits`,
+    /// columns `(i % splits)·8192 ..+8192`); thread `t` of 512 holds the 4 vectors
+    /// at columns `4(t + 512k)` of the chunk; warp 0's lanes wait for the row's flags.
+    #[launch(threads = SOFTMAX_ROW_CONFIGS[2].0, cooperative = true)]
+    pub unsafe fn softmax_split(p: SoftmaxSplitParams) {
+        let scratch = shared_array!(SOFTMAX_SPLIT_SCRATCH, f32, 32);
+        let row_mm = shared_array!(SOFTMAX_SPLIT_ROW, f32, 2);
+        let (t, lanes) = (thread_idx().x as usize, block_dim().x as usize);
+        let splits = p.splits as usize;
+        let (cols, items) = (p.x.cols as usize, p.x.rows as usize * splits);
+        let grid = grid_dim().x as usize;
+        debug_assert!(grid % splits == 0, "softmax_split: grid.x must be a multiple of splits");
+        let mut i = block_idx().x as usize;
+        while i < items {
+            let (r, j) = (i / splits, i % splits);
+            let start = j * SOFTMAX_SPLIT_CHUNK as usize;
+            let end = (start + SOFTMAX_SPLIT_CHUNK as usize).min(cols);
+            // SAFETY: r < rows.
+            let (xr, yr) = unsafe { (p.x.ptr.add(r * p.x.ld as usize), p.y.ptr.add(r * p.y.ld as usize)) };
+            // SAFETY: [start, end) is inside row r.
+            let mut s = unsafe { Slice::<V>::load(xr, start, end, t, lanes, is_aligned16(xr)) };
+            // SAFETY: scratch is this kernel's own; every thread calls.
+            let m = unsafe { block_max(s.max(), scratch) };
+            // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
+            let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
+            let sum = unsafe { block_sum(s.exp_sum(m_safe), scratch) };
+            if t == 0 {
+                // SAFETY: i < rows·splits; the pair is written before the flag is published.
+                unsafe {
+                    *p.partials.add(2 * i) = m;
+                    *p.partials.add(2 * i + 1) = sum;
+                    publish(p.flags.add(i), p.epoch);
+                }
+            }
+            if t < 32 {
+                // Warp 0 waits for the row's flags, lane l for chunks l, l + 32, ...
+                let mut k = lane_id() as usize;
+                while k < splits {
+                    // SAFETY: flag r·splits + k exists; its block is resident (cooperative,
+                    // whole rows per wave).
+                    unsafe { wait_eq(p.flags.add(r * splits + k), p.epoch) };
+                    k += 32;
+                }
+                // SAFETY: every pair of row r is published and acquired above.
+                let (mm, ss) = unsafe { row_pair(p.partials, r, splits) };
+                if t == 0 {
+                    // SAFETY: this kernel's own 2 floats.
+                    unsafe {
+                        row_mm.write(mm);
+                        row_mm.add(1).write(ss);
+                    }
+                }
+            }
+            sync_threads();
+            // SAFETY: written by thread 0 before the barrier.
+            let (mm, ss) = unsafe { (row_mm.read(), row_mm.add(1).read()) };
+            let factor = exp(m - mm) * rcp(ss);
+            // SAFETY: as the load.
+            unsafe { s.store_scaled(yr, start, end, t, lanes, is_aligned16(yr), factor) };
+            // Nobody overwrites `row_mm` (next wave) before everyone has read it.
+            sync_threads();
+            i += grid;
+        }
+    }
+}
