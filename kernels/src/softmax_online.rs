@@ -26,14 +26,18 @@
 //! `torch.softmax` gives.
 use crate::config::SOFTMAX_ONLINE_THREADS;
 use crate::params::SoftmaxOnlineParams;
-use simt_std::kernel;
+use simt_std::{kernel, unroll};
 use simt_std::math::{exp, rcp};
-use simt_std::memory::{is_aligned16, load4_first, store4_first};
+use simt_std::memory::{is_aligned16, load4, load4_first, store4, store4_first, F32x4};
 use simt_std::shared::Smem;
 use simt_std::shared_array;
 use simt_std::thread::{block_dim, block_idx, thread_idx};
 use simt_std::thread::sync_threads;
 use simt_std::warp::{lane_id, max_nan, shfl_xor_f32, warp_id};
+
+/// 16-byte vectors a thread loads before using the first (the `unroll!`s below
+/// spell out 4).
+const U: usize = 4;
 
 /// Combines two `(max, sum)` pairs: `(M, s1·exp(m1 - M) + s2·exp(m2 - M))` with
 /// `M = max(m1, m2)` (NaN-propagating). `(-inf, 0)` is the identity.
@@ -146,7 +150,32 @@ kernel! {
         let vec = is_aligned16(xr);
         let (t, lanes) = (thread_idx().x as usize, block_dim().x as usize);
         let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
+        let step = 4 * lanes;
         let mut c = start + 4 * t;
+        // Whole groups of U vectors: U loads in flight, then one rescale for 4·U values.
+        while vec && c + (U - 1) * step + 4 <= end {
+            let mut a = [F32x4::splat(0.0); U];
+            unroll!(4, K => {
+                // SAFETY: the group ends by `end`; aligned (vec, c % 4 == 0).
+                a[K] = unsafe { load4(xr.add(c + K * step)) };
+            });
+            let mut vm = f32::NEG_INFINITY;
+            unroll!(4, K => {
+                vm = max_nan(vm, max_nan(max_nan(a[K].x, a[K].y), max_nan(a[K].z, a[K].w)));
+            });
+            let mn = max_nan(m, vm);
+            if mn != f32::NEG_INFINITY {
+                let mut add = 0.0;
+                unroll!(4, K => {
+                    let e = a[K].map(|v| exp(v - mn));
+                    add += (e.x + e.y) + (e.z + e.w);
+                });
+                s = s * exp(m - mn) + add;
+                m = mn;
+            }
+            c += U * step;
+        }
+        // The rest one vector at a time, masked.
         while c < end {
             let valid = (end - c).min(4) as u32;
             // SAFETY: columns c..c+valid are in the row.
@@ -204,7 +233,21 @@ kernel! {
         let (xr, yr) = unsafe { (p.x.ptr.add(r * p.x.ld as usize), p.y.ptr.add(r * p.y.ld as usize)) };
         let (vx, vy) = (is_aligned16(xr), is_aligned16(yr));
         let (t, lanes) = (thread_idx().x as usize, block_dim().x as usize);
+        let step = 4 * lanes;
         let mut c = start + 4 * t;
+        // Whole groups of U vectors: U loads in flight before the first exp.
+        while vx && vy && c + (U - 1) * step + 4 <= end {
+            let mut a = [F32x4::splat(0.0); U];
+            unroll!(4, K => {
+                // SAFETY: the group ends by `end`; aligned (vx, c % 4 == 0).
+                a[K] = unsafe { load4(xr.add(c + K * step)) };
+            });
+            unroll!(4, K => {
+                // SAFETY: as the loads, in y (vy).
+                unsafe { store4(yr.add(c + K * step), a[K].map(|v| exp(v - m) * inv)) };
+            });
+            c += U * step;
+        }
         while c < end {
             let valid = (end - c).min(4) as u32;
             // SAFETY: columns c..c+valid are in the row, in x and in y.

@@ -23,7 +23,7 @@
 //! NaN, as `torch.softmax` does; so does a row holding a NaN.
 use crate::config::{SOFTMAX_ROW_CONFIGS, SOFTMAX_WARP_VECS, WARP_ROWS_THREADS, WARP_SIZE};
 use simt_std::math::{exp, rcp};
-use simt_std::memory::{is_aligned16, load4_first, store4_first, F32x4};
+use simt_std::memory::{is_aligned16, load4, load4_first, store4, store4_first, F32x4};
 use simt_std::shared::Smem;
 use simt_std::shared_array;
 use simt_std::thread::{block_dim, block_idx, thread_idx};
@@ -52,6 +52,19 @@ impl<const V: usize> Slice<V> {
     #[inline(always)]
     pub unsafe fn load(row: *const f32, start: usize, end: usize, lane: usize, lanes: usize, vec: bool) -> Self {
         let mut v = [F32x4::splat(f32::NEG_INFINITY); V];
+        if vec && Self::col(start, lane, lanes, V - 1) + 4 <= end {
+            // Every vector whole and aligned: V loads with no branch between them. With
+            // the per-vector checks below, ptxas keeps each load in its own branch and
+            // issues the next only after the previous one returned (measured: the
+            // 16384-column kernel at 0.34 ms against 0.22 for the shared-memory one).
+            let mut k = 0;
+            while k < V {
+                // SAFETY: the lane's last vector ends by `end`; aligned (vec, c % 4 == 0).
+                v[k] = unsafe { load4(row.add(Self::col(start, lane, lanes, k))) };
+                k += 1;
+            }
+            return Slice { v };
+        }
         // All V loads first, then the masking: the loads are independent and all in flight.
         let mut k = 0;
         while k < V {
@@ -101,6 +114,15 @@ impl<const V: usize> Slice<V> {
     /// `row[start..end]` writable.
     #[inline(always)]
     pub unsafe fn store_scaled(&self, row: *mut f32, start: usize, end: usize, lane: usize, lanes: usize, vec: bool, factor: f32) {
+        if vec && Self::col(start, lane, lanes, V - 1) + 4 <= end {
+            let mut k = 0;
+            while k < V {
+                // SAFETY: as `load`'s whole-vector path.
+                unsafe { store4(row.add(Self::col(start, lane, lanes, k)), self.v[k].map(|e| e * factor)) };
+                k += 1;
+            }
+            return;
+        }
         let mut k = 0;
         while k < V {
             let c = Self::col(start, lane, lanes, k);
