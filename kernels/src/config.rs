@@ -18,9 +18,10 @@ pub const SOFTMAX_MAX_COLS: u32 = 16384;
 pub const SOFTMAX_WARP_VECS: [u32; 4] = [1, 2, 4, 8];
 /// Register-resident softmax, a block per row: `(threads, 16-byte vectors per
 /// thread)` of `softmax_row_2k` … `softmax_row_16k` (a row of at most `4·threads·V`
-/// columns). 8 floats a thread up to 4096 columns, as Triton's tutorial kernel does,
-/// 16 and 32 beyond, so that the row needs at most 512 threads.
-pub const SOFTMAX_ROW_CONFIGS: [(u32, u32); 4] = [(256, 2), (256, 4), (512, 4), (512, 8)];
+/// columns). 16 floats a thread up to 8192 columns and 32 at 16384: the warps per
+/// row of Triton's tutorial kernel (4, 8, 16, 16), so that a row needs at most 512
+/// threads.
+pub const SOFTMAX_ROW_CONFIGS: [(u32, u32); 4] = [(128, 4), (256, 4), (512, 4), (512, 8)];
 /// Columns of one block's chunk in the split-row softmax (`softmax_split`), whose
 /// blocks are shaped as `SOFTMAX_ROW_CONFIGS[2]` (512 threads, 4 vectors each).
 pub const SOFTMAX_SPLIT_CHUNK: u32 = 4 * SOFTMAX_ROW_CONFIGS[2].0 * SOFTMAX_ROW_CONFIGS[2].1;

@@ -14,7 +14,7 @@
 //!
 //! The cost is registers: `4·V` per thread for the row. The kernels come in fixed
 //! sizes (`kernels::config`): a warp per row with `V` = 1, 2, 4, 8 (rows up to 128,
-//! 256, 512, 1024 columns) and a block per row of `(threads, V)` = (256, 2),
+//! 256, 512, 1024 columns) and a block per row of `(threads, V)` = (128, 4),
 //! (256, 4), (512, 4), (512, 8) (rows up to 2048, 4096, 8192, 16384). At 16384
 //! columns a thread holds 32 floats of row; the host picks the smallest that fits.
 //!
@@ -23,11 +23,13 @@
 //! NaN, as `torch.softmax` does; so does a row holding a NaN.
 use crate::config::{SOFTMAX_ROW_CONFIGS, SOFTMAX_WARP_VECS, WARP_ROWS_THREADS, WARP_SIZE};
 use simt_std::math::{exp, rcp};
-use simt_std::memory::{is_aligned16, load4, load4_first, store4, store4_first, F32x4};
+use simt_std::memory::{
+    is_aligned16, load4, load4_first, prefetch_l2, store4, store4_first, F32x4,
+};
 use simt_std::shared::Smem;
 use simt_std::shared_array;
 use simt_std::thread::{block_dim, block_idx, thread_idx};
-use simt_std::warp::{block_max, block_sum, lane_id, max_nan, warp_id, warp_max, warp_sum};
+use simt_std::warp::{block_reduce_once, lane_id, max_nan, warp_id, warp_max, warp_sum};
 use simt_std::{kernel, unroll};
 
 /// A row slice in registers: lane `lane` of `lanes` holds vector `k` (for `k < V`)
@@ -78,6 +80,21 @@ impl<const V: usize> Slice<V> {
             k += 1;
         }
         Slice { v }
+    }
+
+    /// Prefetches `row[start..end]` into L2, one 128-byte line per lane in turn
+    /// (a hint: loads of it later hit L2).
+    ///
+    /// # Safety
+    /// `row[start..end]` is in one allocation.
+    #[inline(always)]
+    pub unsafe fn prefetch(row: *const f32, start: usize, end: usize, lane: usize, lanes: usize) {
+        let mut c = start + 32 * lane;
+        while c < end {
+            // SAFETY: c < end.
+            unsafe { prefetch_l2(row.add(c)) };
+            c += 32 * lanes;
+        }
     }
 
     /// The lane's maximum (NaN if any element is NaN).
@@ -177,7 +194,7 @@ unsafe fn warp_row<const V: usize>(x: *const f32, y: *mut f32, rows: u32, cols: 
 ///
 /// # Safety
 /// As the kernels': row `blockIdx.x < rows` of `x` readable and of `y` writable for
-/// `cols <= 4·blockDim.x·V` columns; `scratch` is 32 floats of this kernel's shared
+/// `cols <= 4·blockDim.x·V` columns; `scratch` is 64 floats of this kernel's shared
 /// memory.
 #[inline(always)]
 unsafe fn block_row<const V: usize>(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32, scratch: Smem<f32>) {
@@ -188,9 +205,11 @@ unsafe fn block_row<const V: usize>(x: *const f32, y: *mut f32, rows: u32, cols:
     let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
     // SAFETY: row r holds `cols` floats (contract).
     let mut s = unsafe { Slice::<V>::load(xr, 0, n, t, lanes, is_aligned16(xr)) };
-    // SAFETY: scratch is reserved for these reductions (contract).
-    let m = unsafe { block_max(s.max(), scratch) };
-    let inv = rcp(unsafe { block_sum(s.exp_sum(m), scratch) });
+    // SAFETY: scratch is reserved for these reductions (contract): the max in its
+    // first 32 floats, the sum in the next 32, each written once (one row per block).
+    let m = unsafe { block_reduce_once(s.max(), scratch, max_nan, f32::NEG_INFINITY) };
+    let sum = unsafe { block_reduce_once(s.exp_sum(m), scratch.add(32), |a, b| a + b, 0.0) };
+    let inv = rcp(sum);
     // SAFETY: as the load.
     unsafe { s.store_scaled(yr, 0, n, t, lanes, is_aligned16(yr), inv) };
 }
@@ -243,7 +262,7 @@ macro_rules! row_kernel {
             /// each vector `k`; max and sum by warp shuffles and one shared slot per warp.
             #[launch(threads = SOFTMAX_ROW_CONFIGS[$i].0, min_blocks = $min_blocks)]
             pub unsafe fn $name(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32) {
-                let scratch = shared_array!($scratch, f32, 32);
+                let scratch = shared_array!($scratch, f32, 64);
                 // SAFETY: the kernel's contract, forwarded; scratch is this kernel's own.
                 unsafe { block_row::<{ SOFTMAX_ROW_CONFIGS[$i].1 as usize }>(x, y, rows, cols, ld_x, ld_y, scratch) }
             }

@@ -82,6 +82,18 @@ kernel! {
             let (xr, yr) = unsafe { (p.x.ptr.add(r * p.x.ld as usize), p.y.ptr.add(r * p.y.ld as usize)) };
             // SAFETY: [start, end) is inside row r.
             let mut s = unsafe { Slice::<V>::load(xr, start, end, t, lanes, is_aligned16(xr)) };
+            // The next wave's chunk streams into L2 while this one reduces and waits for
+            // its row: DRAM stays busy through the waits.
+            let next = i + grid;
+            if next < items {
+                let (nr, nj) = (next / splits, next % splits);
+                let ns = nj * SOFTMAX_SPLIT_CHUNK as usize;
+                // SAFETY: nr < rows; [ns, ne) is inside row nr.
+                unsafe {
+                    let ne = (ns + SOFTMAX_SPLIT_CHUNK as usize).min(cols);
+                    Slice::<V>::prefetch(p.x.ptr.add(nr * p.x.ld as usize), ns, ne, t, lanes);
+                }
+            }
             // SAFETY: scratch is this kernel's own; every thread calls.
             let m = unsafe { block_max(s.max(), scratch) };
             // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).

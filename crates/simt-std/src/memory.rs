@@ -190,3 +190,19 @@ pub unsafe fn store4_or_scalar(p: *mut f32, v: F32x4, vec: bool) {
         }
     }
 }
+
+/// Asks L2 to fetch the 128-byte line holding `p` (`prefetch.global.L2`), without
+/// waiting: a hint, so that a later load hits L2. No-op on the emulator.
+///
+/// # Safety
+/// `p` points into a global-memory allocation.
+#[inline(always)]
+pub unsafe fn prefetch_l2<T>(p: *const T) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a prefetch reads nothing into registers; the caller keeps `p` in an allocation.
+    unsafe {
+        core::arch::asm!("prefetch.global.L2 [{p}];", p = in(reg64) p, options(nostack, readonly))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = p;
+}

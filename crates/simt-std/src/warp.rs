@@ -152,6 +152,46 @@ pub fn max_nan(a: f32, b: f32) -> f32 {
     }
 }
 
+/// [`block_reduce`] without its trailing barrier: one barrier instead of two, for
+/// a `scratch` that this block never writes again (a block that reduces once per
+/// scratch array, e.g. its max into one array and then its sum into another).
+///
+/// # Safety
+/// As [`block_reduce`], and no thread writes `scratch` after this call.
+#[inline(always)]
+pub unsafe fn block_reduce_once(
+    v: f32,
+    scratch: Smem<f32>,
+    op: fn(f32, f32) -> f32,
+    identity: f32,
+) -> f32 {
+    let mut v = v;
+    let mut m = WARP_SIZE / 2;
+    while m > 0 {
+        v = op(v, shfl_xor_f32(v, m));
+        m /= 2;
+    }
+    if lane_id() == 0 {
+        // SAFETY: warp_id() < 32 because the block has at most 1024 threads.
+        unsafe { scratch.add(warp_id() as usize).write(v) };
+    }
+    sync_threads();
+    let lane = lane_id();
+    let warps = block_threads().div_ceil(WARP_SIZE);
+    // SAFETY: lane < warps <= 32 slots, each written above before the barrier.
+    let mut r = if lane < warps {
+        unsafe { scratch.add(lane as usize).read() }
+    } else {
+        identity
+    };
+    let mut m = WARP_SIZE / 2;
+    while m > 0 {
+        r = op(r, shfl_xor_f32(r, m));
+        m /= 2;
+    }
+    r
+}
+
 /// Block-wide reduction through warp shuffles and one shared slot per warp.
 ///
 /// Every thread of the block must call it (it contains barriers); the block has a
