@@ -35,7 +35,8 @@ use crate::softmax_online::row_pair;
 use crate::softmax_regs::Slice;
 use simt_std::flag::{publish, wait_eq};
 use simt_std::math::{exp, rcp};
-use simt_std::memory::is_aligned16;
+use simt_std::memory::{is_aligned16, F32x4};
+use simt_std::shared::Smem;
 use simt_std::shared_array;
 use simt_std::thread::{block_dim, block_idx, grid_dim, thread_idx};
 use simt_std::thread::sync_threads;
@@ -70,71 +71,138 @@ kernel! {
         let row_mm = shared_array!(SOFTMAX_SPLIT_ROW, f32, 2);
         let (t, lanes) = (thread_idx().x as usize, block_dim().x as usize);
         let splits = p.splits as usize;
-        let (cols, items) = (p.x.cols as usize, p.x.rows as usize * splits);
+        let items = p.x.rows as usize * splits;
         let grid = grid_dim().x as usize;
         debug_assert!(grid % splits == 0, "softmax_split: grid.x must be a multiple of splits");
+        // Two chunks in flight: chunk `i` is loaded and reduced while chunk `i - grid`
+        // (the previous wave's) waits for its row; then the previous one is written.
+        // A block publishes wave w's pair before it waits for anything of wave w, so
+        // every wait is for a pair that a resident block publishes without waiting.
         let mut i = block_idx().x as usize;
-        while i < items {
-            let (r, j) = (i / splits, i % splits);
-            let start = j * SOFTMAX_SPLIT_CHUNK as usize;
-            let end = (start + SOFTMAX_SPLIT_CHUNK as usize).min(cols);
-            // SAFETY: r < rows.
-            let (xr, yr) = unsafe { (p.x.ptr.add(r * p.x.ld as usize), p.y.ptr.add(r * p.y.ld as usize)) };
-            // SAFETY: [start, end) is inside row r.
-            let mut s = unsafe { Slice::<V>::load(xr, start, end, t, lanes, is_aligned16(xr)) };
-            // The next wave's chunk streams into L2 while this one reduces and waits for
-            // its row: DRAM stays busy through the waits.
-            let next = i + grid;
-            if next < items {
-                let (nr, nj) = (next / splits, next % splits);
-                let ns = nj * SOFTMAX_SPLIT_CHUNK as usize;
-                // SAFETY: nr < rows; [ns, ne) is inside row nr.
-                unsafe {
-                    let ne = (ns + SOFTMAX_SPLIT_CHUNK as usize).min(cols);
-                    Slice::<V>::prefetch(p.x.ptr.add(nr * p.x.ld as usize), ns, ne, t, lanes);
-                }
-            }
-            // SAFETY: scratch is this kernel's own; every thread calls.
-            let m = unsafe { block_max(s.max(), scratch) };
-            // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
-            let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
-            let sum = unsafe { block_sum(s.exp_sum(m_safe), scratch) };
-            if t == 0 {
-                // SAFETY: i < rows·splits; the pair is written before the flag is published.
-                unsafe {
-                    *p.partials.add(2 * i) = m;
-                    *p.partials.add(2 * i + 1) = sum;
-                    publish(p.flags.add(i), p.epoch);
-                }
-            }
-            if t < 32 {
-                // Warp 0 waits for the row's flags, lane l for chunks l, l + 32, ...
-                let mut k = lane_id() as usize;
-                while k < splits {
-                    // SAFETY: flag r·splits + k exists; its block is resident (cooperative,
-                    // whole rows per wave).
-                    unsafe { wait_eq(p.flags.add(r * splits + k), p.epoch) };
-                    k += 32;
-                }
-                // SAFETY: every pair of row r is published and acquired above.
-                let (mm, ss) = unsafe { row_pair(p.partials, r, splits) };
+        // SAFETY: the chunk of item i (if any) is inside its row.
+        let mut cur = unsafe { load_chunk(&p, i, t, lanes) };
+        let mut prev: Option<Pending> = None;
+        let mut prev_slice = Slice::<V> { v: [F32x4::splat(0.0); V] };
+        loop {
+            let mut pending = None;
+            if i < items {
+                // The chunk after this one streams into L2 meanwhile.
+                // SAFETY: item i + grid's chunk is inside its row.
+                unsafe { prefetch_chunk(&p, i + grid, t, lanes) };
+                // SAFETY: scratch is this kernel's own; every thread calls.
+                let m = unsafe { block_max(cur.max(), scratch) };
+                // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
+                let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
+                let sum = unsafe { block_sum(cur.exp_sum(m_safe), scratch) };
                 if t == 0 {
-                    // SAFETY: this kernel's own 2 floats.
+                    // SAFETY: i < rows·splits; the pair is written before the flag is published.
                     unsafe {
-                        row_mm.write(mm);
-                        row_mm.add(1).write(ss);
+                        *p.partials.add(2 * i) = m;
+                        *p.partials.add(2 * i + 1) = sum;
+                        publish(p.flags.add(i), p.epoch);
                     }
                 }
+                pending = Some(Pending { i, m });
             }
-            sync_threads();
-            // SAFETY: written by thread 0 before the barrier.
-            let (mm, ss) = unsafe { (row_mm.read(), row_mm.add(1).read()) };
-            let factor = exp(m - mm) * rcp(ss);
-            // SAFETY: as the load.
-            unsafe { s.store_scaled(yr, start, end, t, lanes, is_aligned16(yr), factor) };
-            // Nobody overwrites `row_mm` (next wave) before everyone has read it.
-            sync_threads();
+            if let Some(w) = prev {
+                // SAFETY: `w` was published by this block and its row's blocks are resident.
+                unsafe { finish(&p, w, &prev_slice, row_mm, t, lanes) };
+            }
+            let Some(w) = pending else { break };
+            prev = Some(w);
+            prev_slice = cur;
             i += grid;
+            // SAFETY: as the first load.
+            cur = unsafe { load_chunk(&p, i, t, lanes) };
         }
     }
+}
+
+/// A chunk whose pair is published and whose output is still to be written.
+#[derive(Clone, Copy)]
+struct Pending {
+    /// The item (`row·splits + chunk`).
+    i: usize,
+    /// The chunk's maximum.
+    m: f32,
+}
+
+/// The columns `[start, end)` of item `i`'s chunk, and its row.
+#[inline(always)]
+fn chunk_cols(p: &SoftmaxSplitParams, i: usize) -> (usize, usize, usize) {
+    let splits = p.splits as usize;
+    let (r, j) = (i / splits, i % splits);
+    let start = j * SOFTMAX_SPLIT_CHUNK as usize;
+    (r, start, (start + SOFTMAX_SPLIT_CHUNK as usize).min(p.x.cols as usize))
+}
+
+/// Loads item `i`'s chunk into registers (nothing past the last item).
+///
+/// # Safety
+/// `p` satisfies the kernel's contract.
+#[inline(always)]
+unsafe fn load_chunk(p: &SoftmaxSplitParams, i: usize, t: usize, lanes: usize) -> Slice<V> {
+    if i >= p.x.rows as usize * p.splits as usize {
+        return Slice { v: [F32x4::splat(0.0); V] };
+    }
+    let (r, start, end) = chunk_cols(p, i);
+    // SAFETY: r < rows; [start, end) is inside row r.
+    unsafe {
+        let xr = p.x.ptr.add(r * p.x.ld as usize);
+        Slice::<V>::load(xr, start, end, t, lanes, is_aligned16(xr))
+    }
+}
+
+/// Prefetches item `i`'s chunk into L2 (nothing past the last item).
+///
+/// # Safety
+/// As [`load_chunk`].
+#[inline(always)]
+unsafe fn prefetch_chunk(p: &SoftmaxSplitParams, i: usize, t: usize, lanes: usize) {
+    if i < p.x.rows as usize * p.splits as usize {
+        let (r, start, end) = chunk_cols(p, i);
+        // SAFETY: r < rows; [start, end) is inside row r.
+        unsafe { Slice::<V>::prefetch(p.x.ptr.add(r * p.x.ld as usize), start, end, t, lanes) };
+    }
+}
+
+/// Waits for the pairs of `w`'s row, combines them and writes `w`'s chunk from `s`.
+/// Called by every thread of the block (barriers inside).
+///
+/// # Safety
+/// As [`load_chunk`]; `w` was published by this block.
+#[inline(always)]
+unsafe fn finish(p: &SoftmaxSplitParams, w: Pending, s: &Slice<V>, row_mm: Smem<f32>, t: usize, lanes: usize) {
+    let splits = p.splits as usize;
+    let (r, start, end) = chunk_cols(p, w.i);
+    if t < 32 {
+        // Warp 0 waits for the row's flags, lane l for chunks l, l + 32, ...
+        let mut k = lane_id() as usize;
+        while k < splits {
+            // SAFETY: flag r·splits + k exists; its block is resident (cooperative,
+            // whole rows per wave) and publishes before it waits.
+            unsafe { wait_eq(p.flags.add(r * splits + k), p.epoch) };
+            k += 32;
+        }
+        // SAFETY: every pair of row r is published and acquired above.
+        let (mm, ss) = unsafe { row_pair(p.partials, r, splits) };
+        if t == 0 {
+            // SAFETY: this kernel's own 2 floats.
+            unsafe {
+                row_mm.write(mm);
+                row_mm.add(1).write(ss);
+            }
+        }
+    }
+    sync_threads();
+    // SAFETY: written by thread 0 before the barrier.
+    let (mm, ss) = unsafe { (row_mm.read(), row_mm.add(1).read()) };
+    let factor = exp(w.m - mm) * rcp(ss);
+    // SAFETY: r < rows; [start, end) is inside row r of y.
+    unsafe {
+        let yr = p.y.ptr.add(r * p.y.ld as usize);
+        s.store_scaled(yr, start, end, t, lanes, is_aligned16(yr), factor)
+    };
+    // Nobody overwrites `row_mm` (the next chunk) before everyone has read it.
+    sync_threads();
 }
