@@ -4,8 +4,8 @@ mod common;
 use common::*;
 use rust_simt::emulator::{EmuConfig, Order};
 use rust_simt::ops::softmax::{
-    max_cols, softmax, softmax_naive, softmax_with, split_max_cols, SoftmaxKernel,
-    REGISTER_MAX_COLS,
+    max_cols, softmax, softmax_naive, softmax_with, split_async_max_cols, split_max_cols,
+    SoftmaxKernel, REGISTER_MAX_COLS,
 };
 use rust_simt::Layout;
 use rust_simt::{reference, Gpu, SimtError};
@@ -25,6 +25,10 @@ fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
     }
     if cols <= split_max_cols(g).unwrap() {
         v.push(SoftmaxKernel::Split);
+    }
+    // Contiguous rows from an aligned buffer: 16-byte aligned when cols % 4 == 0.
+    if cols % 4 == 0 && cols <= split_async_max_cols(g).unwrap() {
+        v.push(SoftmaxKernel::SplitAsync);
     }
     v
 }
@@ -334,7 +338,7 @@ fn long_rows_split_and_online_every_order() {
     for order in [Order::InOrder, Order::Reversed, Order::Random(7)] {
         let g = gpu_four_sms(order);
         let (mut r, seed) = rng("softmax long rows");
-        for (rows, cols) in [(5, 16385), (3, 24577), (2, 32768)] {
+        for (rows, cols) in [(5, 16385), (3, 24580), (2, 32768), (5, 40000)] {
             let x = long_rows(&mut r, rows, cols);
             check_on(&g, rows, cols, &x, seed);
             let y = rust_simt::ops::softmax::softmax_host(&g, &x, rows, cols).unwrap();
@@ -442,7 +446,7 @@ fn split_rows_too_long_for_the_device_are_errors() {
         "{e}"
     );
     assert_eq!(
-        rust_simt::ops::softmax::auto_kernel(&g, cols).unwrap(),
+        rust_simt::ops::softmax::auto_kernel(&g, cols, false).unwrap(),
         SoftmaxKernel::Online
     );
 }

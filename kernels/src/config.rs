@@ -25,6 +25,21 @@ pub const SOFTMAX_ROW_CONFIGS: [(u32, u32); 4] = [(128, 4), (256, 4), (512, 4), 
 /// Columns of one block's chunk in the split-row softmax (`softmax_split`), whose
 /// blocks are shaped as `SOFTMAX_ROW_CONFIGS[2]` (512 threads, 4 vectors each).
 pub const SOFTMAX_SPLIT_CHUNK: u32 = 4 * SOFTMAX_ROW_CONFIGS[2].0 * SOFTMAX_ROW_CONFIGS[2].1;
+/// Split-row softmax through shared memory (`softmax_split_async`): threads per
+/// block, 16-byte vectors per thread of a chunk, and chunks in flight per block.
+/// A chunk is 16384 columns (64 KiB); two of them fill 128 KiB of shared memory,
+/// one block per SM: the next chunk's `cp.async` copies stream while this one is
+/// reduced, waits for its row and is written.
+pub const SOFTMAX_ASYNC_THREADS: u32 = 512;
+/// See [`SOFTMAX_ASYNC_THREADS`].
+pub const SOFTMAX_ASYNC_VECS: u32 = 8;
+/// See [`SOFTMAX_ASYNC_THREADS`].
+pub const SOFTMAX_ASYNC_CHUNK: u32 = 4 * SOFTMAX_ASYNC_THREADS * SOFTMAX_ASYNC_VECS;
+/// See [`SOFTMAX_ASYNC_THREADS`].
+pub const SOFTMAX_ASYNC_STAGES: u32 = 2;
+/// Dynamic shared memory of `softmax_split_async`.
+pub const SOFTMAX_ASYNC_SMEM_BYTES: u32 = SOFTMAX_ASYNC_STAGES * SOFTMAX_ASYNC_CHUNK * 4;
+
 /// Threads per block of the two-pass online softmax (rows longer than the device
 /// holds on chip).
 pub const SOFTMAX_ONLINE_THREADS: u32 = 512;

@@ -11,6 +11,7 @@
 //! | [`softmax`] | naive (5 kernels), fused (a block per row, the row in shared memory), warp per row |
 //! | [`softmax_regs`] | the row in registers: a warp per row (up to 1024 columns), a block per row (up to 16384) |
 //! | [`softmax_split`] | long rows over several cooperating blocks, chunks in registers (one read) |
+//! | [`softmax_split_async`] | long rows over cooperating blocks, chunks staged by `cp.async` (one read, DRAM busy through the waits) |
 //! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
 //! | [`row_sum`] | blocks per row with atomics, lane groups per row |
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
@@ -63,6 +64,7 @@ portable!(
     softmax_online,
     softmax_regs,
     softmax_split,
+    softmax_split_async,
     tf32_prep,
     util,
 );

@@ -42,7 +42,7 @@ pub(crate) struct Slice<const V: usize> {
 impl<const V: usize> Slice<V> {
     /// The first column of vector `k` of this lane.
     #[inline(always)]
-    fn col(start: usize, lane: usize, lanes: usize, k: usize) -> usize {
+    pub(crate) fn col(start: usize, lane: usize, lanes: usize, k: usize) -> usize {
         start + 4 * (lane + k * lanes)
     }
 
@@ -155,7 +155,7 @@ impl<const V: usize> Slice<V> {
 
 /// `a` with lanes `valid..4` set to `-inf`.
 #[inline(always)]
-fn mask_tail(a: F32x4, valid: u32) -> F32x4 {
+pub(crate) fn mask_tail(a: F32x4, valid: u32) -> F32x4 {
     if valid >= 4 {
         return a;
     }

@@ -6,17 +6,19 @@
 //! |---|---|---|
 //! | up to 1024 | a warp per row, the row in registers (`softmax_warp_*`) | 1 read, 1 write |
 //! | up to 16384 | a block per row, the row in registers (`softmax_row_*`) | 1 read, 1 write |
-//! | up to `max_resident_blocks · 8192` | chunks of 8192 over cooperating blocks (`softmax_split`) | 1 read, 1 write |
+//! | up to `max_resident_blocks · 16384`, rows 16-byte aligned | chunks of 16384 over cooperating blocks, staged by `cp.async` (`softmax_split_async`) | 1 read, 1 write |
+//! | up to `max_resident_blocks · 8192` | chunks of 8192 over cooperating blocks, loaded into registers (`softmax_split`) | 1 read, 1 write |
 //! | longer | two-pass online softmax (`softmax_online_*`) | 2 reads, 1 write |
 //!
 //! An empty input (no rows or no columns) launches nothing and leaves the (empty)
 //! output as it is, as `torch.softmax` returns an empty tensor.
 use kernels::config::{
-    SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS, SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK,
-    SOFTMAX_WARP_VECS, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
+    SOFTMAX_ASYNC_CHUNK, SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS, SOFTMAX_ROW_CONFIGS,
+    SOFTMAX_SPLIT_CHUNK, SOFTMAX_WARP_VECS, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
 };
 use kernels::params::{MatMut, MatRef, SoftmaxOnlineParams, SoftmaxSplitParams};
 use kernels::softmax_split as ks;
+use kernels::softmax_split_async as ksa;
 use kernels::{row_sum as rs, softmax as k, softmax_online as ko, softmax_regs as kr};
 use simt::{dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
@@ -36,6 +38,9 @@ pub enum SoftmaxKernel {
     /// Chunks of 8192 columns over cooperating blocks, any row the device holds on
     /// chip ([`split_max_cols`]).
     Split,
+    /// Chunks of 16384 columns over cooperating blocks, staged in shared memory by
+    /// `cp.async`: rows 16-byte aligned, up to [`split_async_max_cols`].
+    SplitAsync,
     /// Two passes with online `(max, sum)` pairs: any length.
     Online,
 }
@@ -80,10 +85,42 @@ fn split_capacity(gpu: &Gpu) -> Result<u32> {
     gpu.max_resident_blocks::<ks::softmax_split>(&(p,))
 }
 
-/// Which kernel [`SoftmaxKernel::Auto`] runs for rows of `cols` columns.
-pub fn auto_kernel(gpu: &Gpu, cols: usize) -> Result<SoftmaxKernel> {
+/// The longest row [`SoftmaxKernel::SplitAsync`] takes on this device: one chunk
+/// of 16384 columns per block the device holds at once.
+pub fn split_async_max_cols(gpu: &Gpu) -> Result<usize> {
+    ptx::load(gpu)?;
+    Ok(split_async_capacity(gpu)? as usize * SOFTMAX_ASYNC_CHUNK as usize)
+}
+
+fn split_async_capacity(gpu: &Gpu) -> Result<u32> {
+    let p = SoftmaxSplitParams {
+        x: MatRef {
+            ptr: std::ptr::null(),
+            rows: 0,
+            cols: 0,
+            ld: 0,
+        },
+        y: MatMut {
+            ptr: std::ptr::null_mut(),
+            rows: 0,
+            cols: 0,
+            ld: 0,
+        },
+        splits: 1,
+        partials: std::ptr::null_mut(),
+        flags: std::ptr::null_mut(),
+        epoch: 0,
+    };
+    gpu.max_resident_blocks::<ksa::softmax_split_async>(&(p,))
+}
+
+/// Which kernel [`SoftmaxKernel::Auto`] runs for rows of `cols` columns, whose
+/// starts are 16-byte aligned or not (`aligned`: the pointer and the row stride).
+pub fn auto_kernel(gpu: &Gpu, cols: usize, aligned: bool) -> Result<SoftmaxKernel> {
     Ok(if cols <= REGISTER_MAX_COLS {
         SoftmaxKernel::Registers
+    } else if aligned && cols <= split_async_max_cols(gpu)? {
+        SoftmaxKernel::SplitAsync
     } else if cols <= split_max_cols(gpu)? {
         SoftmaxKernel::Split
     } else {
@@ -132,8 +169,9 @@ pub fn softmax_with(
     }
     ptx::load(gpu)?;
     let n = cols as usize;
+    let aligned = x.ptr() as usize % 16 == 0 && ld_x % 4 == 0;
     let kernel = match kernel {
-        SoftmaxKernel::Auto => auto_kernel(gpu, n)?,
+        SoftmaxKernel::Auto => auto_kernel(gpu, n, aligned)?,
         k => k,
     };
     let too_long = |limit: usize, name: &str, use_: &str| SimtError::TooLarge {
@@ -207,12 +245,23 @@ pub fn softmax_with(
                 }
             }
         }
-        SoftmaxKernel::Split => {
-            let capacity = split_capacity(gpu)?;
-            let splits = cols.div_ceil(SOFTMAX_SPLIT_CHUNK);
+        SoftmaxKernel::Split | SoftmaxKernel::SplitAsync => {
+            let staged = kernel == SoftmaxKernel::SplitAsync;
+            if staged && !aligned {
+                return Err(SimtError::Shape {
+                    op,
+                    detail: "SoftmaxKernel::SplitAsync copies 16-byte vectors: x needs a 16-byte aligned start and a row stride that is a multiple of 4; use SoftmaxKernel::Auto".into(),
+                });
+            }
+            let (capacity, chunk) = if staged {
+                (split_async_capacity(gpu)?, SOFTMAX_ASYNC_CHUNK)
+            } else {
+                (split_capacity(gpu)?, SOFTMAX_SPLIT_CHUNK)
+            };
+            let splits = cols.div_ceil(chunk);
             if splits > capacity {
                 return Err(too_long(
-                    capacity as usize * SOFTMAX_SPLIT_CHUNK as usize,
+                    capacity as usize * chunk as usize,
                     "split-row",
                     "its chunks must all be resident at once on this device; use SoftmaxKernel::Auto or Online",
                 ));
@@ -241,11 +290,20 @@ pub fn softmax_with(
                 flags: flags.ptr() as *mut u32,
                 epoch,
             };
-            let cfg = LaunchConfig::for_kernel::<ks::softmax_split>(dim3(grid, 1, 1));
-            // SAFETY: views checked on this Gpu; scratch of 2·items floats and items flags
-            // none of which holds `epoch` (Gpu::flags); grid a multiple of splits, at most
-            // what is resident (checked again by the cooperative launch).
-            unsafe { gpu.launch::<ks::softmax_split>(cfg, (p,)) }
+            // SAFETY: views checked on this Gpu (x's rows 16-byte aligned for the staged
+            // kernel); scratch of 2·items floats and items flags none of which holds
+            // `epoch` (Gpu::flags); grid a multiple of splits, at most what is resident
+            // (checked again by the cooperative launch).
+            unsafe {
+                if staged {
+                    let cfg =
+                        LaunchConfig::for_kernel::<ksa::softmax_split_async>(dim3(grid, 1, 1));
+                    gpu.launch::<ksa::softmax_split_async>(cfg, (p,))
+                } else {
+                    let cfg = LaunchConfig::for_kernel::<ks::softmax_split>(dim3(grid, 1, 1));
+                    gpu.launch::<ks::softmax_split>(cfg, (p,))
+                }
+            }
         }
         SoftmaxKernel::Online => {
             // Enough chunks for about 4 blocks per SM in total, none shorter than 16
