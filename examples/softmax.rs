@@ -1,8 +1,13 @@
 //! The lecture's softmax section through the API: `cargo run --release --example softmax`.
 //!
 //! Matrix views over buffers, the naive composition (5 kernels) against the fused
-//! kernel, a strided view, float64 checks and timings. GPU if present, else the emulator.
-use rust_simt::ops::softmax::{softmax, softmax_naive};
+//! kernel, a strided view, float64 checks and timings; then long rows (default
+//! 8 x 2^20 on a GPU, or `-- ROWSxCOLS`), with each kernel that takes them. GPU if
+//! present, else the emulator.
+use rust_simt::ops::softmax::{
+    auto_kernel, softmax, softmax_naive, softmax_with, split_async_max_cols, split_max_cols,
+    SoftmaxKernel,
+};
 use rust_simt::{reference, Layout, Result};
 
 fn main() -> Result<()> {
@@ -84,5 +89,52 @@ fn main() -> Result<()> {
         8.0 * (rows * cols) as f64 / tf / 1e6,
         tn / tf
     );
+
+    // Long rows: one row spread over many blocks.
+    let (rows, cols) = match std::env::args().nth(1) {
+        Some(s) => {
+            let d: Vec<usize> = s.split('x').filter_map(|v| v.parse().ok()).collect();
+            match d.as_slice() {
+                [r, c] => (*r, *c),
+                _ => {
+                    eprintln!("usage: softmax [ROWSxCOLS]  (e.g. 8x1048576)");
+                    std::process::exit(2)
+                }
+            }
+        }
+        None if rust_simt::full_size(&gpu) => (8, 1 << 20),
+        None => (2, 30_000),
+    };
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 7919) % 8001) as f32 / 500.0 - 8.0)
+        .collect();
+    let want = reference::softmax(&x, rows, cols);
+    let xb = gpu.upload(&x)?;
+    let mut y = gpu.upload(&vec![f32::NAN; rows * cols])?;
+    println!(
+        "\n{rows} x {cols}: softmax picks {:?} (split kernels take rows up to {} / {} columns here)",
+        auto_kernel(&gpu, cols, true)?,
+        split_async_max_cols(&gpu)?,
+        split_max_cols(&gpu)?
+    );
+    for k in [
+        SoftmaxKernel::SplitAsync,
+        SoftmaxKernel::Split,
+        SoftmaxKernel::Online,
+    ] {
+        if let Err(e) = softmax_with(&gpu, k, xb.matrix(rows, cols)?, y.matrix_mut(rows, cols)?) {
+            println!("  {k:?}: {e}");
+            continue;
+        }
+        let err = reference::rel_err(&gpu.download(&y)?, &want);
+        assert!(err < 1e-5, "{k:?}: rel. error {err:e}");
+        let t = median(&mut || {
+            softmax_with(&gpu, k, xb.matrix(rows, cols)?, y.matrix_mut(rows, cols)?)
+        })?;
+        println!(
+            "  {k:?}: {t:.4} ms ({:.0} GB/s), rel. error {err:.1e}",
+            8.0 * (rows * cols) as f64 / t / 1e6
+        );
+    }
     Ok(())
 }
