@@ -230,6 +230,20 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                         b.run(|| softmax::softmax(gpu, x.matrix(m, n)?, y.matrix_mut(m, n)?))?
                             .median_ms,
                     );
+                    // Each long-row kernel that takes the shape, side by side.
+                    if n > softmax::REGISTER_MAX_COLS {
+                        for (k, name) in [
+                            (softmax::SoftmaxKernel::Split, "rust-simt split"),
+                            (softmax::SoftmaxKernel::SplitAsync, "rust-simt split-async"),
+                            (softmax::SoftmaxKernel::Online, "rust-simt online"),
+                        ] {
+                            if let Ok(t) = b.run(|| {
+                                softmax::softmax_with(gpu, k, x.matrix(m, n)?, y.matrix_mut(m, n)?)
+                            }) {
+                                push(op, name, &shape, t.median_ms);
+                            }
+                        }
+                    }
                     // The earlier stage (the row staged in shared memory), where it fits.
                     if n <= softmax::max_cols(gpu) {
                         push(
