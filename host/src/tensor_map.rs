@@ -96,7 +96,7 @@ impl<T: TmaElement> TensorMap<T> {
                 detail,
             })
         };
-        let global = m.buffer().ptr() as u64;
+        let global = m.ptr() as u64;
         if global % 16 != 0 {
             return bad(format!(
                 "the matrix starts at {global:#x}, which is not 16-byte aligned (TMA needs it)"

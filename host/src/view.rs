@@ -2,6 +2,8 @@
 //!
 //! Ops take views instead of `(buffer, rows, cols, ld)` argument lists: one entry
 //! point per op whether the matrix is contiguous or a strided slice of a larger one.
+//! A view may start at an element `offset` into its buffer ([`Buffer::matrix_at`]):
+//! a sub-matrix, or a deliberately misaligned start (the ops take any alignment).
 //! A view is always in bounds of its buffer; a zero-sized view (`rows` or `cols`
 //! 0) is valid and needs no elements.
 use cust::memory::DeviceCopy;
@@ -50,6 +52,10 @@ impl Layout {
     }
     /// `ld >= cols` and a buffer of `len` elements holds it.
     pub fn check(&self, what: &str, len: usize) -> Result<()> {
+        self.check_at(what, 0, len)
+    }
+    /// `ld >= cols` and a buffer of `len` elements holds it from element `offset` on.
+    pub fn check_at(&self, what: &str, offset: usize, len: usize) -> Result<()> {
         if self.ld < self.cols {
             return Err(SimtError::Shape {
                 op: "view",
@@ -59,10 +65,10 @@ impl Layout {
                 ),
             });
         }
-        if len < self.min_len() {
+        if offset > len || len - offset < self.min_len() {
             return Err(SimtError::Shape {
                 op: "view",
-                detail: format!("{what}: a {}x{} view with row stride {} needs {} elements, the buffer has {len}", self.rows, self.cols, self.ld, self.min_len()),
+                detail: format!("{what}: a {}x{} view with row stride {} needs {} elements from element {offset}, the buffer has {len}", self.rows, self.cols, self.ld, self.min_len()),
             });
         }
         Ok(())
@@ -73,6 +79,7 @@ impl Layout {
 #[derive(Clone, Copy, Debug)]
 pub struct MatrixRef<'a, T: DeviceCopy> {
     buf: &'a Buffer<T>,
+    offset: usize,
     layout: Layout,
 }
 
@@ -80,14 +87,27 @@ pub struct MatrixRef<'a, T: DeviceCopy> {
 #[derive(Debug)]
 pub struct MatrixMut<'a, T: DeviceCopy> {
     buf: &'a mut Buffer<T>,
+    offset: usize,
     layout: Layout,
 }
 
 impl<'a, T: DeviceCopy> MatrixRef<'a, T> {
     /// A view with `layout`, checked against the buffer's length.
     pub fn new(buf: &'a Buffer<T>, layout: Layout) -> Result<Self> {
-        layout.check("matrix", buf.len())?;
-        Ok(MatrixRef { buf, layout })
+        Self::new_at(buf, 0, layout)
+    }
+    /// A view with `layout` whose element (0, 0) is element `offset` of the buffer.
+    pub fn new_at(buf: &'a Buffer<T>, offset: usize, layout: Layout) -> Result<Self> {
+        layout.check_at("matrix", offset, buf.len())?;
+        Ok(MatrixRef {
+            buf,
+            offset,
+            layout,
+        })
+    }
+    /// The element of the buffer where (0, 0) lies.
+    pub fn offset(&self) -> usize {
+        self.offset
     }
     pub fn buffer(&self) -> &'a Buffer<T> {
         self.buf
@@ -106,15 +126,27 @@ impl<'a, T: DeviceCopy> MatrixRef<'a, T> {
     }
     /// Device address of element (0, 0).
     pub fn ptr(&self) -> *const T {
-        self.buf.ptr()
+        offset_ptr(self.buf.ptr(), self.offset)
     }
 }
 
 impl<'a, T: DeviceCopy> MatrixMut<'a, T> {
     /// A view with `layout`, checked against the buffer's length.
     pub fn new(buf: &'a mut Buffer<T>, layout: Layout) -> Result<Self> {
-        layout.check("matrix", buf.len())?;
-        Ok(MatrixMut { buf, layout })
+        Self::new_at(buf, 0, layout)
+    }
+    /// A view with `layout` whose element (0, 0) is element `offset` of the buffer.
+    pub fn new_at(buf: &'a mut Buffer<T>, offset: usize, layout: Layout) -> Result<Self> {
+        layout.check_at("matrix", offset, buf.len())?;
+        Ok(MatrixMut {
+            buf,
+            offset,
+            layout,
+        })
+    }
+    /// The element of the buffer where (0, 0) lies.
+    pub fn offset(&self) -> usize {
+        self.offset
     }
     pub fn buffer(&self) -> &Buffer<T> {
         self.buf
@@ -133,15 +165,22 @@ impl<'a, T: DeviceCopy> MatrixMut<'a, T> {
     }
     /// Device address of element (0, 0).
     pub fn ptr_mut(&mut self) -> *mut T {
-        self.buf.ptr_mut()
+        offset_ptr(self.buf.ptr(), self.offset) as *mut T
     }
     /// A read-only view of the same elements.
     pub fn as_ref(&self) -> MatrixRef<'_, T> {
         MatrixRef {
             buf: self.buf,
+            offset: self.offset,
             layout: self.layout,
         }
     }
+}
+
+/// `p` advanced by `offset` elements, as a device address (never dereferenced here;
+/// an empty buffer's null pointer stays null at offset 0).
+fn offset_ptr<T>(p: *const T, offset: usize) -> *const T {
+    (p as usize).wrapping_add(offset * std::mem::size_of::<T>()) as *const T
 }
 
 impl<T: DeviceCopy> Buffer<T> {
@@ -160,5 +199,14 @@ impl<T: DeviceCopy> Buffer<T> {
     /// This buffer as a writable `layout` matrix.
     pub fn matrix_mut_strided(&mut self, layout: Layout) -> Result<MatrixMut<'_, T>> {
         MatrixMut::new(self, layout)
+    }
+    /// This buffer from element `offset` on as a `layout` matrix: a sub-matrix, or a
+    /// start that is not 16-byte aligned.
+    pub fn matrix_at(&self, offset: usize, layout: Layout) -> Result<MatrixRef<'_, T>> {
+        MatrixRef::new_at(self, offset, layout)
+    }
+    /// This buffer from element `offset` on as a writable `layout` matrix.
+    pub fn matrix_mut_at(&mut self, offset: usize, layout: Layout) -> Result<MatrixMut<'_, T>> {
+        MatrixMut::new_at(self, offset, layout)
     }
 }

@@ -98,6 +98,32 @@ kernel! {
     }
 }
 
+kernel! {
+    /// Fused GeLU (tanh form) over a strided matrix: `y[r, c] = gelu(x[r, c])` for a
+    /// `rows x cols` view with row strides `ldx` and `ldy` (any start and stride:
+    /// rows whose starts are 16-byte aligned take vector loads, others scalars).
+    ///
+    /// # Safety
+    /// `x` readable and `y` writable for the `rows x cols` views with strides `ldx`,
+    /// `ldy`; the views do not overlap unless they are the same view (in place).
+    ///
+    /// # Parameters
+    /// * `x`: `[rows, ldx]` input. * `y`: `[rows, ldy]` output.
+    ///
+    /// # Thread Mapping
+    /// `grid.x = ceil(cols / (4·ELEMENTWISE_THREADS))` column chunks; `grid.y` rows at
+    /// a time (at most 65535), each block striding over rows by `grid.y`.
+    #[launch(threads = ELEMENTWISE_THREADS)]
+    pub unsafe fn gelu_fused_rows(x: *const f32, ldx: u32, y: *mut f32, ldy: u32, rows: u32, cols: u32) {
+        let mut r = simt_std::thread::block_idx().y;
+        while r < rows {
+            // SAFETY: row r < rows of both views; map4 stays within `cols` of it.
+            unsafe { map4(x.add(r as usize * ldx as usize), y.add(r as usize * ldy as usize), cols, gelu_tanh) };
+            r += simt_std::thread::grid_dim().y;
+        }
+    }
+}
+
 // ---- the naive stages: one elementwise PyTorch operator each -----------------
 
 kernel! {

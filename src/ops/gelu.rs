@@ -2,9 +2,9 @@
 //! An empty input launches nothing.
 use kernels::config::ELEMENTWISE_VEC;
 use kernels::gelu as k;
-use simt::{Buffer, Gpu, Kernel, LaunchConfig, Result, SimtError};
+use simt::{dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
-use super::check_same_len;
+use super::{check_mut, check_ref, check_same_len};
 use crate::ptx;
 
 /// A launch of `K` with one thread per 16-byte vector of `n` floats.
@@ -22,6 +22,49 @@ pub fn gelu(gpu: &Gpu, x: &Buffer<f32>, y: &mut Buffer<f32>) -> Result<()> {
     // SAFETY: x and y hold n floats on this Gpu (checked); mapping per the kernel's docs.
     unsafe {
         gpu.launch::<k::gelu_fused>(vec_launch::<k::gelu_fused>(n)?, (x.ptr(), y.ptr_mut(), n))
+    }
+}
+
+/// `y = gelu(x)` (tanh form) on matrix views: any shape, row strides and start
+/// offsets (misaligned starts take the scalar path). Contiguous views run as
+/// [`gelu`] does, one 1-D launch; strided ones a launch over rows.
+pub fn gelu_matrix(gpu: &Gpu, x: MatrixRef<'_, f32>, mut y: MatrixMut<'_, f32>) -> Result<()> {
+    let op = "gelu_matrix";
+    let (rows, cols, ldx) = check_ref(gpu, op, "x", &x)?;
+    let (_, _, ldy) = check_mut(gpu, op, "y", &y)?;
+    if (x.rows(), x.cols()) != (y.rows(), y.cols()) {
+        return Err(SimtError::Shape {
+            op,
+            detail: format!(
+                "x is {}x{}, y is {}x{}",
+                x.rows(),
+                x.cols(),
+                y.rows(),
+                y.cols()
+            ),
+        });
+    }
+    if x.layout().is_empty() {
+        return Ok(());
+    }
+    ptx::load(gpu)?;
+    if x.layout().is_contiguous() && y.layout().is_contiguous() {
+        let n = super::fits_u32(op, "rows*cols", x.rows() * x.cols())?;
+        // SAFETY: both views hold n contiguous floats on this Gpu (checked); mapping
+        // per the kernel's docs.
+        return unsafe {
+            gpu.launch::<k::gelu_fused>(vec_launch::<k::gelu_fused>(n)?, (x.ptr(), y.ptr_mut(), n))
+        };
+    }
+    let chunk = ELEMENTWISE_VEC * kernels::config::ELEMENTWISE_THREADS;
+    let grid = dim3(cols.div_ceil(chunk), rows.min(simt::MAX_GRID.y), 1);
+    // SAFETY: both views checked against their buffers on this Gpu; `&mut y` excludes
+    // overlap with x; the grid is the kernel's Thread Mapping.
+    unsafe {
+        gpu.launch::<k::gelu_fused_rows>(
+            LaunchConfig::for_kernel::<k::gelu_fused_rows>(grid),
+            (x.ptr(), ldx, y.ptr_mut(), ldy, rows, cols),
+        )
     }
 }
 

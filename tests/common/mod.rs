@@ -59,7 +59,31 @@ pub fn assert_close(
     atol: f64,
     max_rel: f64,
 ) {
-    assert_eq!(out.len(), reference.len(), "{what}: length");
+    match check_close(out, reference, rtol, atol, max_rel) {
+        Ok(rel) => eprintln!(
+            "[{what}] {} elements ok, rel. error norm {rel:.2e}",
+            out.len()
+        ),
+        Err(e) => panic!("{what} (seed {seed}): {e}"),
+    }
+}
+
+/// [`assert_close`]'s comparison without the panic: the relative error norm, or what
+/// is wrong (the first bad indices and both values). For property tests.
+pub fn check_close(
+    out: &[f32],
+    reference: &[f64],
+    rtol: f64,
+    atol: f64,
+    max_rel: f64,
+) -> Result<f64, String> {
+    if out.len() != reference.len() {
+        return Err(format!(
+            "length {} vs reference {}",
+            out.len(),
+            reference.len()
+        ));
+    }
     let mut bad = Vec::new();
     for (i, (&o, &r)) in out.iter().zip(reference).enumerate() {
         let ok = if r.is_nan() {
@@ -83,7 +107,13 @@ pub fn assert_close(
             den += r * r;
         }
     }
-    let rel = num.sqrt() / den.sqrt();
+    let rel = if den > 0.0 {
+        num.sqrt() / den.sqrt()
+    } else if num == 0.0 {
+        0.0
+    } else {
+        f64::INFINITY
+    };
     let norm_ok = rel <= max_rel || num.sqrt() <= atol * (out.len() as f64).sqrt();
     if !bad.is_empty() || !norm_ok {
         let show: Vec<String> = bad
@@ -91,17 +121,14 @@ pub fn assert_close(
             .take(8)
             .map(|&i| format!("[{i}] got {} want {}", out[i], reference[i]))
             .collect();
-        panic!(
-            "{what} (seed {seed}): {} of {} elements outside |d| <= {atol:e} + {rtol:e}|ref|, rel. error norm {rel:e} (max {max_rel:e})\n  {}",
+        return Err(format!(
+            "{} of {} elements outside |d| <= {atol:e} + {rtol:e}|ref|, rel. error norm {rel:e} (max {max_rel:e})\n  {}",
             bad.len(),
             out.len(),
             show.join("\n  ")
-        );
+        ));
     }
-    eprintln!(
-        "[{what}] {} elements ok, rel. error norm {rel:.2e}",
-        out.len()
-    );
+    Ok(rel)
 }
 
 /// The `rows x cols` elements of a row-major buffer with row stride `ld`, densely.
