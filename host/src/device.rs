@@ -10,6 +10,15 @@ pub enum BackendKind {
     Emulator,
 }
 
+/// Device memory, as `cuMemGetInfo` reports it: bytes free and in total. On the
+/// emulator `total` is the host's physical memory and `free` is that less this
+/// emulator's live buffers (other host memory use is not counted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemInfo {
+    pub free: usize,
+    pub total: usize,
+}
+
 /// Properties of the device.
 #[derive(Clone, Debug, Default)]
 pub struct DeviceProps {

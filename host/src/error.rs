@@ -53,6 +53,19 @@ pub enum SimtError {
         what: &'static str,
         detail: String,
     },
+    /// A kernel trapped (a failed assertion, `trap`) or made an illegal memory access.
+    /// The GPU reports it at the next synchronize, so `kernels` lists those launched
+    /// since the last one (in launch order, the culprit among them). The CUDA context
+    /// is lost: see [`SimtError::ContextLost`].
+    #[error("a kernel faulted ({source}); launched since the last synchronize: {kernels:?}. The CUDA context is lost: drop this Gpu and its buffers, then Gpu::cuda() resets the device; run the failing op under compute-sanitizer (or on the emulator) to find the access")]
+    KernelFault {
+        kernels: Vec<&'static str>,
+        #[source]
+        source: DriverStatus,
+    },
+    /// This `Gpu`'s CUDA context was lost to an earlier kernel fault.
+    #[error("{0}")]
+    ContextLost(String),
     /// The device cannot run this kernel (too old an architecture for its module).
     #[error("{0}")]
     Unsupported(String),

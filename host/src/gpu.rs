@@ -18,7 +18,7 @@ use simt_std::Kernel;
 
 use crate::backend::{self, Backend, EmuBackend, Event};
 use crate::buffer::Buffer;
-use crate::device::{BackendKind, DeviceProps, KernelResources};
+use crate::device::{BackendKind, DeviceProps, KernelResources, MemInfo};
 use crate::emulator::EmuConfig;
 use crate::error::{Result, SimtError};
 use crate::launch::{self, EmuEntry, LaunchArgs, LaunchConfig, RawLaunch};
@@ -43,6 +43,24 @@ type Timing = (&'static str, Box<dyn Event>, Box<dyn Event>);
 
 /// A device that runs rust-simt kernels: [`Gpu::from_env`], [`Gpu::cuda`] or
 /// [`Gpu::emulator`].
+///
+/// # Threads
+/// A `Gpu` is `Send` but not `Sync`: make one per thread (each has its own stream,
+/// so threads' work runs concurrently and each thread's launches run in order), or
+/// move one to the thread that uses it. Ops reuse per-`Gpu` scratch memory between
+/// their launches, which is sound only for one thread at a time; the type system
+/// enforces it:
+///
+/// ```compile_fail
+/// fn share<T: Sync>(_: &T) {}
+/// let g = simt::Gpu::emulator(Default::default());
+/// share(&g); // error: `RefCell<…>` cannot be shared between threads safely
+/// ```
+///
+/// A [`Buffer`] is `Send` and `Sync`; handed to another `Gpu` it is
+/// [`SimtError::WrongDevice`]. After a kernel fault on a GPU see
+/// [`SimtError::KernelFault`]: the `Gpu` answers [`SimtError::ContextLost`] and a
+/// new one works.
 pub struct Gpu {
     dev: Arc<Device>,
     note: String,
@@ -122,6 +140,12 @@ impl Gpu {
     /// Device properties.
     pub fn props(&self) -> &DeviceProps {
         self.dev.backend.props()
+    }
+
+    /// Free and total device memory now (`cuMemGetInfo`; on the emulator, see
+    /// [`MemInfo`]). What a soak test watches for leaks.
+    pub fn mem_info(&self) -> Result<MemInfo> {
+        self.dev.backend.mem_info()
     }
 
     /// One line saying what runs the kernels (and why, for the emulator).

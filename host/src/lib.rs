@@ -41,7 +41,7 @@ mod tensor_map;
 mod view;
 
 pub use buffer::Buffer;
-pub use device::{BackendKind, DeviceProps, KernelResources};
+pub use device::{BackendKind, DeviceProps, KernelResources, MemInfo};
 pub use error::{DriverStatus, Result, SimtError};
 pub use gpu::{Gpu, LaunchRecord};
 pub use launch::{LaunchArgs, LaunchConfig, MAX_GRID};

@@ -394,3 +394,39 @@ kernel! {
         sync_threads();
     }
 }
+
+kernel! {
+    /// A fault probe: thread `who` (linear index in the grid) stores `1.0` at
+    /// `x[index]`; every other thread does nothing. With `index` inside `x` it is a
+    /// plain store; past the end it is the out-of-bounds write of the fault tests
+    /// (a memory fault naming the thread on the emulator, an illegal address on a GPU).
+    ///
+    /// # Safety
+    /// Sound only when `x` holds more than `index` floats; the fault tests break this
+    /// on purpose, on buffers they own, and expect the error.
+    #[launch(max_threads = 1024)]
+    pub unsafe fn probe_store(x: *mut f32, index: u64, who: u32) {
+        let g = block_idx().x * block_dim().x + thread_idx().x;
+        if g == who {
+            // SAFETY: the caller's contract (broken on purpose by the fault tests).
+            unsafe { x.add(index as usize).write_volatile(1.0) };
+        }
+    }
+}
+
+kernel! {
+    /// A fault probe: thread `who` (linear index in the grid) fails an assertion, which
+    /// is a `trap` on a GPU (the launch fails; the CUDA context is lost) and a
+    /// panic naming block and thread on the emulator. The others
+    /// write `out[g] = g`.
+    ///
+    /// # Safety
+    /// `out` holds one float per thread of the grid.
+    #[launch(max_threads = 1024)]
+    pub unsafe fn probe_trap(out: *mut f32, who: u32) {
+        let g = block_idx().x * block_dim().x + thread_idx().x;
+        assert!(g != who, "probe_trap: thread {g} asserts on purpose");
+        // SAFETY: g < grid threads, as the contract says.
+        unsafe { *out.add(g as usize) = g as f32 };
+    }
+}

@@ -4,8 +4,19 @@
 //! [`crate::error::cuda`] turn its statuses into `Result`s; this type is the safe
 //! surface the `Gpu` uses. Every call first makes this device's (primary) context
 //! current, so two `Gpu`s on one thread never act on each other's context.
+//!
+//! **Faults.** A kernel that traps or accesses an illegal address leaves the
+//! device's (primary) context unusable for the rest of the process: every later call
+//! in it fails. The first call that sees it (a synchronize, a copy) returns
+//! [`SimtError::KernelFault`] naming the kernels launched since the last
+//! synchronize; the context is then marked lost for this device, and every `Gpu`
+//! on it answers [`SimtError::ContextLost`]. The next [`Gpu::cuda`](crate::Gpu::cuda)
+//! resets the primary context (`cuDevicePrimaryCtxReset`) and starts a new
+//! generation: old `Gpu`s and buffers keep answering `ContextLost` (their memory is
+//! gone with the reset; dropping them frees nothing and unloads nothing).
 use std::any::Any;
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 use std::sync::Mutex;
 
 use cust::context::{Context, CurrentContext};
@@ -17,7 +28,7 @@ use cust::stream::{Stream, StreamFlags};
 use cust::sys;
 
 use super::{Backend, DevPtr, Event};
-use crate::device::{BackendKind, DeviceProps, KernelResources};
+use crate::device::{BackendKind, DeviceProps, KernelResources, MemInfo};
 use crate::error::{cuda, Result, SimtError};
 use crate::launch::RawLaunch;
 use crate::module::Module;
@@ -27,11 +38,61 @@ use crate::tensor_map::{TensorMapDesc, TmaSwizzle};
 const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
 
 pub(crate) struct CudaBackend {
-    // Field order is drop order: modules and stream before the context.
-    modules: Mutex<HashMap<(&'static str, &'static str), CuModule>>,
-    stream: Stream,
+    // Dropped by hand (see `Drop`): modules and stream before the context, and not
+    // at all once the context was reset under them.
+    modules: ManuallyDrop<Mutex<HashMap<(&'static str, &'static str), CuModule>>>,
+    stream: ManuallyDrop<Stream>,
     ctx: Context,
     props: DeviceProps,
+    ordinal: u32,
+    /// The context generation this backend was made in (see the module docs).
+    generation: u64,
+    /// Kernels launched since the last successful synchronize, for fault reports.
+    in_flight: Mutex<Vec<&'static str>>,
+}
+
+/// Per device ordinal: the context generation and whether it is lost.
+static CONTEXTS: Mutex<Vec<(u32, u64, bool)>> = Mutex::new(Vec::new());
+
+/// The generation of `ordinal`'s context and whether it is lost.
+fn context_state(ordinal: u32) -> (u64, bool) {
+    let c = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    c.iter()
+        .find(|e| e.0 == ordinal)
+        .map(|e| (e.1, e.2))
+        .unwrap_or((0, false))
+}
+
+/// Driver statuses after which the context cannot be used again.
+fn is_sticky(e: cust::error::CudaError) -> bool {
+    use cust::error::CudaError as E;
+    matches!(
+        e,
+        E::LaunchFailed
+            | E::IllegalAddress
+            | E::IllegalInstruction
+            | E::MisalignedAddress
+            | E::InvalidAddressSpace
+            | E::InvalidProgramCounter
+            | E::HardwareStackError
+            | E::AssertError
+            | E::LaunchTimeout
+    )
+}
+
+impl Drop for CudaBackend {
+    fn drop(&mut self) {
+        let (generation, lost) = context_state(self.ordinal);
+        if generation == self.generation && !lost && self.current().is_ok() {
+            // SAFETY: dropped once, here, while their context is alive and current.
+            unsafe {
+                ManuallyDrop::drop(&mut self.modules);
+                ManuallyDrop::drop(&mut self.stream);
+            }
+        }
+        // Otherwise their handles belong to a lost or reset context (and may even name
+        // objects of the new one): leave them.
+    }
 }
 
 /// A raw driver status as a `Result`.
@@ -52,6 +113,23 @@ impl CudaBackend {
             .map_err(cuda("cuInit (is an NVIDIA GPU and driver present?)"))?;
         let device =
             Device::get_device(ordinal).map_err(cuda(format!("cuDeviceGet({ordinal})")))?;
+        let generation = {
+            let mut c = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+            if !c.iter().any(|e| e.0 == ordinal) {
+                c.push((ordinal, 0, false));
+            }
+            let e = c.iter_mut().find(|e| e.0 == ordinal).unwrap();
+            if e.2 {
+                // SAFETY: the context is lost: nothing in it can be used any more, and
+                // every backend of the old generation refuses to touch it (`alive`).
+                unsafe { Context::reset(&device) }.map_err(cuda(
+                    "cuDevicePrimaryCtxReset after a kernel fault (if this fails, the process must restart to use the GPU again)",
+                ))?;
+                e.1 += 1;
+                e.2 = false;
+            }
+            e.1
+        };
         let ctx = Context::new(device).map_err(cuda("creating a CUDA context"))?;
         let stream =
             Stream::new(StreamFlags::NON_BLOCKING, None).map_err(cuda("cuStreamCreate"))?;
@@ -89,15 +167,61 @@ impl CudaBackend {
             total_mem: device.total_memory().map_err(cuda("cuDeviceTotalMem"))?,
         };
         Ok(CudaBackend {
-            modules: Mutex::new(HashMap::new()),
-            stream,
+            modules: ManuallyDrop::new(Mutex::new(HashMap::new())),
+            stream: ManuallyDrop::new(stream),
             ctx,
             props,
+            ordinal,
+            generation,
+            in_flight: Mutex::new(Vec::new()),
         })
     }
 
+    /// `Ok` while this backend's context is usable, else [`SimtError::ContextLost`].
+    fn alive(&self) -> Result<()> {
+        let (generation, lost) = context_state(self.ordinal);
+        if generation != self.generation {
+            return Err(SimtError::ContextLost(format!(
+                "this Gpu's CUDA context on device {} was reset after a kernel fault; its buffers are gone. Use the Gpu made since (or make one with Gpu::cuda) and upload the inputs again",
+                self.ordinal
+            )));
+        }
+        if lost {
+            return Err(SimtError::ContextLost(format!(
+                "a kernel fault left the CUDA context of device {} unusable (for every Gpu on it in this process). Drop this Gpu and its buffers, then Gpu::cuda() resets the device and gives a working one",
+                self.ordinal
+            )));
+        }
+        Ok(())
+    }
+
     fn current(&self) -> Result<()> {
+        self.alive()?;
         CurrentContext::set_current(&self.ctx).map_err(cuda("cuCtxSetCurrent"))
+    }
+
+    /// A failed synchronize: a sticky status marks the context lost and names the
+    /// kernels that may have caused it.
+    fn fault(&self, e: cust::error::CudaError, when: &str) -> SimtError {
+        let kernels =
+            std::mem::take(&mut *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()));
+        if is_sticky(e) {
+            let mut c = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(s) = c
+                .iter_mut()
+                .find(|s| s.0 == self.ordinal && s.1 == self.generation)
+            {
+                s.2 = true;
+            }
+            SimtError::KernelFault {
+                kernels,
+                source: crate::error::DriverStatus(e),
+            }
+        } else {
+            cuda(format!(
+                "{when} (kernels since the last synchronize: {kernels:?})"
+            ))(e)
+        }
     }
 }
 
@@ -125,6 +249,7 @@ impl Backend for CudaBackend {
         }
     }
     unsafe fn free(&self, ptr: DevPtr, _bytes: usize) {
+        // A lost or reset context frees nothing (its memory goes with the reset).
         if ptr != 0 && self.current().is_ok() {
             // Frees after the work queued on our stream that may still use it.
             let _ = self.stream.synchronize();
@@ -167,9 +292,16 @@ impl Backend for CudaBackend {
     }
     fn synchronize(&self) -> Result<()> {
         self.current()?;
-        self.stream
-            .synchronize()
-            .map_err(cuda("a kernel (reported at stream synchronize)"))
+        match self.stream.synchronize() {
+            Ok(()) => {
+                self.in_flight
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clear();
+                Ok(())
+            }
+            Err(e) => Err(self.fault(e, "a kernel (reported at stream synchronize)")),
+        }
     }
     fn load(&self, m: &Module) -> Result<()> {
         self.current()?;
@@ -206,6 +338,13 @@ impl Backend for CudaBackend {
             check(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
         }
         let (g, b) = (l.grid, l.block);
+        {
+            let mut f = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            if f.len() == 64 {
+                f.remove(0);
+            }
+            f.push(l.kernel);
+        }
         if l.cooperative {
             // SAFETY: as the plain launch below; the driver checks that every block is
             // resident at once and refuses the launch otherwise.
@@ -330,6 +469,16 @@ impl Backend for CudaBackend {
         }
         f.max_active_blocks_per_multiprocessor(block_threads.into(), shared_bytes as usize)
             .map_err(cuda("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+    }
+    fn mem_info(&self) -> Result<MemInfo> {
+        self.current()?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: our context is current; two valid out-pointers.
+        check(
+            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+            "cuMemGetInfo",
+        )?;
+        Ok(MemInfo { free, total })
     }
     fn kernel_resources(
         &self,

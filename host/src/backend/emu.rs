@@ -6,8 +6,8 @@ use std::cell::Cell;
 use std::time::Instant;
 
 use super::{Backend, DevPtr, Event};
-use crate::device::{BackendKind, DeviceProps, KernelResources};
-use crate::emulator::{self, EmuConfig, EmuLaunch, HostMem};
+use crate::device::{BackendKind, DeviceProps, KernelResources, MemInfo};
+use crate::emulator::{self, fault, EmuConfig, EmuLaunch};
 use crate::error::Result;
 use crate::launch::RawLaunch;
 use crate::module::Module;
@@ -16,7 +16,11 @@ use crate::tensor_map::TensorMapDesc;
 pub(crate) struct EmuBackend {
     cfg: EmuConfig,
     props: DeviceProps,
+    /// Whose buffers these are (see [`fault`]).
+    id: u64,
 }
+
+static NEXT_EMU: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl EmuBackend {
     pub(crate) fn new(cfg: EmuConfig) -> EmuBackend {
@@ -34,7 +38,11 @@ impl EmuBackend {
             l2_bytes: 0,
             ..Default::default()
         };
-        EmuBackend { cfg, props }
+        EmuBackend {
+            cfg,
+            props,
+            id: NEXT_EMU.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
     }
 }
 
@@ -49,12 +57,24 @@ impl Backend for EmuBackend {
         if bytes == 0 {
             return Ok(0);
         }
-        Ok(HostMem::new(bytes)?.into_raw() as DevPtr)
+        // The emulated device holds what the host's physical memory does; past that (or
+        // when the host refuses the mapping) the same typed error as a GPU's.
+        let free = self.mem_info()?.free;
+        let oom = || crate::error::SimtError::OutOfMemory {
+            bytes,
+            source: None,
+        };
+        if bytes > free {
+            return Err(oom());
+        }
+        fault::alloc(bytes, self.id)
+            .map(|p| p as DevPtr)
+            .map_err(|_| oom())
     }
-    unsafe fn free(&self, ptr: DevPtr, bytes: usize) {
+    unsafe fn free(&self, ptr: DevPtr, _bytes: usize) {
         if ptr != 0 {
-            // SAFETY: `alloc(bytes)` made it (this function's contract); freed once.
-            drop(unsafe { HostMem::from_raw(ptr as *mut u8, bytes) });
+            // SAFETY: `alloc` made it (this function's contract); freed once.
+            unsafe { fault::free(ptr as usize) };
         }
     }
     unsafe fn write(&self, dst: DevPtr, src: *const u8, bytes: usize) -> Result<()> {
@@ -95,7 +115,14 @@ impl Backend for EmuBackend {
         };
         // SAFETY: forwarded from `Gpu::launch`.
         unsafe { emulator::run(launch, &self.cfg)? };
-        Ok(())
+        match fault::check_slack(self.id) {
+            Some(detail) => Err(emulator::EmuError::OutOfBounds {
+                kernel: l.kernel,
+                detail,
+            }
+            .into()),
+            None => Ok(()),
+        }
     }
     fn event(&self) -> Result<Box<dyn Event>> {
         Ok(Box::new(HostEvent(Cell::new(None))))
@@ -107,6 +134,20 @@ impl Backend for EmuBackend {
             .expect("an event of this backend");
         e.0.set(Some(Instant::now()));
         Ok(())
+    }
+    fn mem_info(&self) -> Result<MemInfo> {
+        // SAFETY: sysconf has no preconditions.
+        let (pages, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        let total = (pages.max(0) as usize).saturating_mul(page.max(0) as usize);
+        Ok(MemInfo {
+            free: total.saturating_sub(fault::bytes_in_use(self.id)),
+            total,
+        })
     }
     fn encode_tensor_map(&self, d: &TensorMapDesc) -> Result<[u64; 16]> {
         Ok(crate::tensor_map::emulator_words(d))

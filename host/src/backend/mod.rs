@@ -5,7 +5,7 @@
 //! CUDA backend compiled in, [`cuda()`] says why and everything else is unchanged.
 use std::any::Any;
 
-use crate::device::{BackendKind, DeviceProps, KernelResources};
+use crate::device::{BackendKind, DeviceProps, KernelResources, MemInfo};
 use crate::error::Result;
 use crate::launch::RawLaunch;
 use crate::module::Module;
@@ -71,6 +71,8 @@ pub(crate) trait Backend: Send + Sync {
         block_threads: u32,
         shared_bytes: u32,
     ) -> Result<u32>;
+    /// Free and total device memory.
+    fn mem_info(&self) -> Result<MemInfo>;
     /// The 128 bytes of a checked tensor map (the driver's, or the emulator's).
     fn encode_tensor_map(&self, d: &TensorMapDesc) -> Result<[u64; 16]>;
 }

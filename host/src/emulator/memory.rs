@@ -1,5 +1,5 @@
 //! Emulated memory: each block's shared memory (static arrays and the dynamic
-//! window, poisoned with `0xFF` bytes), the stand-in for device memory, and each
+//! window, poisoned with `0xFF` bytes), and each
 //! thread's context, which the device library reaches through `simt_std::emu`.
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -7,8 +7,6 @@ use std::collections::VecDeque;
 use corosensei::Yielder;
 use simt_std::emu::{ShflMode, ThreadEnv, WarpMatrixOp, WgmmaOp};
 use simt_std::Dim3;
-
-use super::EmuError;
 
 /// What a suspended thread waits for.
 #[derive(Clone, Copy, Debug)]
@@ -193,57 +191,5 @@ impl ThreadEnv for Ctx {
                 }
             }
         }
-    }
-}
-
-/// 256-byte aligned host allocation standing in for device memory, filled with
-/// `0xFF` bytes (NaN as f32) so unwritten outputs show.
-pub(crate) struct HostMem {
-    pub(crate) ptr: *mut u8,
-    layout: std::alloc::Layout,
-}
-
-impl HostMem {
-    /// `bytes` (at least 256) of poisoned memory.
-    pub(crate) fn new(bytes: usize) -> Result<HostMem, EmuError> {
-        let layout = std::alloc::Layout::from_size_align(bytes.max(256), 256).map_err(|_| {
-            EmuError::Resources(format!("{bytes} bytes is not a valid allocation size"))
-        })?;
-        // SAFETY: non-zero size.
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        if ptr.is_null() {
-            return Err(EmuError::Resources(format!(
-                "host allocation of {bytes} bytes failed (out of memory)"
-            )));
-        }
-        // SAFETY: freshly allocated, `layout.size()` bytes.
-        unsafe { std::ptr::write_bytes(ptr, 0xFF, layout.size()) };
-        Ok(HostMem { ptr, layout })
-    }
-
-    /// Takes back an allocation made by [`HostMem::new`] from its pointer and size.
-    ///
-    /// # Safety
-    /// `ptr` came from `HostMem::new(bytes)` and is not owned by another `HostMem`.
-    pub(crate) unsafe fn from_raw(ptr: *mut u8, bytes: usize) -> HostMem {
-        HostMem {
-            ptr,
-            layout: std::alloc::Layout::from_size_align(bytes.max(256), 256)
-                .expect("checked in new"),
-        }
-    }
-
-    /// Gives up ownership: the memory stays allocated until `from_raw` takes it back.
-    pub(crate) fn into_raw(self) -> *mut u8 {
-        let p = self.ptr;
-        std::mem::forget(self);
-        p
-    }
-}
-
-impl Drop for HostMem {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
     }
 }

@@ -37,14 +37,13 @@ use simt_std::Dim3;
 
 use crate::launch::EmuEntry;
 
+pub(crate) mod fault;
 mod hopper;
 mod memory;
 mod scheduler;
 mod warp;
 
 pub use hopper::TENSOR_MAP_MAGIC;
-
-pub(crate) use memory::HostMem;
 
 /// The order in which a block's runnable threads run between synchronisation points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +149,20 @@ pub enum EmuError {
         thread: Dim3,
         detail: String,
     },
+    /// A thread accessed memory outside every buffer (caught by a guard page, see
+    /// [`fault`](self)), or overflowed its stack.
+    MemoryFault {
+        kernel: &'static str,
+        block: Dim3,
+        thread: Dim3,
+        address: u64,
+        detail: String,
+    },
+    /// A write just outside a buffer, found after the launch (the thread is unknown).
+    OutOfBounds {
+        kernel: &'static str,
+        detail: String,
+    },
     /// Could not allocate emulator resources.
     Resources(String),
 }
@@ -180,6 +193,19 @@ impl fmt::Display for EmuError {
                 "kernel `{kernel}`, block {}: thread {} {detail}, and no thread of the block can make progress (on a GPU this hangs): check the arrival counts, the transaction bytes and the phase parities",
                 d(*block),
                 d(*thread)
+            ),
+            EmuError::MemoryFault { kernel, block, thread, address, detail } => write!(
+                f,
+                "kernel `{kernel}`, block {}, thread {}: invalid memory access at {address:#x}: {detail}. \
+                 Check the kernel's index arithmetic and the launch against its `# Safety` contract \
+                 (on a GPU this is an illegal-address error; compute-sanitizer's memcheck names the access)",
+                d(*block),
+                d(*thread)
+            ),
+            EmuError::OutOfBounds { kernel, detail } => write!(
+                f,
+                "kernel `{kernel}` {detail}: a write outside the buffer (found after the launch, so the thread is not known; \
+                 run the launch with one block per grid to narrow it down, or compute-sanitizer's memcheck on a GPU)"
             ),
             EmuError::Resources(m) => write!(f, "emulator: {m}"),
         }
@@ -225,6 +251,7 @@ unsafe impl Sync for SendLaunch {}
 /// the kernel accesses, with this grid and block), as for a GPU launch, and
 /// `launch.entry.args` points to the argument tuple for the whole call.
 pub(crate) unsafe fn run(launch: EmuLaunch, cfg: &EmuConfig) -> Result<(), EmuError> {
+    fault::install();
     let EmuLaunch { grid, block, .. } = launch;
     let blocks = grid.x as usize * grid.y as usize * grid.z as usize;
     let next = AtomicUsize::new(0);

@@ -142,7 +142,25 @@ pub(super) unsafe fn run_block(
             // SAFETY: ctxs[t] lives until after the coroutines; cleared by `_guard`.
             unsafe { emu::set_env(Some(env)) };
             let co = cos[t].as_mut().unwrap();
-            match catch_unwind(AssertUnwindSafe(|| co.resume(input))) {
+            super::fault::enter(co.trap_handler());
+            let r = catch_unwind(AssertUnwindSafe(|| co.resume(input)));
+            if let Some(f) = super::fault::leave() {
+                let detail = match f.kind {
+                    super::fault::FaultKind::StackOverflow => format!(
+                        "the emulated thread's stack ({} bytes, EmuConfig::stack_bytes) overflowed: deep recursion or large local arrays",
+                        cfg.stack_bytes
+                    ),
+                    super::fault::FaultKind::Access => super::fault::describe(f.addr),
+                };
+                return Err(EmuError::MemoryFault {
+                    kernel,
+                    block: bid,
+                    thread: ctxs[t].tid,
+                    address: f.addr as u64,
+                    detail,
+                });
+            }
+            match r {
                 Ok(CoroutineResult::Yield(Event::Barrier)) => state[t] = State::Barrier,
                 Ok(CoroutineResult::Yield(Event::Shfl(m, v, a))) => state[t] = State::Shfl(m, v, a),
                 Ok(CoroutineResult::Yield(Event::Warp(op))) => state[t] = State::Warp(op),
