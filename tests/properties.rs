@@ -84,11 +84,18 @@ fn big(g: &Gpu) -> bool {
 /// Cases per op in total: `SIMT_PROPTEST_CASES`, else 3000 on the emulator and
 /// 10 000 on a GPU.
 fn total_cases(on_gpu: bool) -> u32 {
+    let soak = SOAK_CASES.load(std::sync::atomic::Ordering::Relaxed);
+    if soak > 0 {
+        return soak;
+    }
     std::env::var("SIMT_PROPTEST_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(if on_gpu { 10_000 } else { 3000 })
 }
+
+/// Cases per op per pass while soaking (0: not soaking).
+static SOAK_CASES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn seed_for(op: &str) -> u64 {
     let seed = std::env::var("SIMT_TEST_SEED")
@@ -960,5 +967,122 @@ fn conversions_bit_exact_any_bits() {
         "convert",
         |g| (dim0(if big(g) { 1 << 20 } else { 1 << 12 }), any::<u64>()),
         &check_convert,
+    );
+}
+
+// ---- soak ------------------------------------------------------------------------------
+
+/// Device memory in use: `total - free` from `cuMemGetInfo` on a GPU (the whole
+/// device, every `Gpu` of this process); on the emulator, every emulator buffer of
+/// the process.
+fn memory_in_use(g: &Gpu) -> usize {
+    match g.kind() {
+        BackendKind::Cuda => {
+            let m = g.mem_info().unwrap();
+            m.total - m.free
+        }
+        BackendKind::Emulator => rust_simt::emulator::live_bytes(),
+    }
+}
+
+/// A fixed input through softmax, matmul and GeLU: the output bits, which must not
+/// change over a soak.
+fn fixed_outputs(g: &Gpu) -> Vec<u32> {
+    let x = fill(42, 64 * 1000, Values::Wide);
+    let b = fill(43, 1000 * 200, Values::Unit);
+    let xb = g.upload(&x).unwrap();
+    let bb = g.upload(&b).unwrap();
+    let mut y = g.alloc::<f32>(64 * 1000).unwrap();
+    rust_simt::ops::softmax::softmax(
+        g,
+        xb.matrix(64, 1000).unwrap(),
+        y.matrix_mut(64, 1000).unwrap(),
+    )
+    .unwrap();
+    let mut c = g.alloc::<f32>(64 * 200).unwrap();
+    matmul(
+        g,
+        MatmulKernel::WarpTiled,
+        xb.matrix(64, 1000).unwrap(),
+        bb.matrix(1000, 200).unwrap(),
+        c.matrix_mut(64, 200).unwrap(),
+        Epilogue::Relu,
+    )
+    .unwrap();
+    let mut z = g.alloc::<f32>(64 * 1000).unwrap();
+    gelu(g, &xb, &mut z).unwrap();
+    [y, c, z]
+        .iter()
+        .flat_map(|b| g.download(b).unwrap())
+        .map(f32::to_bits)
+        .collect()
+}
+
+/// Loops every property with fresh seeds for `SIMT_SOAK_S` seconds (default 120),
+/// `SIMT_SOAK_CASES` cases per op per pass (default 200), and checks that device
+/// memory in use after the last pass is within 16 MiB of that after the first, and
+/// that a fixed input gives bit-identical outputs after every pass.
+#[test]
+#[ignore = "soak: SIMT_SOAK_S=120 cargo test --release --test properties -- --ignored soak"]
+fn soak() {
+    let secs: f64 = std::env::var("SIMT_SOAK_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(120.0);
+    let cases: u32 = std::env::var("SIMT_SOAK_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    SOAK_CASES.store(cases, std::sync::atomic::Ordering::Relaxed);
+    let g = common::gpu();
+    let fixed = fixed_outputs(&g);
+    let props: [(&str, fn()); 9] = [
+        ("gelu", gelu_any_length),
+        ("gelu_matrix", gelu_matrix_any_view),
+        ("softmax", softmax_every_kernel_any_view),
+        ("softmax_naive", softmax_naive_any_shape),
+        ("row_sum", row_sum_any_view),
+        ("matmul", matmul_every_kernel_any_view),
+        ("matmul_tc", matmul_tc_every_stage_any_view),
+        ("matmul_tf32", matmul_tf32_every_stage_any_view),
+        ("convert", conversions_bit_exact_any_bits),
+    ];
+    let t0 = Instant::now();
+    let (mut pass, mut first, mut last, mut peak) = (0u32, 0usize, 0usize, 0usize);
+    let mut total_cases = 0u64;
+    while pass == 0 || t0.elapsed().as_secs_f64() < secs {
+        for (_, p) in props {
+            p();
+            total_cases += cases as u64;
+        }
+        pass += 1;
+        assert!(
+            fixed_outputs(&g) == fixed,
+            "soak pass {pass}: a fixed input gave different output bits"
+        );
+        last = memory_in_use(&g);
+        if pass == 1 {
+            first = last;
+        }
+        peak = peak.max(last);
+        eprintln!(
+            "[soak] pass {pass} done at {:.0}/{secs:.0} s: {total_cases} cases, device memory in use {:.1} MiB (after pass 1: {:.1} MiB)",
+            t0.elapsed().as_secs_f64(),
+            last as f64 / 1048576.0,
+            first as f64 / 1048576.0
+        );
+    }
+    let growth = last as i64 - first as i64;
+    eprintln!(
+        "[soak] {pass} passes, {total_cases} cases in {:.0} s; memory in use after pass 1 {first} B, at the end {last} B (growth {growth} B), peak {peak} B; fixed outputs unchanged",
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(
+        pass >= 2,
+        "the soak ran one pass only: raise SIMT_SOAK_S or lower SIMT_SOAK_CASES"
+    );
+    assert!(
+        growth <= 16 << 20,
+        "device memory in use grew by {growth} bytes over the soak"
     );
 }

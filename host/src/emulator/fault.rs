@@ -160,6 +160,11 @@ pub(crate) fn bytes_in_use(owner: u64) -> usize {
         .sum()
 }
 
+/// Bytes of every live emulator buffer in the process.
+pub(crate) fn bytes_in_use_all() -> usize {
+    MAPPINGS.lock().unwrap().values().map(|m| m.bytes).sum()
+}
+
 /// What lies at `addr`: which buffer it is outside of, and by how much.
 pub(crate) fn describe(addr: usize) -> String {
     let page = page();

@@ -214,6 +214,11 @@ impl fmt::Display for EmuError {
 
 impl std::error::Error for EmuError {}
 
+/// Bytes of every emulator device buffer alive in this process (all `Gpu`s).
+pub fn live_bytes() -> usize {
+    fault::bytes_in_use_all()
+}
+
 /// Stacks kept for reuse by later launches (all workers together).
 pub(crate) static STACKS: Mutex<Vec<DefaultStack>> = Mutex::new(Vec::new());
 const MAX_POOLED_STACKS: usize = 4096;
