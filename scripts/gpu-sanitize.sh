@@ -8,6 +8,7 @@
 #
 #   bundle/gpu-sanitize.sh                  # all four tools over every test binary
 #   TOOLS="memcheck" bundle/gpu-sanitize.sh # one tool
+# A run past PER_RUN_S seconds (default 400) is stopped and shows rc=124.
 cd "$(dirname "$0")"
 OUT=${OUT:-out}; LOG="$OUT/sanitize"; mkdir -p "$LOG"
 TOOLS=${TOOLS:-"memcheck racecheck synccheck initcheck"}
@@ -17,7 +18,7 @@ run_one() {
   extra=""
   case "$tool" in racecheck) extra="--racecheck-report hazard";; esac
   start=$(date +%s)
-  compute-sanitizer --tool "$tool" $extra --error-exitcode 9 --print-limit 20 \
+  timeout "${PER_RUN_S:-400}" compute-sanitizer --tool "$tool" $extra --error-exitcode 9 --print-limit 20 \
     "$t" --test-threads=1 --skip gpu_fault_then_recovery >"$LOG/$tool-$name.log" 2>&1
   rc=$?
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOG/$tool-$name.log" | tail -1)

@@ -229,14 +229,23 @@ fn gpu_fault_then_recovery() {
         assert!(matches!(e, SimtError::ContextLost(_)), "{e}");
         let e = g.download(&out).unwrap_err();
         assert!(matches!(e, SimtError::ContextLost(_)), "{e}");
-        // A new Gpu resets the device and works; the old one and its buffers still
-        // refuse, and dropping them is harmless.
-        let fresh = gpu();
-        works(&fresh);
-        let e = g.download(&out).unwrap_err();
-        assert!(matches!(e, SimtError::ContextLost(_)), "{e}");
+        // While the old Gpu and its buffers live, a new one may or may not come up
+        // (what the driver allows is printed); the documented way always works: drop
+        // them, then Gpu::cuda() resets the device.
+        match rust_simt::Gpu::cuda() {
+            Ok(early) => {
+                eprintln!("[{fault}] a new Gpu while the old one lives: ok");
+                let e = g.download(&out).unwrap_err();
+                assert!(matches!(e, SimtError::ContextLost(_)), "{e}");
+                drop(early);
+            }
+            Err(e) => eprintln!("[{fault}] a new Gpu while the old one lives: {e}"),
+        }
         drop(out);
-        g = fresh;
+        drop(g);
+        g = rust_simt::Gpu::cuda()
+            .and_then(|g| rust_simt::ptx::load(&g).map(|()| g))
+            .unwrap_or_else(|e| panic!("a new Gpu after the {fault}, the old one dropped: {e}"));
         works(&g);
     }
 }

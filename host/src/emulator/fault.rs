@@ -191,6 +191,7 @@ pub(crate) fn describe(addr: usize) -> String {
             "inside a {}-byte buffer at {:#x} that the fault left inaccessible (report this as an emulator bug)",
             m.bytes, m.ptr
         ),
+        None if addr == 0 => "address 0: a null pointer, or a non-canonical address (which the CPU reports as 0), e.g. an index far out of range".to_string(),
         None if addr < page => "a null pointer (plus a small offset)".to_string(),
         None => "not in any device buffer of the emulator: a dangling pointer, a buffer already freed, or host memory".to_string(),
     }
