@@ -192,7 +192,7 @@ impl Loader {
                 let src = if valid > 0 { self.a.wrapping_add((gr * self.lda_bytes + gk * EB) as usize) } else { self.a };
                 // SAFETY: `valid` elements of row gr are inside A and 16-byte aligned (contract);
                 // the destination chunk is inside stage s.
-                unsafe { copy_async::<16, u8>(base.add((r * A_ROW + swz_a(r, c) * 16) as usize), src, valid * EB) };
+                unsafe { load_chunk::<EB>(base.add((r * A_ROW + swz_a(r, c) * 16) as usize), src, valid, epc) };
             }
         });
         // B: the K step's rows of 128 columns, as many chunks as A, CP per thread.
@@ -205,10 +205,53 @@ impl Loader {
                 let src = if valid > 0 { self.b.wrapping_add((gk * self.ldb_bytes + gc * EB) as usize) } else { self.b };
                 let pc = if EB == 4 { swz_b_tf32(kr, c) } else { swz_b(kr, c) };
                 // SAFETY: as for A.
-                unsafe { copy_async::<16, u8>(base.add((A_BYTES + kr * TC_BN * EB + pc * 16) as usize), src, valid * EB) };
+                unsafe { load_chunk::<EB>(base.add((A_BYTES + kr * TC_BN * EB + pc * 16) as usize), src, valid, epc) };
             }
         });
     }
+}
+
+/// One 16-byte chunk of a tile at its edge: `valid` of its `epc` elements (`EB`
+/// bytes each) from `src`, zeros after. A whole or empty chunk is one `cp.async`
+/// (an empty one reads nothing); a partial one is read element by element and stored
+/// by this thread, so nothing past the matrix's last element is read: a 16-byte copy
+/// of it would read past the end of a buffer that ends mid-chunk (compute-sanitizer
+/// reports it, and it is outside the view).
+///
+/// # Safety
+/// `src..src + valid·EB` is readable global memory (any pointer when `valid` is 0);
+/// `dst` is a 16-byte chunk of shared memory.
+#[inline(always)]
+unsafe fn load_chunk<const EB: u32>(dst: Smem<u8>, src: *const u8, valid: u32, epc: u32) {
+    if valid == 0 || valid == epc {
+        // SAFETY: the caller's contract; 16 bytes or none are read.
+        unsafe { copy_async::<16, u8>(dst, src, valid * EB) };
+        return;
+    }
+    let mut w = [0u32; 4];
+    let mut i = 0;
+    while i < valid {
+        // SAFETY: element i < valid is inside the matrix (the caller's contract).
+        let bits = unsafe {
+            if EB == 4 {
+                (src as *const u32).add(i as usize).read()
+            } else {
+                (src as *const u16).add(i as usize).read() as u32
+            }
+        };
+        let (word, shift) = if EB == 4 { (i, 0) } else { (i / 2, 16 * (i % 2)) };
+        w[word as usize] |= bits << shift;
+        i += 1;
+    }
+    let v = simt_std::memory::F32x4 {
+        x: f32::from_bits(w[0]),
+        y: f32::from_bits(w[1]),
+        z: f32::from_bits(w[2]),
+        w: f32::from_bits(w[3]),
+    };
+    // SAFETY: a 16-byte aligned chunk of shared memory (the caller's contract); the
+    // stage is read only after the pipeline's wait and barrier, which order this store too.
+    unsafe { dst.cast::<f32>().store4(v) };
 }
 
 /// Which inputs a launch multiplies.

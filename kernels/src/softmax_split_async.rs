@@ -160,10 +160,23 @@ unsafe fn issue(p: &SoftmaxSplitParams, i: usize, dst: Smem<f32>, t: usize, lane
     while k < V {
         let c = Slice::<V>::col(start, t, lanes, k);
         if c < end {
-            let valid = (end - c).min(4) as u32;
-            // SAFETY: columns c..c+valid are in the row, 16-byte aligned (aligned rows,
-            // c % 4 == 0); the destination is this thread's own slot of the buffer.
-            unsafe { copy_async::<16, f32>(dst.add(c - start), xr.add(c), 4 * valid) };
+            let valid = (end - c).min(4);
+            if valid == 4 {
+                // SAFETY: columns c..c+4 are in the row, 16-byte aligned (aligned rows,
+                // c % 4 == 0); the destination is this thread's own slot of the buffer.
+                unsafe { copy_async::<16, f32>(dst.add(c - start), xr.add(c), 16) };
+            } else {
+                // The row's last vector: 4-byte copies of the columns that exist (zeros
+                // after), so nothing past the row's end is read.
+                let mut j = 0;
+                while j < 4 {
+                    let (src, bytes) = if j < valid { (c + j, 4) } else { (c, 0) };
+                    // SAFETY: column `src` is in the row; 4-byte aligned slots of this
+                    // thread's own part of the buffer.
+                    unsafe { copy_async::<4, f32>(dst.add(c - start + j), xr.add(src), bytes) };
+                    j += 1;
+                }
+            }
         }
         k += 1;
     }

@@ -113,24 +113,36 @@ impl CudaBackend {
             .map_err(cuda("cuInit (is an NVIDIA GPU and driver present?)"))?;
         let device =
             Device::get_device(ordinal).map_err(cuda(format!("cuDeviceGet({ordinal})")))?;
-        let generation = {
-            let mut c = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
-            if !c.iter().any(|e| e.0 == ordinal) {
-                c.push((ordinal, 0, false));
+        let mut contexts = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+        if !contexts.iter().any(|e| e.0 == ordinal) {
+            contexts.push((ordinal, 0, false));
+        }
+        let state = contexts.iter_mut().find(|e| e.0 == ordinal).unwrap();
+        let was_lost = state.2;
+        if was_lost {
+            // A new generation: every backend of the old one refuses to touch the
+            // context from now on (`alive`), whatever the reset does.
+            state.1 += 1;
+            // SAFETY: the context is lost: nothing in it can be used any more, and no
+            // backend uses it (above).
+            unsafe { Context::reset(&device) }.map_err(cuda(
+                "cuDevicePrimaryCtxReset after a kernel fault: drop every Gpu and buffer of the lost context and try again, or restart the process",
+            ))?;
+        }
+        let generation = state.1;
+        let ctx = match Context::new(device) {
+            Ok(c) => c,
+            Err(e) if was_lost => {
+                return Err(SimtError::ContextLost(format!(
+                    "device {ordinal} could not be brought back after a kernel fault ({}): drop every Gpu and buffer made before the fault and call Gpu::cuda() again; if the driver still refuses, only a new process can use the GPU",
+                    crate::error::DriverStatus(e)
+                )))
             }
-            let e = c.iter_mut().find(|e| e.0 == ordinal).unwrap();
-            if e.2 {
-                // SAFETY: the context is lost: nothing in it can be used any more, and
-                // every backend of the old generation refuses to touch it (`alive`).
-                unsafe { Context::reset(&device) }.map_err(cuda(
-                    "cuDevicePrimaryCtxReset after a kernel fault (if this fails, the process must restart to use the GPU again)",
-                ))?;
-                e.1 += 1;
-                e.2 = false;
-            }
-            e.1
+            Err(e) => return Err(cuda("creating a CUDA context")(e)),
         };
-        let ctx = Context::new(device).map_err(cuda("creating a CUDA context"))?;
+        // The context works again: clear the mark.
+        state.2 = false;
+        drop(contexts);
         let stream =
             Stream::new(StreamFlags::NON_BLOCKING, None).map_err(cuda("cuStreamCreate"))?;
         let a = |x: DeviceAttribute| {
