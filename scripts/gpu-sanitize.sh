@@ -21,6 +21,9 @@ run_one() {
   timeout "${PER_RUN_S:-400}" compute-sanitizer --tool "$tool" $extra --error-exitcode 9 --print-limit 20 \
     "$t" --test-threads=1 --skip gpu_fault_then_recovery >"$LOG/$tool-$name.log" 2>&1
   rc=$?
+  # A binary whose tests make no CUDA call here (the PTX checks; the fault tests
+  # without the one skipped) has nothing to instrument: the sanitizer exits 255.
+  if [ $rc = 255 ] && grep -q "terminated before first instrumented API call" "$LOG/$tool-$name.log"; then rc="0 (no CUDA work)"; fi
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOG/$tool-$name.log" | tail -1)
   tests=$(grep -E "^test result" "$LOG/$tool-$name.log" | tail -1)
   echo "$tool $name rc=$rc $(( $(date +%s) - start ))s | $summary | $tests"
@@ -28,5 +31,5 @@ run_one() {
 export -f run_one; export LOG
 for tool in $TOOLS; do for t in tests/*; do echo "$tool $t"; done; done |
   xargs -P "${JOBS:-4}" -L 1 bash -c 'run_one "$0" "$1"' | sort | tee "$LOG/summary.txt"
-bad=$(grep -vc "rc=0 " "$LOG/summary.txt")
+bad=$(grep -vc "rc=0[ ]" "$LOG/summary.txt")
 echo "sanitizer runs with a nonzero exit: $bad of $(wc -l <"$LOG/summary.txt")"

@@ -180,11 +180,19 @@ fn emulator_out_of_memory_is_typed() {
     out_of_memory(&emulator(Order::InOrder));
 }
 
-/// On the GPU: out of memory; a trap and an illegal address each give `KernelFault`
-/// naming the kernel; the old `Gpu` then answers `ContextLost`; a new `Gpu` works.
-/// On the emulator the same faults are typed errors and the same `Gpu` goes on.
+/// On the GPU, each fault (a trap, an illegal address) runs in a child process of
+/// this test binary: out of memory first (typed, the Gpu goes on), then the fault
+/// gives `KernelFault` naming the kernel, and every later call on that `Gpu` gives
+/// `ContextLost`. CUDA keeps such a fault for the rest of the process (driver 580
+/// refuses even a reset primary context), so a new `Gpu::cuda()` there must be
+/// `ContextLost` too (or work, should a driver allow it); the parent, a new process,
+/// then checks that the GPU works. On the emulator the faults are typed errors and
+/// the same `Gpu` goes on.
 #[test]
 fn gpu_fault_then_recovery() {
+    if let Ok(fault) = std::env::var("SIMT_FAULT_CHILD") {
+        return fault_child(&fault);
+    }
     let g = gpu();
     out_of_memory(&g);
     if g.kind() != BackendKind::Cuda {
@@ -198,54 +206,75 @@ fn gpu_fault_then_recovery() {
         works(&g);
         return;
     }
-    let mut g = g;
     for fault in ["trap", "illegal address"] {
-        let mut out = poisoned(&g, 64);
-        works(&g);
-        // SAFETY: one float per thread for probe_trap; probe_store's write lands 4 TiB
-        // past the buffer on purpose (an illegal address).
-        let launched = unsafe {
-            if fault == "trap" {
-                g.launch::<p::probe_trap>(cfg(2, 32), (out.ptr_mut(), 3))
-            } else {
-                g.launch::<p::probe_store>(cfg(2, 32), (out.ptr_mut(), 1 << 40, 3))
-            }
-        };
-        let e = launched.and_then(|()| g.synchronize()).unwrap_err();
-        let name = if fault == "trap" {
-            "probe_trap"
-        } else {
-            "probe_store"
-        };
-        match &e {
-            SimtError::KernelFault { kernels, .. } => {
-                assert!(kernels.contains(&name), "{fault}: {e}")
-            }
-            other => panic!("{fault}: expected KernelFault, got {other}"),
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "gpu_fault_then_recovery",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("SIMT_FAULT_CHILD", fault)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        for l in err.lines().filter(|l| l.starts_with("[fault]")) {
+            eprintln!("{l}");
         }
-        eprintln!("[{fault}] {e}");
-        // The context is gone: every call says so, none panics or hangs.
-        let e = g.upload(&[1.0f32]).unwrap_err();
-        assert!(matches!(e, SimtError::ContextLost(_)), "{e}");
-        let e = g.download(&out).unwrap_err();
-        assert!(matches!(e, SimtError::ContextLost(_)), "{e}");
-        // While the old Gpu and its buffers live, a new one may or may not come up
-        // (what the driver allows is printed); the documented way always works: drop
-        // them, then Gpu::cuda() resets the device.
-        match rust_simt::Gpu::cuda() {
-            Ok(early) => {
-                eprintln!("[{fault}] a new Gpu while the old one lives: ok");
-                let e = g.download(&out).unwrap_err();
-                assert!(matches!(e, SimtError::ContextLost(_)), "{e}");
-                drop(early);
-            }
-            Err(e) => eprintln!("[{fault}] a new Gpu while the old one lives: {e}"),
-        }
-        drop(out);
-        drop(g);
-        g = rust_simt::Gpu::cuda()
-            .and_then(|g| rust_simt::ptx::load(&g).map(|()| g))
-            .unwrap_or_else(|e| panic!("a new Gpu after the {fault}, the old one dropped: {e}"));
+        assert!(out.status.success(), "the {fault} child failed:\n{err}");
+        assert!(
+            err.contains("[fault] ok"),
+            "the {fault} child did not finish:\n{err}"
+        );
+        // This process never faulted: its GPU works.
         works(&g);
     }
+}
+
+/// The child of [`gpu_fault_then_recovery`]: one fault on the GPU and what follows.
+fn fault_child(fault: &str) {
+    let g = gpu();
+    assert_eq!(g.kind(), BackendKind::Cuda);
+    let mut out = poisoned(&g, 64);
+    works(&g);
+    // SAFETY: one float per thread for probe_trap; probe_store's write lands 4 TiB
+    // past the buffer on purpose (an illegal address).
+    let launched = unsafe {
+        if fault == "trap" {
+            g.launch::<p::probe_trap>(cfg(2, 32), (out.ptr_mut(), 3))
+        } else {
+            g.launch::<p::probe_store>(cfg(2, 32), (out.ptr_mut(), 1 << 40, 3))
+        }
+    };
+    let e = launched.and_then(|()| g.synchronize()).unwrap_err();
+    let name = if fault == "trap" {
+        "probe_trap"
+    } else {
+        "probe_store"
+    };
+    match &e {
+        SimtError::KernelFault { kernels, .. } => assert!(kernels.contains(&name), "{fault}: {e}"),
+        other => panic!("{fault}: expected KernelFault, got {other}"),
+    }
+    eprintln!("[fault] {fault}: {e}");
+    // The context is gone: every call says so, none panics or hangs.
+    let e = g.upload(&[1.0f32]).unwrap_err();
+    assert!(matches!(e, SimtError::ContextLost(_)), "{e}");
+    let e = g.download(&out).unwrap_err();
+    assert!(matches!(e, SimtError::ContextLost(_)), "{e}");
+    eprintln!("[fault] {fault}: the old Gpu then says: {e}");
+    drop(out);
+    drop(g);
+    match rust_simt::Gpu::cuda() {
+        Ok(fresh) => {
+            rust_simt::ptx::load(&fresh).unwrap();
+            works(&fresh);
+            eprintln!("[fault] {fault}: a new Gpu in the same process works");
+        }
+        Err(e @ SimtError::ContextLost(_)) => {
+            eprintln!("[fault] {fault}: a new Gpu in the same process: {e}")
+        }
+        Err(e) => panic!("{fault}: a new Gpu after the fault: expected ContextLost, got {e}"),
+    }
+    eprintln!("[fault] ok");
 }
