@@ -3,9 +3,9 @@
 //! naming the kernel (and, on the emulator, the block and thread), and afterwards a
 //! `Gpu` works again.
 //!
-//! On a GPU a fault loses the CUDA context for the whole process, so the one test
-//! that faults a real GPU ([`gpu_fault_then_recovery`]) is the only one in this
-//! binary that uses it; the others run the emulator explicitly.
+//! On a GPU a fault loses the CUDA context for the whole process, so the test that
+//! faults a real GPU ([`gpu_fault_then_recovery`]) does it in child processes; the
+//! others run the emulator explicitly.
 mod common;
 use common::*;
 use kernels::selftest as p;

@@ -57,7 +57,7 @@ pub enum SimtError {
     /// The GPU reports it at the next synchronize, so `kernels` lists those launched
     /// since the last one (in launch order, the culprit among them). The CUDA context
     /// is lost: see [`SimtError::ContextLost`].
-    #[error("a kernel faulted ({source}); launched since the last synchronize: {kernels:?}. The CUDA context is lost: drop this Gpu and its buffers, then Gpu::cuda() resets the device; run the failing op under compute-sanitizer (or on the emulator) to find the access")]
+    #[error("a kernel faulted ({source}); launched since the last synchronize: {kernels:?}. The CUDA context is lost for the rest of this process (every call on this device now returns ContextLost; a new process can use the GPU). Run the failing op on the emulator (which names the block and thread) or under compute-sanitizer to find the access")]
     KernelFault {
         kernels: Vec<&'static str>,
         #[source]

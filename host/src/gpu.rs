@@ -58,9 +58,10 @@ type Timing = (&'static str, Box<dyn Event>, Box<dyn Event>);
 /// ```
 ///
 /// A [`Buffer`] is `Send` and `Sync`; handed to another `Gpu` it is
-/// [`SimtError::WrongDevice`]. After a kernel fault on a GPU see
-/// [`SimtError::KernelFault`]: the `Gpu` answers [`SimtError::ContextLost`] and a
-/// new one works.
+/// [`SimtError::WrongDevice`]. After a kernel fault on a GPU
+/// ([`SimtError::KernelFault`]) every `Gpu` of the process answers
+/// [`SimtError::ContextLost`]: CUDA keeps the fault for the process, and a new
+/// process uses the GPU again (docs/RELIABILITY.md).
 pub struct Gpu {
     dev: Arc<Device>,
     note: String,

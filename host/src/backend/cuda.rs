@@ -10,10 +10,12 @@
 //! in it fails. The first call that sees it (a synchronize, a copy) returns
 //! [`SimtError::KernelFault`] naming the kernels launched since the last
 //! synchronize; the context is then marked lost for this device, and every `Gpu`
-//! on it answers [`SimtError::ContextLost`]. The next [`Gpu::cuda`](crate::Gpu::cuda)
-//! resets the primary context (`cuDevicePrimaryCtxReset`) and starts a new
-//! generation: old `Gpu`s and buffers keep answering `ContextLost` (their memory is
-//! gone with the reset; dropping them frees nothing and unloads nothing).
+//! on it answers [`SimtError::ContextLost`]; dropping them frees and unloads nothing.
+//! A later [`Gpu::cuda`](crate::Gpu::cuda) resets the primary context
+//! (`cuDevicePrimaryCtxReset`) and tries again; on driver 580 (H100, 2026-11-22,
+//! `tests/faults.rs`) the driver keeps the fault for the whole process and refuses,
+//! so that is `ContextLost` too: only a new process uses the GPU again. Work that may
+//! fault (untrusted kernels, a fuzzer) belongs in a child process.
 use std::any::Any;
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
@@ -134,7 +136,7 @@ impl CudaBackend {
             Ok(c) => c,
             Err(e) if was_lost => {
                 return Err(SimtError::ContextLost(format!(
-                    "device {ordinal} could not be brought back after a kernel fault ({}): drop every Gpu and buffer made before the fault and call Gpu::cuda() again; if the driver still refuses, only a new process can use the GPU",
+                    "device {ordinal} could not be brought back after a kernel fault ({}): the driver keeps the fault for this process, so only a new process can use the GPU (run work that may fault in a child process)",
                     crate::error::DriverStatus(e)
                 )))
             }
@@ -200,7 +202,7 @@ impl CudaBackend {
         }
         if lost {
             return Err(SimtError::ContextLost(format!(
-                "a kernel fault left the CUDA context of device {} unusable (for every Gpu on it in this process). Drop this Gpu and its buffers, then Gpu::cuda() resets the device and gives a working one",
+                "a kernel fault left the CUDA context of device {} unusable for every Gpu of this process; CUDA keeps such a fault for the process, so only a new process can use the GPU (Gpu::cuda() tries a reset, which driver 580 refuses)",
                 self.ordinal
             )));
         }
