@@ -142,11 +142,19 @@ impl CudaBackend {
             }
             Err(e) => return Err(cuda("creating a CUDA context")(e)),
         };
-        // The context works again: clear the mark.
+        // A real driver call in the new context: only once it works is the mark cleared.
+        let stream = match Stream::new(StreamFlags::NON_BLOCKING, None) {
+            Ok(s) => s,
+            Err(e) if was_lost => {
+                return Err(SimtError::ContextLost(format!(
+                    "device {ordinal} could not be brought back after a kernel fault ({}): the driver keeps the fault for this process, so only a new process can use the GPU (run work that may fault in a child process)",
+                    crate::error::DriverStatus(e)
+                )))
+            }
+            Err(e) => return Err(cuda("cuStreamCreate")(e)),
+        };
         state.2 = false;
         drop(contexts);
-        let stream =
-            Stream::new(StreamFlags::NON_BLOCKING, None).map_err(cuda("cuStreamCreate"))?;
         let a = |x: DeviceAttribute| {
             device
                 .get_attribute(x)

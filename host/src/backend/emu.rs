@@ -114,8 +114,12 @@ impl Backend for EmuBackend {
             cooperative: l.cooperative,
         };
         // SAFETY: forwarded from `Gpu::launch`.
-        unsafe { emulator::run(launch, &self.cfg)? };
-        match fault::check_slack(self.id) {
+        let ran = unsafe { emulator::run(launch, &self.cfg) };
+        // The slack is checked (and refilled) whether or not the launch failed, so a
+        // stray write is never blamed on a later launch.
+        let slack = fault::check_slack(self.id);
+        ran?;
+        match slack {
             Some(detail) => Err(emulator::EmuError::OutOfBounds {
                 kernel: l.kernel,
                 detail,
@@ -145,7 +149,7 @@ impl Backend for EmuBackend {
         };
         let total = (pages.max(0) as usize).saturating_mul(page.max(0) as usize);
         Ok(MemInfo {
-            free: total.saturating_sub(fault::bytes_in_use(self.id)),
+            free: total.saturating_sub(fault::bytes_in_use_all()),
             total,
         })
     }

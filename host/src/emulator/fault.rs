@@ -90,7 +90,7 @@ pub(crate) fn alloc(bytes: usize, owner: u64) -> Result<usize, EmuError> {
             std::ptr::null_mut(),
             len,
             libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
             0,
         )
@@ -148,18 +148,6 @@ pub(crate) unsafe fn free(ptr: usize) {
     unsafe { libc::munmap(m.base as *mut libc::c_void, m.len) };
 }
 
-/// Bytes of the emulator's live device buffers of `owner` (what `mem_info` reports
-/// as used).
-pub(crate) fn bytes_in_use(owner: u64) -> usize {
-    MAPPINGS
-        .lock()
-        .unwrap()
-        .values()
-        .filter(|m| m.owner == owner)
-        .map(|m| m.bytes)
-        .sum()
-}
-
 /// Bytes of every live emulator buffer in the process.
 pub(crate) fn bytes_in_use_all() -> usize {
     MAPPINGS.lock().unwrap().values().map(|m| m.bytes).sum()
@@ -198,10 +186,12 @@ pub(crate) fn describe(addr: usize) -> String {
 }
 
 /// Checks the slack around `owner`'s buffers (see the module docs): the first
-/// buffer written outside its bounds, refilled so it is reported once.
+/// write outside a buffer's bounds; every written slack is refilled, so each write
+/// is reported once.
 pub(crate) fn check_slack(owner: u64) -> Option<String> {
     let page = page();
     let maps = MAPPINGS.lock().unwrap();
+    let mut first = None;
     for m in maps.values().filter(|m| m.owner == owner) {
         let (lo, hi) = m.data(page);
         for (start, end, side) in [
@@ -222,14 +212,14 @@ pub(crate) fn check_slack(owner: u64) -> Option<String> {
                     m.ptr - at
                 };
                 slack.fill(0xFF);
-                return Some(format!(
+                first.get_or_insert(format!(
                     "wrote byte {by} {side} of a {}-byte buffer at {:#x} (address {at:#x})",
                     m.bytes, m.ptr
                 ));
             }
         }
     }
-    None
+    first
 }
 
 pub(crate) use imp::{enter, install, leave};
@@ -283,11 +273,13 @@ mod imp {
                 // the SA_SIGINFO signature; `old` is written once, here, before the
                 // handler can run (Once), and only read afterwards.
                 unsafe {
+                    // The previous action first, so it is in place before ours can run.
+                    libc::sigaction(sig, std::ptr::null(), (*old).as_mut_ptr());
                     let mut sa: libc::sigaction = std::mem::zeroed();
                     sa.sa_sigaction = handler as *const () as usize;
                     sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER;
                     libc::sigemptyset(&mut sa.sa_mask);
-                    libc::sigaction(sig, &sa, (*old).as_mut_ptr());
+                    libc::sigaction(sig, &sa, std::ptr::null_mut());
                 }
             }
         });
@@ -311,13 +303,16 @@ mod imp {
         let active = ACTIVE.try_with(|a| a.get()).ok().flatten();
         // SAFETY: the kernel passes a valid ucontext_t and siginfo_t to an SA_SIGINFO
         // handler.
-        let (uc, addr) = unsafe {
+        let (uc, addr, code) = unsafe {
             (
                 &mut *(ctx as *mut libc::ucontext_t),
                 (*info).si_addr() as usize,
+                (*info).si_code,
             )
         };
-        if let Some(h) = active {
+        // si_code > 0: a fault of this thread's own access; a signal sent by kill or
+        // raise (si_code <= 0) is passed on.
+        if let (Some(h), true) = (active, code > 0) {
             let sp = uc.uc_mcontext.gregs[libc::REG_RSP as usize] as usize;
             if h.stack_ptr_in_bounds(sp) {
                 let kind = if h.stack_ptr_in_bounds(addr) {
@@ -353,8 +348,14 @@ mod imp {
         };
         let act = old.sa_sigaction;
         if act == libc::SIG_DFL || act == libc::SIG_IGN {
-            // SAFETY: restoring the previous disposition of this signal.
-            unsafe { libc::sigaction(sig, old, std::ptr::null_mut()) };
+            // SAFETY: restoring the previous disposition of this signal: a fault runs its
+            // instruction again and meets it; a sent signal is raised again to meet it.
+            unsafe {
+                libc::sigaction(sig, old, std::ptr::null_mut());
+                if code <= 0 {
+                    libc::raise(sig);
+                }
+            }
         } else if old.sa_flags & libc::SA_SIGINFO != 0 {
             // SAFETY: the previous handler was installed with this signature.
             let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
