@@ -9,6 +9,7 @@
 //!   buffers and matrix views; each checks shapes and devices, then launches.
 //! * [`ptx::MODULE`]: the lecture kernels' PTX module; [`gpu()`] loads it.
 //! * [`reference`]: float64 references.
+//! * [`tune`]: the autotuner (candidates per op, shape-bucket keys, an on-disk cache).
 //! * With the `lecture` feature (default): [`demo`] (the walk-through), [`bench`],
 //!   [`sweep`], [`plot`], [`profile`], [`info`].
 //!
@@ -51,6 +52,7 @@ pub fn full_size(gpu: &Gpu) -> bool {
 
 pub mod ops;
 pub mod reference;
+pub mod tune;
 
 #[cfg(feature = "lecture")]
 mod lecture;

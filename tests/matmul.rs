@@ -1,11 +1,33 @@
 //! Matmul + ReLU, naive and tiled, any shape and strides, against float64.
 mod common;
 use common::*;
-use rust_simt::ops::matmul::{matmul, matmul_host, Dims, Epilogue, MatmulKernel};
+use rust_simt::ops::matmul::{matmul, matmul_host, Dims, Epilogue, MatmulKernel, MM_TILES};
 use rust_simt::Layout;
 use rust_simt::{reference, SimtError};
 
 const KERNELS: [MatmulKernel; MatmulKernel::ALL.len()] = MatmulKernel::ALL;
+
+/// Every kernel that takes an `m x n` product: the stages, every tile unsplit and
+/// in 3 K slices (an odd count: the last slice is short), the GEMV paths where a
+/// side is 1 (unsplit and in 5 slices), and `Auto`.
+fn kernels_for(m: usize, n: usize) -> Vec<MatmulKernel> {
+    let mut v = KERNELS.to_vec();
+    for tile in 0..MM_TILES.len() {
+        for split_k in [1, 3] {
+            v.push(MatmulKernel::Tile { tile, split_k });
+        }
+    }
+    for split_k in [1, 5] {
+        if m == 1 {
+            v.push(MatmulKernel::GemvRow { split_k });
+        }
+        if n == 1 {
+            v.push(MatmulKernel::GemvCol { split_k });
+        }
+    }
+    v.push(MatmulKernel::Auto);
+    v
+}
 
 fn check(m: usize, n: usize, k: usize, pad: usize, relu: bool) {
     let g = gpu();
@@ -16,7 +38,7 @@ fn check(m: usize, n: usize, k: usize, pad: usize, relu: bool) {
     let want = reference::matmul(&a, &b, m, n, k, lda, ldb, relu);
     let epi = if relu { Epilogue::Relu } else { Epilogue::None };
     let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-    for kern in KERNELS {
+    for kern in kernels_for(m, n) {
         let mut c = poisoned(&g, (m - 1) * ldc + n);
         let (av, bv) = (
             ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),

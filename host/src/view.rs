@@ -167,6 +167,14 @@ impl<'a, T: DeviceCopy> MatrixMut<'a, T> {
     pub fn ptr_mut(&mut self) -> *mut T {
         offset_ptr(self.buf.ptr(), self.offset) as *mut T
     }
+    /// The same view for a shorter borrow: pass it to a call and keep this one.
+    pub fn reborrow(&mut self) -> MatrixMut<'_, T> {
+        MatrixMut {
+            buf: self.buf,
+            offset: self.offset,
+            layout: self.layout,
+        }
+    }
     /// A read-only view of the same elements.
     pub fn as_ref(&self) -> MatrixRef<'_, T> {
         MatrixRef {

@@ -127,3 +127,135 @@ pub const WG_STAGES: u32 = 4;
 /// Hopper matmul: dynamic shared memory: the stages, a full and an empty mbarrier
 /// per stage, and 1 KiB of slack to align the stages to 1024 bytes (the swizzle).
 pub const WG_SMEM_BYTES: u32 = WG_STAGES * WG_STAGE_BYTES + 16 * WG_STAGES + 1024;
+
+/// One configuration of the configurable FP32 matmul ([`crate::matmul_tiles`]): a
+/// `bm x bn` block tile of C split into `wm x wn` warp tiles, K steps of
+/// [`MM_BK`]. A warp's lanes sit 4 down by 8 across its tile, so each thread owns
+/// `wm/4 x wn/8` outputs, as groups of 4x4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmTile {
+    /// Rows of C per block (a multiple of 32: the A tile's swizzle flips bit 4).
+    pub bm: u32,
+    /// Columns of C per block.
+    pub bn: u32,
+    /// Rows of C per warp (a multiple of 16).
+    pub wm: u32,
+    /// Columns of C per warp (a multiple of 32).
+    pub wn: u32,
+    /// Launch bounds: blocks per SM that ptxas plans registers for.
+    pub min_blocks: u32,
+}
+
+impl MmTile {
+    /// Threads per block: a warp per warp tile.
+    pub const fn threads(&self) -> u32 {
+        (self.bm / self.wm) * (self.bn / self.wn) * WARP_SIZE
+    }
+    /// Outputs per thread down (`wm / 4`).
+    pub const fn tm(&self) -> u32 {
+        self.wm / 4
+    }
+    /// Outputs per thread across (`wn / 8`).
+    pub const fn tn(&self) -> u32 {
+        self.wn / 8
+    }
+    /// 16-byte vectors of A each thread loads per K step (`bm · MM_BK / 4` in all).
+    pub const fn a_loads(&self) -> u32 {
+        self.bm * MM_BK / 4 / self.threads()
+    }
+    /// 16-byte vectors of B each thread loads per K step (`MM_BK · bn / 4` in all).
+    pub const fn b_loads(&self) -> u32 {
+        self.bn * MM_BK / 4 / self.threads()
+    }
+    /// Dynamic shared memory: two stages of `As[MM_BK][bm]` and `Bs[MM_BK][bn]`.
+    pub const fn smem_bytes(&self) -> u32 {
+        2 * (self.bm + self.bn) * MM_BK * 4
+    }
+    /// Whether the tile is one the kernel can run: warps cover the block, the
+    /// thread tile is whole 4x4 groups, the loads split evenly over the threads.
+    pub const fn is_valid(&self) -> bool {
+        self.bm % 32 == 0
+            && self.bm % self.wm == 0
+            && self.bn % self.wn == 0
+            && self.wm % 16 == 0
+            && self.wn % 32 == 0
+            && self.threads() <= 1024
+            && (self.bm * MM_BK / 4) % self.threads() == 0
+            && (self.bn * MM_BK / 4) % self.threads() == 0
+            && self.a_loads() >= 1
+            && self.b_loads() >= 1
+    }
+}
+
+/// The instantiated tiles of `matmul_tiles`, largest first; kernel `i` is
+/// `matmul_relu_tile_{bm}x{bn}`. The first repeats stage 4's 128x128 tile (so the
+/// tuner can pick it with split K); the small ones fill 132 SMs on small products.
+pub const MM_TILES: [MmTile; 6] = [
+    MmTile {
+        bm: 128,
+        bn: 128,
+        wm: 32,
+        wn: 64,
+        min_blocks: 1,
+    },
+    MmTile {
+        bm: 128,
+        bn: 64,
+        wm: 32,
+        wn: 64,
+        min_blocks: 3,
+    },
+    MmTile {
+        bm: 64,
+        bn: 128,
+        wm: 32,
+        wn: 64,
+        min_blocks: 3,
+    },
+    MmTile {
+        bm: 64,
+        bn: 64,
+        wm: 32,
+        wn: 32,
+        min_blocks: 4,
+    },
+    MmTile {
+        bm: 32,
+        bn: 64,
+        wm: 32,
+        wn: 32,
+        min_blocks: 8,
+    },
+    MmTile {
+        bm: 32,
+        bn: 32,
+        wm: 16,
+        wn: 32,
+        min_blocks: 8,
+    },
+];
+const _: () = {
+    let mut i = 0;
+    while i < MM_TILES.len() {
+        assert!(MM_TILES[i].is_valid());
+        i += 1;
+    }
+};
+
+/// Threads per block of the split-K reduction (4 outputs per thread).
+pub const SPLITK_REDUCE_THREADS: u32 = 256;
+/// Most K slices of a split-K matmul.
+pub const SPLITK_MAX: u32 = 32;
+
+/// GEMV, one row times a matrix (`1 x k · k x n`): threads per block, as
+/// [`GEMV_ROW_KGROUPS`] groups of 32 lanes, each lane 4 adjacent columns, so a block
+/// covers 128 columns and its groups take every 8th row of B.
+pub const GEMV_ROW_THREADS: u32 = 256;
+/// See [`GEMV_ROW_THREADS`].
+pub const GEMV_ROW_KGROUPS: u32 = GEMV_ROW_THREADS / WARP_SIZE;
+/// Columns of C per GEMV-row block.
+pub const GEMV_ROW_COLS: u32 = 4 * WARP_SIZE;
+/// GEMV, a matrix times one column (`m x k · k x 1`): threads per block, a warp per row.
+pub const GEMV_COL_THREADS: u32 = 256;
+/// Rows of C per GEMV-column block.
+pub const GEMV_COL_ROWS: u32 = GEMV_COL_THREADS / WARP_SIZE;

@@ -18,6 +18,18 @@ kernel_params! {
     /// `C = epilogue(A · B)` with `A: m x k`, `B: k x n`, `C: m x n`.
     pub struct MatmulParams { pub a: MatRef, pub b: MatRef, pub c: MatMut, pub epilogue: Epilogue }
 
+    /// `C = epilogue(A · B)` over K slices ([`crate::matmul_tiles`], [`crate::matmul_gemv`]):
+    /// block `z` of the grid's slice dimension sums `k` in `z·k_chunk .. (z+1)·k_chunk`
+    /// (`k_chunk` a multiple of 8). With `partials` null there is one slice and the
+    /// kernel writes `epilogue(sum)` to C; otherwise slice `z` writes its raw sum to
+    /// `partials[z·m·n ..]` (dense `m x n`) and [`crate::matmul_tiles::matmul_splitk_reduce`]
+    /// adds the slices in order.
+    pub struct MatmulSplitParams { pub mm: MatmulParams, pub k_chunk: u32, pub partials: *mut f32 }
+
+    /// The split-K reduction: `C = epilogue(Σ_z partials[z·m·n ..])` for `z` in
+    /// `0..splits`, in that order, `m x n` the shape of `c`.
+    pub struct SplitReduceParams { pub partials: *const f32, pub splits: u32, pub c: MatMut, pub epilogue: Epilogue }
+
     /// A read-only row-major view of 16-bit elements (bf16 or f16 bits).
     pub struct MatRef16 { pub ptr: *const u16, pub rows: u32, pub cols: u32, pub ld: u32 }
 

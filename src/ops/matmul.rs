@@ -3,17 +3,26 @@
 //!
 //! Zero-sized: `m = 0` or `n = 0` writes nothing and launches nothing; `k = 0`
 //! writes `epilogue(0) = 0` to every element of C (the empty sum), as `torch.mm` does.
-use kernels::config::{MM_BM, MM_BN, NAIVE_TILE};
+pub use kernels::config::{MmTile, MM_TILES, SPLITK_MAX};
+use kernels::config::{
+    GEMV_COL_ROWS, GEMV_ROW_COLS, MM_BK, MM_BM, MM_BN, NAIVE_TILE, SPLITK_REDUCE_THREADS,
+};
 pub use kernels::params::Epilogue;
-use kernels::params::{MatMut, MatRef, MatmulParams};
-use kernels::{matmul_naive, matmul_tiled, matmul_tiled_db, matmul_warptiled};
-use simt::{Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
+use kernels::params::{MatMut, MatRef, MatmulParams, MatmulSplitParams, SplitReduceParams};
+use kernels::{
+    matmul_gemv, matmul_naive, matmul_tiled, matmul_tiled_db, matmul_tiles, matmul_warptiled,
+};
+use simt::{dim3, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
 use super::{check_product, tile_grid, Product};
 use crate::ptx;
 
 /// Which matmul kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// The four stages ([`MatmulKernel::ALL`]) are the lecture's progression. The
+/// configurable kernels ([`MatmulKernel::Tile`], the GEMV paths) are what
+/// [`MatmulKernel::Auto`] chooses from, shape by shape (see [`crate::tune`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MatmulKernel {
     /// One thread per output, K loop from global memory.
     Naive,
@@ -23,8 +32,31 @@ pub enum MatmulKernel {
     /// two shared stages, one barrier per step, launch bounds (256, 2).
     TiledDoubleBuffered,
     /// `TiledDoubleBuffered` with warp tiles (32x64 per warp) and unchecked loads and
-    /// stores in interior blocks: the fastest stage.
+    /// stores in interior blocks: the fastest stage on large products.
     WarpTiled,
+    /// Stage 4's warp tiling with block tile `MM_TILES[tile]` (128x128 down to 32x32)
+    /// and K cut into `split_k` slices (1: no split; at most [`SPLITK_MAX`]) whose
+    /// partial products a second kernel adds in a fixed order.
+    Tile {
+        /// Index into [`MM_TILES`].
+        tile: usize,
+        /// K slices, 1 to [`SPLITK_MAX`].
+        split_k: u32,
+    },
+    /// A row times a matrix (`m = 1`), reading B once; K in `split_k` slices.
+    GemvRow {
+        /// K slices, 1 to [`SPLITK_MAX`].
+        split_k: u32,
+    },
+    /// A matrix times a column (`n = 1`), reading A once; K in `split_k` slices.
+    GemvCol {
+        /// K slices, 1 to [`SPLITK_MAX`].
+        split_k: u32,
+    },
+    /// Chosen per shape: the autotuner's cached winner for the shape's bucket when
+    /// there is one (and, with `SIMT_TUNE=1`, tuned on the spot when there is not),
+    /// else a deterministic heuristic ([`auto_heuristic`]).
+    Auto,
 }
 
 impl MatmulKernel {
@@ -35,22 +67,78 @@ impl MatmulKernel {
         MatmulKernel::TiledDoubleBuffered,
         MatmulKernel::WarpTiled,
     ];
-    /// Short name for tables.
+    /// Short name of the kind (without the configuration; see [`label`](Self::label)).
     pub fn name(self) -> &'static str {
         match self {
             MatmulKernel::Naive => "naive",
             MatmulKernel::Tiled => "tiled",
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
             MatmulKernel::WarpTiled => "warptiled",
+            MatmulKernel::Tile { .. } => "tile",
+            MatmulKernel::GemvRow { .. } => "gemv-row",
+            MatmulKernel::GemvCol { .. } => "gemv-col",
+            MatmulKernel::Auto => "auto",
         }
     }
-    /// The PTX entry name of the stage.
-    pub fn kernel_name(self) -> &'static str {
+    /// Name with the configuration, for tables and the tuner's cache:
+    /// `tile64x64/k4`, `gemv-row/k16`, or the stage's [`name`](Self::name).
+    pub fn label(self) -> String {
         match self {
+            MatmulKernel::Tile { tile, split_k } => match MM_TILES.get(tile) {
+                Some(t) => format!("tile{}x{}/k{split_k}", t.bm, t.bn),
+                None => format!("tile#{tile}/k{split_k}"),
+            },
+            MatmulKernel::GemvRow { split_k } => format!("gemv-row/k{split_k}"),
+            MatmulKernel::GemvCol { split_k } => format!("gemv-col/k{split_k}"),
+            k => k.name().to_string(),
+        }
+    }
+    /// Parses a [`label`](Self::label); `None` for anything else.
+    pub fn from_label(s: &str) -> Option<MatmulKernel> {
+        let split = |r: &str| r.strip_prefix('k')?.parse::<u32>().ok();
+        if let Some(rest) = s.strip_prefix("tile") {
+            let (tile, k) = rest.split_once('/')?;
+            let (bm, bn) = tile.split_once('x')?;
+            let (bm, bn) = (bm.parse::<u32>().ok()?, bn.parse::<u32>().ok()?);
+            let tile = MM_TILES.iter().position(|t| t.bm == bm && t.bn == bn)?;
+            return Some(MatmulKernel::Tile {
+                tile,
+                split_k: split(k)?,
+            });
+        }
+        if let Some(k) = s.strip_prefix("gemv-row/") {
+            return Some(MatmulKernel::GemvRow { split_k: split(k)? });
+        }
+        if let Some(k) = s.strip_prefix("gemv-col/") {
+            return Some(MatmulKernel::GemvCol { split_k: split(k)? });
+        }
+        [Self::ALL.as_slice(), &[MatmulKernel::Auto]]
+            .concat()
+            .into_iter()
+            .find(|k| k.name() == s)
+    }
+    /// The PTX entry name of the kernel (the product's kernel; a split product also
+    /// runs `matmul_splitk_reduce`). `None` for [`Auto`](Self::Auto), which picks one
+    /// per shape, and for a tile index past [`MM_TILES`].
+    pub fn kernel_name(self) -> Option<&'static str> {
+        Some(match self {
             MatmulKernel::Naive => matmul_naive::matmul_relu_naive::NAME,
             MatmulKernel::Tiled => matmul_tiled::matmul_relu_tiled::NAME,
             MatmulKernel::TiledDoubleBuffered => matmul_tiled_db::matmul_relu_tiled_db::NAME,
             MatmulKernel::WarpTiled => matmul_warptiled::matmul_relu_warptiled::NAME,
+            MatmulKernel::Tile { tile, .. } => matmul_tiles::TILE_KERNEL_NAMES.get(tile)?,
+            MatmulKernel::GemvRow { .. } => matmul_gemv::matmul_gemv_row::NAME,
+            MatmulKernel::GemvCol { .. } => matmul_gemv::matmul_gemv_col::NAME,
+            MatmulKernel::Auto => return None,
+        })
+    }
+    /// The K slices of the configurable kernels (1 for the stages).
+    pub fn split_k(self) -> u32 {
+        match self {
+            MatmulKernel::Tile { split_k, .. }
+            | MatmulKernel::GemvRow { split_k }
+            | MatmulKernel::GemvCol { split_k } => split_k,
+            _ => 1,
         }
     }
 }
@@ -114,7 +202,24 @@ pub fn matmul(
         epilogue,
     };
     // k = 0: the naive kernel's empty loop writes epilogue(0) with any strides.
-    let kernel = if k == 0 { MatmulKernel::Naive } else { kernel };
+    let kernel = if k == 0 {
+        MatmulKernel::Naive
+    } else if kernel == MatmulKernel::Auto {
+        let aligned = [a.ptr() as usize, b.ptr() as usize, c.ptr_mut() as usize]
+            .iter()
+            .all(|&p| p % 16 == 0)
+            && [lda, ldb, ldc].iter().all(|&l| l % 4 == 0);
+        let shape = Shape { m, n, k, aligned };
+        crate::tune::choose(
+            gpu,
+            &auto_key(gpu, shape),
+            &auto_candidates(gpu, shape),
+            auto_heuristic(gpu, shape),
+            |kern| matmul(gpu, kern, a, b, c.reborrow(), epilogue),
+        )?
+    } else {
+        kernel
+    };
     if kernel != MatmulKernel::Naive {
         for (what, l) in [("A", a.layout()), ("B", b.layout()), ("C", c.layout())] {
             if l.min_len() as u64 > u32::MAX as u64 {
@@ -147,6 +252,241 @@ pub fn matmul(
         MatmulKernel::WarpTiled => {
             go::<matmul_warptiled::matmul_relu_warptiled>(gpu, grid(MM_BM, MM_BN)?, p)
         }
+        MatmulKernel::Tile { tile, split_k } => {
+            let Some(t) = MM_TILES.get(tile) else {
+                return Err(SimtError::Unsupported(format!(
+                    "{op}: tile {tile} does not exist: MatmulKernel::Tile takes 0..{} (MM_TILES)",
+                    MM_TILES.len()
+                )));
+            };
+            let g = grid(t.bm, t.bn)?;
+            use matmul_tiles::*;
+            let launch = match tile {
+                0 => split_launch::<matmul_relu_tile_128x128>,
+                1 => split_launch::<matmul_relu_tile_128x64>,
+                2 => split_launch::<matmul_relu_tile_64x128>,
+                3 => split_launch::<matmul_relu_tile_64x64>,
+                4 => split_launch::<matmul_relu_tile_32x64>,
+                _ => split_launch::<matmul_relu_tile_32x32>,
+            };
+            launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
+        }
+        MatmulKernel::GemvRow { split_k } => {
+            if m != 1 {
+                return Err(SimtError::Shape {
+                    op,
+                    detail: format!("MatmulKernel::GemvRow takes one row of A (m = 1), not m = {m}; use MatmulKernel::Auto"),
+                });
+            }
+            split_launch::<matmul_gemv::matmul_gemv_row>(
+                gpu,
+                (n.div_ceil(GEMV_ROW_COLS), 1),
+                SliceDim::Y,
+                p,
+                split_k,
+            )
+        }
+        MatmulKernel::GemvCol { split_k } => {
+            if n != 1 {
+                return Err(SimtError::Shape {
+                    op,
+                    detail: format!("MatmulKernel::GemvCol takes one column of B (n = 1), not n = {n}; use MatmulKernel::Auto"),
+                });
+            }
+            split_launch::<matmul_gemv::matmul_gemv_col>(
+                gpu,
+                (m.div_ceil(GEMV_COL_ROWS), 1),
+                SliceDim::Y,
+                p,
+                split_k,
+            )
+        }
+        MatmulKernel::Auto => unreachable!("Auto was resolved above"),
+    }
+}
+
+/// Which grid dimension a split kernel's K slices run along.
+#[derive(Clone, Copy)]
+enum SliceDim {
+    Y,
+    Z,
+}
+
+/// K slices of `chunk` elements (a multiple of 8) for `split_k` requested slices:
+/// `(chunk, slices)` with `slices <= split_k` and `slices · chunk >= k`.
+pub fn k_slices(k: u32, split_k: u32) -> (u32, u32) {
+    let chunk = k.div_ceil(split_k.max(1)).div_ceil(MM_BK) * MM_BK;
+    (chunk, k.div_ceil(chunk))
+}
+
+/// Launches a split-capable kernel over `xy` blocks and the K slices, then (with
+/// more than one slice) the reduction that adds them in order into C.
+fn split_launch<K: Kernel<Args = (MatmulSplitParams,)>>(
+    gpu: &Gpu,
+    xy: (u32, u32),
+    dim: SliceDim,
+    mm: MatmulParams,
+    split_k: u32,
+) -> Result<()> {
+    let op = "matmul";
+    if !(1..=SPLITK_MAX).contains(&split_k) {
+        return Err(SimtError::Unsupported(format!(
+            "{op}: split_k = {split_k}: K splits into 1 to {SPLITK_MAX} slices"
+        )));
+    }
+    let (m, n, k) = (mm.c.rows, mm.c.cols, mm.a.cols);
+    let (chunk, slices) = k_slices(k, split_k);
+    let grid = match dim {
+        SliceDim::Y => dim3(xy.0, slices, 1),
+        SliceDim::Z => dim3(xy.0, xy.1, slices),
+    };
+    if slices == 1 {
+        let p = MatmulSplitParams {
+            mm,
+            k_chunk: chunk,
+            partials: std::ptr::null_mut(),
+        };
+        // SAFETY: the views were checked against their buffers on this Gpu and each
+        // other; C does not overlap A or B; one slice covers K (chunk >= k, a multiple
+        // of 8); the grid covers C with the kernel's block, as its Thread Mapping asks.
+        return unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), (p,)) };
+    }
+    let total = slices as u64 * m as u64 * n as u64;
+    if total > u32::MAX as u64 {
+        return Err(SimtError::TooLarge {
+            op,
+            detail: format!("{slices} K slices of a {m}x{n} product are {total} partial sums, over 2^32; use fewer slices"),
+        });
+    }
+    let partials = gpu.scratch_f32(super::SCRATCH_SPLITK, total as usize)?;
+    let p = MatmulSplitParams {
+        mm,
+        k_chunk: chunk,
+        partials: partials.ptr() as *mut f32,
+    };
+    // SAFETY: as above, and `partials` is this Gpu's scratch of `slices·m·n` floats
+    // (< 2^32), used by this call only: the queue orders it after any earlier user of
+    // the slot and before the reduction below; slices·chunk >= k > (slices-1)·chunk.
+    unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), (p,))? };
+    type Reduce = matmul_tiles::matmul_splitk_reduce;
+    let r = SplitReduceParams {
+        partials: partials.ptr(),
+        splits: slices,
+        c: mm.c,
+        epilogue: mm.epilogue,
+    };
+    let threads = (total / slices as u64).div_ceil(4) as u32;
+    let cfg = LaunchConfig::new(
+        dim3(threads.div_ceil(SPLITK_REDUCE_THREADS), 1, 1),
+        dim3(SPLITK_REDUCE_THREADS, 1, 1),
+    );
+    // SAFETY: the partials hold `slices` slices of m x n sums, all written by the
+    // launch before (queued first); C is the checked view; the grid gives each of the
+    // ceil(m·n/4) groups a thread.
+    unsafe { gpu.launch::<Reduce>(cfg, (r,)) }
+}
+
+/// What the tuner and the heuristic see of a product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    /// All three operands start 16-byte aligned with row strides a multiple of 4.
+    pub aligned: bool,
+}
+
+/// The tuner's key of a product: the device, then `m`, `n` and `k` rounded up to
+/// powers of two, and whether the operands are aligned. Shapes in one bucket share
+/// a choice.
+pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
+    crate::tune::Key::new(gpu, "matmul", "f32")
+        .dim("m", s.m as usize)
+        .dim("n", s.n as usize)
+        .dim("k", s.k as usize)
+        .flag("aligned", s.aligned)
+}
+
+/// Blocks of a tile over an `m x n` product.
+fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
+    m.div_ceil(t.bm) as u64 * n.div_ceil(t.bn) as u64
+}
+
+/// What the tuner times for a shape: stage 4, every tile with the K splits that
+/// could fill the device (up to 8 blocks per SM, at least 128 of K per slice), and
+/// the GEMV path where a side is 1.
+pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
+    let sms = gpu.props().sms.max(1) as u64;
+    let mut v = vec![MatmulKernel::WarpTiled];
+    for (tile, t) in MM_TILES.iter().enumerate() {
+        let blocks = tile_blocks(t, s.m, s.n);
+        for split_k in [1u32, 2, 4, 8, 16, 32] {
+            if split_k > 1 && (blocks * split_k as u64 > 8 * sms || s.k / split_k < 128) {
+                continue;
+            }
+            v.push(MatmulKernel::Tile { tile, split_k });
+        }
+    }
+    let gemv_splits = |rows_blocks: u64| {
+        [1u32, 2, 4, 8, 16, 32]
+            .into_iter()
+            .filter(move |&sk| sk == 1 || (rows_blocks * sk as u64 <= 16 * sms && s.k / sk >= 64))
+    };
+    if s.m == 1 {
+        v.extend(
+            gemv_splits(s.n.div_ceil(GEMV_ROW_COLS) as u64)
+                .map(|split_k| MatmulKernel::GemvRow { split_k }),
+        );
+    }
+    if s.n == 1 {
+        v.extend(
+            gemv_splits(s.m.div_ceil(GEMV_COL_ROWS) as u64)
+                .map(|split_k| MatmulKernel::GemvCol { split_k }),
+        );
+    }
+    v
+}
+
+/// The choice without tuning (CI, tests, the emulator, shapes never tuned): the same
+/// on every run for a shape and device.
+///
+/// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 8 blocks
+///   per SM (each slice at least 256 of K);
+/// * otherwise stage 4 when its 128x128 tiles give every SM a block; else the
+///   largest tile that does, or failing that the smallest tile with K split until
+///   the grid holds 2 blocks per SM (each slice at least 256 of K).
+pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
+    let sms = gpu.props().sms.max(1) as u64;
+    let split_for = |blocks: u64, per_sm: u64, min_slice: u32| {
+        let mut sk = 1u32;
+        while sk < SPLITK_MAX
+            && blocks * (2 * sk as u64) <= per_sm * sms
+            && s.k / (2 * sk) >= min_slice
+        {
+            sk *= 2;
+        }
+        sk
+    };
+    if s.m == 1 {
+        return MatmulKernel::GemvRow {
+            split_k: split_for(s.n.div_ceil(GEMV_ROW_COLS) as u64, 8, 256),
+        };
+    }
+    if s.n == 1 {
+        return MatmulKernel::GemvCol {
+            split_k: split_for(s.m.div_ceil(GEMV_COL_ROWS) as u64, 8, 256),
+        };
+    }
+    if tile_blocks(&MM_TILES[0], s.m, s.n) >= sms {
+        return MatmulKernel::WarpTiled;
+    }
+    if let Some(tile) = (1..MM_TILES.len()).find(|&i| tile_blocks(&MM_TILES[i], s.m, s.n) >= sms) {
+        return MatmulKernel::Tile { tile, split_k: 1 };
+    }
+    let tile = MM_TILES.len() - 1;
+    MatmulKernel::Tile {
+        tile,
+        split_k: split_for(tile_blocks(&MM_TILES[tile], s.m, s.n), 2, 256),
     }
 }
 
