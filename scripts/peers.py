@@ -15,16 +15,19 @@ import argparse, sys, time
 # Long softmax rows (issue 12): few rows of 2^16 to 2^20 columns, a non-power-of-two
 # row, and rows longer than the split kernel holds on chip (the online path).
 LONG_SOFTMAX = ["256x65536", "64x262144", "8x1048576", "1x100000", "4x3000017"]
+# Matmul shapes past the squares (issue 13): decode-style rows and columns, few rows,
+# short K, a ragged size. The same list as src/lecture/sweep.rs's MATMUL_SHAPES.
+MATMUL_SHAPES = ["1x8192x8192", "8192x1x8192", "64x4096x4096", "4096x4096x64", "1000x1000x1000"]
 
 def shapes(op, quick):
     p2 = lambda lo, hi, st=1: [1 << e for e in range(lo, hi + 1, st)]
     if quick:
         return {"gelu": ["4096", "65536"], "softmax": ["64x128", "64x512", "2x40000"], "row_sum": ["4x16384", "1024x16"],
-                "matmul": ["64x64x64", "128x128x128"]}[op]
+                "matmul": ["64x64x64", "128x128x128", "1x256x256", "100x1x64", "96x80x300"]}[op]
     return {"gelu": [str(n) for n in p2(16, 27)],
             "softmax": [f"4096x{n}" for n in p2(7, 14)] + LONG_SOFTMAX,
             "row_sum": [f"4x{c}" for c in p2(16, 26, 2)] + [f"{(1 << 24) // c}x{c}" for c in (16, 64, 256, 1024)],
-            "matmul": [f"{n}x{n}x{n}" for n in p2(8, 13)]}[op]
+            "matmul": [f"{n}x{n}x{n}" for n in p2(8, 13)] + MATMUL_SHAPES}[op]
 
 def main():
     ap = argparse.ArgumentParser()
@@ -119,6 +122,24 @@ def main():
                             BM=BM, BN=BN, BK=BK, GM=8, IEEE=ieee, num_warps=8 if not ieee else 4, num_stages=3)
         return c
 
+    # Triton's own answer to "which tile for this shape": @triton.autotune over tile
+    # configs, keyed by the shape (FP32 inputs, exact IEEE products).
+    tuned_configs = [triton.Config({"BM": bm, "BN": bn, "BK": bk, "GM": 8}, num_warps=w, num_stages=st)
+                     for (bm, bn, bk, w, st) in [(16, 64, 32, 4, 4), (32, 32, 32, 2, 4), (32, 64, 32, 4, 4),
+                                                 (64, 32, 32, 4, 4), (64, 64, 32, 4, 3), (64, 128, 32, 4, 3),
+                                                 (128, 64, 32, 4, 3), (128, 128, 32, 8, 3), (128, 128, 16, 8, 4),
+                                                 (64, 256, 16, 8, 3)]]
+    matmul_tuned = triton.autotune(configs=tuned_configs, key=["M", "N", "K"])(matmul_kernel)
+
+    def triton_matmul_relu_tuned(a, b):
+        M, K = a.shape
+        _, N = b.shape
+        c = torch.empty((M, N), device=a.device, dtype=torch.float32)
+        grid = lambda meta: (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)
+        matmul_tuned[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                           IEEE=True)
+        return c
+
     def gelu_naive(x):
         return 0.5 * x * (1 + torch.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
 
@@ -187,6 +208,7 @@ def main():
                 torch.backends.cuda.matmul.allow_tf32 = False
                 bench(op, "cuBLAS fp32 (torch)", shape, lambda: torch.relu(A @ B))
                 bench(op, "triton fp32 (ieee)", shape, lambda: triton_matmul_relu(A, B, True))
+                bench(op, "triton fp32 (ieee, autotuned)", shape, lambda: triton_matmul_relu_tuned(A, B))
                 if headline(op, shape) and comp("matmul", lambda p, q: torch.relu(p @ q)):
                     bench(op, "torch.compile fp32", shape, lambda: compiled["matmul"](A, B))
                 torch.backends.cuda.matmul.allow_tf32 = True

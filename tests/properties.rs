@@ -694,22 +694,54 @@ fn epilogue(relu: bool) -> Epilogue {
     }
 }
 
-fn check_matmul(g: &Gpu, &(ki, p, seed): &(usize, Product, u64)) -> Result<(), String> {
-    let kernel = MatmulKernel::ALL[ki];
+/// The matmul kernel a case runs: a stage of [`MatmulKernel::ALL`], a tile with a
+/// K split, a GEMV path or `Auto`.
+fn matmul_kernel(ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
+    let stages = MatmulKernel::ALL.len();
+    match ki {
+        _ if ki < stages => MatmulKernel::ALL[ki],
+        _ if ki == stages => MatmulKernel::Tile { tile, split_k },
+        _ if ki == stages + 1 => MatmulKernel::GemvRow { split_k },
+        _ if ki == stages + 2 => MatmulKernel::GemvCol { split_k },
+        _ => MatmulKernel::Auto,
+    }
+}
+const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 4;
+
+fn check_matmul(
+    g: &Gpu,
+    &((ki, tile, split_k), p, seed): &((usize, usize, u32), Product, u64),
+) -> Result<(), String> {
+    let kernel = matmul_kernel(ki, tile, split_k);
     let mut a = fill(seed, p.a.buffer_len(), Values::Unit);
     a.iter_mut().for_each(|v| *v *= p.scale);
     let b = fill(seed ^ 1, p.b.buffer_len(), Values::Unit);
     let (ab, bb) = (g.upload(&a).map_err(err)?, g.upload(&b).map_err(err)?);
     let mut cb = poison_buf(g, p.c.buffer_len())?;
-    matmul(
+    let r = matmul(
         g,
         kernel,
         ab.matrix_at(p.a.offset, p.a.layout()).map_err(err)?,
         bb.matrix_at(p.b.offset, p.b.layout()).map_err(err)?,
         cb.matrix_mut_at(p.c.offset, p.c.layout()).map_err(err)?,
         epilogue(p.relu),
-    )
-    .map_err(err)?;
+    );
+    // A GEMV path asked for a product that is not one (and not empty) is a typed error.
+    let (m, n, k) = (p.a.rows, p.b.cols, p.a.cols);
+    let misfit = match kernel {
+        MatmulKernel::GemvRow { .. } => m != 1,
+        MatmulKernel::GemvCol { .. } => n != 1,
+        _ => false,
+    };
+    if misfit && m > 0 && n > 0 && k > 0 {
+        return match r {
+            Err(SimtError::Shape { .. }) => Ok(()),
+            other => Err(format!(
+                "matmul {kernel:?} on {m}x{n}x{k}: want a Shape error, got {other:?}"
+            )),
+        };
+    }
+    r.map_err(err)?;
     let c = g.download(&cb).map_err(err)?;
     check_product_out(&format!("matmul {kernel:?}"), &p, &a, &b, &c)
 }
@@ -720,8 +752,25 @@ fn matmul_every_kernel_any_view() {
         "matmul",
         |g| {
             let (mx, kx) = if big(g) { (700, 700) } else { (300, 300) };
-            (0..MatmulKernel::ALL.len(), mnk(mx, kx))
-                .prop_flat_map(|(ki, (m, n, k))| (Just(ki), product(m, n, k), any::<u64>()))
+            let stages = MatmulKernel::ALL.len();
+            (
+                (
+                    0..MATMUL_KINDS,
+                    0..rust_simt::ops::matmul::MM_TILES.len(),
+                    1..=8u32,
+                ),
+                mnk(mx, kx),
+            )
+                .prop_flat_map(move |(kind, (m, n, k))| {
+                    // The GEMV paths mostly get their own shape (m = 1 or n = 1), and
+                    // sometimes another, which must be a Shape error.
+                    let (m, n) = match kind.0 {
+                        ki if ki == stages + 1 && m % 4 != 0 => (1, n),
+                        ki if ki == stages + 2 && n % 4 != 0 => (m, 1),
+                        _ => (m, n),
+                    };
+                    (Just(kind), product(m, n, k), any::<u64>())
+                })
         },
         &check_matmul,
     );

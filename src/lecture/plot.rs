@@ -98,3 +98,84 @@ pub fn line_plot(
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }
+
+/// Draws grouped bars: one group per category (labelled on the x axis), one bar per
+/// series in each group (`series[i].points[j].1` is series `i`'s value in category
+/// `j`; the x coordinates are ignored).
+pub fn bar_plot(
+    path: &Path,
+    title: &str,
+    categories: &[String],
+    y_label: &str,
+    series: &[Series],
+) -> Result<(), String> {
+    let _ = register_font("sans-serif", FontStyle::Normal, FONT);
+    let err = |e: &dyn std::fmt::Display| format!("plotting {}: {e}", path.display());
+    let y1 = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max)
+        * 1.15;
+    if categories.is_empty() || y1 <= 0.0 {
+        return Err(format!("plotting {}: no finite values", path.display()));
+    }
+    let root = BitMapBackend::new(path, (1100, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let nc = categories.len();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..nc as f64, 0.0..y1)
+        .map_err(|e| err(&e))?;
+    let cats = categories.to_vec();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc(y_label)
+        .x_labels(2 * nc + 1)
+        .x_label_formatter(&move |v| {
+            // Label each group at its centre only.
+            let i = (*v - 0.5).round();
+            if (v - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < cats.len() {
+                cats[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .label_style(("sans-serif", 13))
+        .draw()
+        .map_err(|e| err(&e))?;
+    let ns = series.len().max(1) as f64;
+    let w = 0.8 / ns;
+    for (i, s) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let bars: Vec<Rectangle<(f64, f64)>> = s
+            .points
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.1.is_finite())
+            .map(|(j, p)| {
+                let x0 = j as f64 + 0.1 + i as f64 * w;
+                Rectangle::new([(x0, 0.0), (x0 + w * 0.95, p.1)], color.filled())
+            })
+            .collect();
+        chart
+            .draw_series(bars)
+            .map_err(|e| err(&e))?
+            .label(s.name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}

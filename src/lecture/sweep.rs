@@ -138,6 +138,17 @@ pub const LONG_SOFTMAX: [&str; 5] = [
     "4x3000017",
 ];
 
+/// Matmul shapes past the squares: one row times a matrix (decoding), one column, a
+/// few rows, a short K, and a ragged size. The same list as `scripts/peers.py`'s
+/// `MATMUL_SHAPES`.
+pub const MATMUL_SHAPES: [&str; 5] = [
+    "1x8192x8192",
+    "8192x1x8192",
+    "64x4096x4096",
+    "4096x4096x64",
+    "1000x1000x1000",
+];
+
 /// The sweep's shapes per op. `quick`: tiny shapes (emulator / CI).
 pub fn shapes(op: &str, quick: bool) -> Vec<String> {
     let p2 = |lo: u32, hi: u32, step: usize| {
@@ -147,11 +158,21 @@ pub fn shapes(op: &str, quick: bool) -> Vec<String> {
             .collect::<Vec<_>>()
     };
     match (op, quick) {
-        ("matmul", false) => p2(8, 13, 1)
-            .iter()
-            .map(|n| format!("{n}x{n}x{n}"))
-            .collect(),
-        ("matmul", true) => vec!["64x64x64".into(), "128x128x128".into()],
+        ("matmul", false) => {
+            let mut v: Vec<String> = p2(8, 13, 1)
+                .iter()
+                .map(|n| format!("{n}x{n}x{n}"))
+                .collect();
+            v.extend(MATMUL_SHAPES.iter().map(|s| s.to_string()));
+            v
+        }
+        ("matmul", true) => vec![
+            "64x64x64".into(),
+            "128x128x128".into(),
+            "1x256x256".into(),
+            "100x1x64".into(),
+            "96x80x300".into(),
+        ],
         ("softmax", false) => {
             let mut v: Vec<String> = p2(7, 14, 1).iter().map(|n| format!("4096x{n}")).collect();
             v.extend(LONG_SOFTMAX.iter().map(|s| s.to_string()));
@@ -289,22 +310,33 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                     );
                 }
                 Op::Matmul => {
-                    let n = d[0];
-                    let a = gpu.upload(&rand_vec(n * n, 4))?;
-                    let bb = gpu.upload(&rand_vec(n * n, 5))?;
-                    let mut c = gpu.alloc::<f32>(n * n)?;
-                    for k in MatmulKernel::ALL {
+                    let (m, n, k) = (d[0], d[1], d[2]);
+                    let a = gpu.upload(&rand_vec(m * k, 4))?;
+                    let bb = gpu.upload(&rand_vec(k * n, 5))?;
+                    let mut c = gpu.alloc::<f32>(m * n)?;
+                    // Squares: the lecture's stages and Auto; the other shapes: the best
+                    // stage and Auto.
+                    let kernels: Vec<MatmulKernel> = if m == n && n == k {
+                        MatmulKernel::ALL
+                            .iter()
+                            .copied()
+                            .chain([MatmulKernel::Auto])
+                            .collect()
+                    } else {
+                        vec![MatmulKernel::WarpTiled, MatmulKernel::Auto]
+                    };
+                    for kern in kernels {
                         push(
                             op,
-                            &format!("rust-simt {}", k.name()),
+                            &format!("rust-simt {}", kern.name()),
                             &shape,
                             b.run(|| {
                                 matmul(
                                     gpu,
-                                    k,
-                                    a.matrix(n, n)?,
-                                    bb.matrix(n, n)?,
-                                    c.matrix_mut(n, n)?,
+                                    kern,
+                                    a.matrix(m, k)?,
+                                    bb.matrix(k, n)?,
+                                    c.matrix_mut(m, n)?,
                                     Epilogue::Relu,
                                 )
                             })?
@@ -358,7 +390,15 @@ pub fn plot_all(
     let mut by_op: BTreeMap<&str, BTreeMap<String, Vec<(f64, f64)>>> = BTreeMap::new();
     // Other-precision peers ("[tf32] ...") stay in the CSV and tables; plotted next to
     // FP32 kernels they only flatten the comparison.
-    for r in rows.iter().filter(|r| !r.variant.starts_with('[')) {
+    // The matmul lines are the squares; the other shapes get a bar plot of their own.
+    let square = |r: &Row| {
+        let d = dims(&r.shape);
+        r.op != "matmul" || (d.len() == 3 && d[0] == d[1] && d[1] == d[2])
+    };
+    for r in rows
+        .iter()
+        .filter(|r| !r.variant.starts_with('[') && square(r))
+    {
         let (bytes, flops) = work(&r.op, &r.shape);
         let y = if r.op == "matmul" {
             flops / (r.ms * 1e-3) / 1e12
@@ -417,7 +457,59 @@ pub fn plot_all(
         line_plot(&path, &format!("{op} on {device}"), xl, yl, &series, true)?;
         files.push(path.display().to_string());
     }
+    if let Some(f) = plot_matmul_shapes(rows, dir, device)? {
+        files.push(f);
+    }
     Ok(files)
+}
+
+/// Bars per matmul shape: our best FP32 kernel against the best FP32 peer, in
+/// TFLOP/s (`matmul_shapes.png`). `None` when there are no matmul rows.
+fn plot_matmul_shapes(
+    rows: &[Row],
+    dir: &Path,
+    device: &str,
+) -> std::result::Result<Option<String>, String> {
+    let mut shapes: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| r.op == "matmul") {
+        if !shapes.contains(&r.shape) {
+            shapes.push(r.shape.clone());
+        }
+    }
+    if shapes.is_empty() {
+        return Ok(None);
+    }
+    let best = |shape: &str, ours: bool| {
+        rows.iter()
+            .filter(|r| r.op == "matmul" && r.shape == shape && r.ms.is_finite())
+            .filter(|r| !r.variant.starts_with('['))
+            .filter(|r| r.variant.starts_with("rust-simt") == ours)
+            .map(|r| r.ms)
+            .fold(f64::NAN, f64::min)
+    };
+    let tflops = |shape: &str, ms: f64| work("matmul", shape).1 / (ms * 1e-3) / 1e12;
+    let series = [true, false].map(|ours| Series {
+        name: if ours {
+            "rust-simt (best kernel)"
+        } else {
+            "best FP32 peer (cuBLAS, Triton ieee)"
+        }
+        .into(),
+        points: shapes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as f64, tflops(s, best(s, ours))))
+            .collect(),
+    });
+    let path = dir.join("matmul_shapes.png");
+    crate::plot::bar_plot(
+        &path,
+        &format!("matmul + ReLU, FP32, per shape (m x n x k) on {device}"),
+        &shapes,
+        "TFLOP/s",
+        &series,
+    )?;
+    Ok(Some(path.display().to_string()))
 }
 
 /// The markdown summary: for each op and shape, the floor, our best variant, the

@@ -96,15 +96,18 @@ impl MatmulKernel {
     /// Parses a [`label`](Self::label); `None` for anything else.
     pub fn from_label(s: &str) -> Option<MatmulKernel> {
         let split = |r: &str| r.strip_prefix('k')?.parse::<u32>().ok();
-        if let Some(rest) = s.strip_prefix("tile") {
+        let tile = |rest: &str| {
             let (tile, k) = rest.split_once('/')?;
             let (bm, bn) = tile.split_once('x')?;
             let (bm, bn) = (bm.parse::<u32>().ok()?, bn.parse::<u32>().ok()?);
             let tile = MM_TILES.iter().position(|t| t.bm == bm && t.bn == bn)?;
-            return Some(MatmulKernel::Tile {
+            Some(MatmulKernel::Tile {
                 tile,
                 split_k: split(k)?,
-            });
+            })
+        };
+        if let Some(t) = s.strip_prefix("tile").and_then(tile) {
+            return Some(t);
         }
         if let Some(k) = s.strip_prefix("gemv-row/") {
             return Some(MatmulKernel::GemvRow { split_k: split(k)? });
@@ -262,11 +265,10 @@ pub fn matmul(
             let g = grid(t.bm, t.bn)?;
             use matmul_tiles::*;
             let launch = match tile {
-                0 => split_launch::<matmul_relu_tile_128x128>,
-                1 => split_launch::<matmul_relu_tile_128x64>,
-                2 => split_launch::<matmul_relu_tile_64x128>,
-                3 => split_launch::<matmul_relu_tile_64x64>,
-                4 => split_launch::<matmul_relu_tile_32x64>,
+                0 => split_launch::<matmul_relu_tile_128x64>,
+                1 => split_launch::<matmul_relu_tile_64x128>,
+                2 => split_launch::<matmul_relu_tile_64x64>,
+                3 => split_launch::<matmul_relu_tile_32x64>,
                 _ => split_launch::<matmul_relu_tile_32x32>,
             };
             launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
@@ -477,10 +479,10 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
             split_k: split_for(s.m.div_ceil(GEMV_COL_ROWS) as u64, 8, 256),
         };
     }
-    if tile_blocks(&MM_TILES[0], s.m, s.n) >= sms {
+    if s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64 >= sms {
         return MatmulKernel::WarpTiled;
     }
-    if let Some(tile) = (1..MM_TILES.len()).find(|&i| tile_blocks(&MM_TILES[i], s.m, s.n) >= sms) {
+    if let Some(tile) = (0..MM_TILES.len()).find(|&i| tile_blocks(&MM_TILES[i], s.m, s.n) >= sms) {
         return MatmulKernel::Tile { tile, split_k: 1 };
     }
     let tile = MM_TILES.len() - 1;

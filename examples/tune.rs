@@ -1,0 +1,98 @@
+//! Tunes `MatmulKernel::Auto` ahead of time, like running a `@triton.autotune`d
+//! kernel once per shape: every candidate is timed on each shape, the winner is
+//! written to the tuning cache, and a table shows the winner against the heuristic
+//! (what `Auto` runs when a shape was never tuned).
+//!
+//! ```text
+//! cargo run --release --example tune                       # the benchmark sweep's shapes
+//! cargo run --release --example tune -- 1x4096x4096 333x777x555
+//! ```
+//!
+//! The cache is `$SIMT_TUNE_CACHE`, else `~/.cache/rust-simt/tune.json` (see
+//! `rust_simt::tune`); later runs of any program pick the tuned kernels from it. On
+//! the emulator it runs too, on small shapes, but timings there are host times.
+use rust_simt::ops::matmul::{auto_candidates, auto_heuristic, auto_key, matmul, Epilogue, Shape};
+use rust_simt::tune::{self, Timing};
+use rust_simt::{BackendKind, Result};
+
+fn main() -> Result<()> {
+    let g = rust_simt::gpu()?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let on_gpu = g.kind() == BackendKind::Cuda;
+    let shapes: Vec<String> = if !args.is_empty() {
+        args
+    } else if on_gpu {
+        rust_simt::sweep::shapes("matmul", false)
+    } else {
+        rust_simt::sweep::shapes("matmul", true)
+    };
+    println!(
+        "Tuning matmul (FP32) on {} into {}",
+        g.props().name,
+        tune::with_cache(|c| c.path().display().to_string())
+    );
+    println!("| shape | candidates | tuned choice | ms | heuristic | ms | heuristic / tuned |");
+    println!("|---|---|---|---|---|---|---|");
+    let timing = if on_gpu {
+        Timing::default()
+    } else {
+        Timing { warmup: 0, reps: 1 }
+    };
+    let pb = rust_simt::bench::progress(shapes.len() as u64, "tuning");
+    for s in &shapes {
+        let d: Vec<usize> = s.split('x').filter_map(|v| v.parse().ok()).collect();
+        let [m, n, k] = d[..] else {
+            eprintln!("skipping `{s}`: a shape is MxNxK, e.g. 1x4096x4096");
+            continue;
+        };
+        pb.set_message(s.clone());
+        let a = g.upload(&vec![0.5f32; m * k])?;
+        let b = g.upload(&vec![0.25f32; k * n])?;
+        let mut c = g.alloc::<f32>(m * n)?;
+        let shape = Shape {
+            m: m as u32,
+            n: n as u32,
+            k: k as u32,
+            aligned: k % 4 == 0 && n % 4 == 0,
+        };
+        let cands = auto_candidates(&g, shape);
+        let (best, entry) = tune::tune(&g, &cands, timing, |kern| {
+            matmul(
+                &g,
+                kern,
+                a.matrix(m, k)?,
+                b.matrix(k, n)?,
+                c.matrix_mut(m, n)?,
+                Epilogue::Relu,
+            )
+        })?;
+        let h = auto_heuristic(&g, shape);
+        let ms_of = |label: &str| entry.timings.iter().find(|t| t.0 == label).map(|t| t.1);
+        let (tb, th) = (
+            ms_of(&best.label()).unwrap_or(f64::NAN),
+            ms_of(&h.label()).unwrap_or(f64::NAN),
+        );
+        pb.suspend(|| {
+            println!(
+                "| {s} | {} | {} | {tb:.4} | {} | {th:.4} | {:.2}x |",
+                cands.len(),
+                best.label(),
+                h.label(),
+                th / tb
+            )
+        });
+        tune::with_cache(|cache| {
+            cache.insert(&auto_key(&g, shape), entry);
+            cache.save()
+        })
+        .map_err(|e| {
+            rust_simt::SimtError::Unsupported(format!(
+                "writing the tuning cache: {e}; set SIMT_TUNE_CACHE to a writable file"
+            ))
+        })?;
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    println!("Cached: `MatmulKernel::Auto` now runs the tuned choice for these shapes' buckets.");
+    Ok(())
+}

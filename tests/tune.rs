@@ -1,0 +1,294 @@
+//! The autotuner: its cache file (written, read back, invalidated by a new module,
+//! a corrupt file survived with a warning), its keys, its timing loop, and the
+//! matmul heuristic it falls back on.
+mod common;
+use common::*;
+use rust_simt::ops::matmul::{
+    auto_candidates, auto_heuristic, auto_key, matmul, Epilogue, MatmulKernel, Shape, MM_TILES,
+};
+use rust_simt::tune::{self, Cache, Config, Entry, Key, Timing};
+use rust_simt::{reference, Gpu};
+
+fn temp_path(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rust-simt-tune-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn entry(choice: MatmulKernel) -> Entry {
+    Entry {
+        choice: choice.label(),
+        timings: vec![
+            (choice.label(), 0.25),
+            (MatmulKernel::WarpTiled.label(), 0.5),
+        ],
+    }
+}
+
+#[test]
+fn cache_round_trip_and_invalidation() {
+    let g = gpu();
+    let path = temp_path("round_trip/tune.json");
+    let _ = std::fs::remove_file(&path);
+    let key = Key::new(&g, "matmul", "f32")
+        .dim("m", 1000)
+        .dim("n", 1)
+        .dim("k", 0)
+        .flag("aligned", false);
+    assert!(
+        key.as_str()
+            .ends_with("|matmul|f32|m=1024|n=1|k=0|!aligned"),
+        "{}",
+        key.as_str()
+    );
+
+    // Missing file: empty, no warning.
+    let (mut c, w) = Cache::load(&path, "module-a");
+    assert!(w.is_none() && c.get(&key).is_none());
+    let pick = MatmulKernel::Tile {
+        tile: 3,
+        split_k: 4,
+    };
+    c.insert(&key, entry(pick));
+    c.save().unwrap();
+
+    // Read back by the same module: the entry, exactly.
+    let (c2, w) = Cache::load(&path, "module-a");
+    assert!(w.is_none());
+    assert_eq!(c2.get(&key), Some(&entry(pick)));
+    assert_eq!(
+        MatmulKernel::from_label(&c2.get(&key).unwrap().choice),
+        Some(pick)
+    );
+
+    // Another module hash (a rebuilt kernel): empty, silently.
+    let (c3, w) = Cache::load(&path, "module-b");
+    assert!(w.is_none() && c3.get(&key).is_none());
+
+    // Corrupt files: empty, with a warning that names the file; saving repairs it.
+    for junk in [
+        "{ not json",
+        "{\"format\": 99, \"module\": \"module-a\", \"entries\": {}}",
+        "[]",
+        "",
+    ] {
+        std::fs::write(&path, junk).unwrap();
+        let (mut c4, w) = Cache::load(&path, "module-a");
+        let w = w.unwrap_or_else(|| panic!("no warning for {junk:?}"));
+        assert!(
+            w.contains(&path.display().to_string()) && w.contains("starting empty"),
+            "{w}"
+        );
+        assert!(c4.get(&key).is_none());
+        c4.insert(&key, entry(pick));
+        c4.save().unwrap();
+        assert_eq!(
+            Cache::load(&path, "module-a").0.get(&key),
+            Some(&entry(pick))
+        );
+    }
+}
+
+#[test]
+fn labels_round_trip() {
+    let mut all = MatmulKernel::ALL.to_vec();
+    all.push(MatmulKernel::Auto);
+    for tile in 0..MM_TILES.len() {
+        all.push(MatmulKernel::Tile {
+            tile,
+            split_k: 1 + tile as u32,
+        });
+    }
+    all.push(MatmulKernel::GemvRow { split_k: 16 });
+    all.push(MatmulKernel::GemvCol { split_k: 2 });
+    for k in all {
+        assert_eq!(
+            MatmulKernel::from_label(&Config::label(&k)),
+            Some(k),
+            "{}",
+            k.label()
+        );
+    }
+    for bad in [
+        "",
+        "tile",
+        "tile7x7/k1",
+        "tile64x64/4",
+        "gemv-row/kx",
+        "fast",
+    ] {
+        assert_eq!(MatmulKernel::from_label(bad), None, "{bad}");
+    }
+    assert_eq!(
+        MatmulKernel::Tile {
+            tile: 2,
+            split_k: 4
+        }
+        .label(),
+        "tile64x64/k4"
+    );
+}
+
+#[test]
+fn module_hash_changes_with_the_module() {
+    let a = tune::module_hash(rust_simt::ptx::MODULE.ptx());
+    assert_eq!(a, tune::module_hash(rust_simt::ptx::MODULE.ptx()));
+    assert_ne!(
+        a,
+        tune::module_hash(&format!("{} ", rust_simt::ptx::MODULE.ptx()))
+    );
+    assert_eq!(a.len(), 16);
+}
+
+fn shape(m: u32, n: u32, k: u32) -> Shape {
+    Shape {
+        m,
+        n,
+        k,
+        aligned: true,
+    }
+}
+
+#[test]
+fn heuristic_picks_by_shape() {
+    let g = gpu();
+    let sms = g.props().sms;
+    // One row or one column: the GEMV paths.
+    assert!(matches!(
+        auto_heuristic(&g, shape(1, 8192, 8192)),
+        MatmulKernel::GemvRow { .. }
+    ));
+    assert!(matches!(
+        auto_heuristic(&g, shape(8192, 1, 8192)),
+        MatmulKernel::GemvCol { .. }
+    ));
+    // Enough 128x128 tiles for every SM: stage 4.
+    let big = 128 * (sms as f64).sqrt().ceil() as u32;
+    assert_eq!(
+        auto_heuristic(&g, shape(big, big, 512)),
+        MatmulKernel::WarpTiled
+    );
+    // A tiny product: the smallest tile, K split when K is long.
+    match auto_heuristic(&g, shape(32, 32, 4096)) {
+        MatmulKernel::Tile { tile, split_k } => {
+            assert_eq!(tile, MM_TILES.len() - 1);
+            assert!(split_k > 1);
+        }
+        k => panic!("{k:?}"),
+    }
+    // Deterministic, and always one of the candidates.
+    for s in [
+        shape(1, 7, 3),
+        shape(5, 1, 1000),
+        shape(300, 300, 300),
+        shape(64, 4096, 4096),
+        shape(4096, 4096, 64),
+    ] {
+        let h = auto_heuristic(&g, s);
+        assert_eq!(h, auto_heuristic(&g, s));
+        assert!(auto_candidates(&g, s).contains(&h), "{s:?}: {h:?}");
+        assert_ne!(h, MatmulKernel::Auto);
+    }
+    // Keys bucket shapes.
+    assert_eq!(
+        auto_key(&g, shape(1000, 1000, 1000)),
+        auto_key(&g, shape(513, 1024, 600))
+    );
+    assert_ne!(
+        auto_key(&g, shape(1000, 1000, 1000)),
+        auto_key(
+            &g,
+            Shape {
+                aligned: false,
+                ..shape(1000, 1000, 1000)
+            }
+        )
+    );
+}
+
+/// Tuning times every candidate and returns the fastest; the chosen kernel then
+/// computes the right product (on the emulator the times are host times).
+#[test]
+fn tune_times_every_candidate() {
+    let g: Gpu = gpu();
+    let (m, n, k) = (37, 45, 70);
+    let (mut r, seed) = rng("tune");
+    let a = uniform(&mut r, m * k, -1.0, 1.0);
+    let b = uniform(&mut r, k * n, -1.0, 1.0);
+    let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+    let mut c = poisoned(&g, m * n);
+    let cands = auto_candidates(&g, shape(m as u32, n as u32, k as u32));
+    assert!(cands.len() > MM_TILES.len());
+    let timing = Timing { warmup: 0, reps: 1 };
+    let (best, e) = tune::tune(&g, &cands, timing, |kern| {
+        matmul(
+            &g,
+            kern,
+            ab.matrix(m, k)?,
+            bb.matrix(k, n)?,
+            c.matrix_mut(m, n)?,
+            Epilogue::Relu,
+        )
+    })
+    .unwrap();
+    assert_eq!(e.timings.len(), cands.len());
+    assert_eq!(e.choice, best.label());
+    let min = e.timings.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+    assert_eq!(e.timings.iter().find(|t| t.0 == e.choice).unwrap().1, min);
+    let mut c = poisoned(&g, m * n);
+    matmul(
+        &g,
+        best,
+        ab.matrix(m, k).unwrap(),
+        bb.matrix(k, n).unwrap(),
+        c.matrix_mut(m, n).unwrap(),
+        Epilogue::Relu,
+    )
+    .unwrap();
+    let want = reference::matmul(&a, &b, m, n, k, k, n, true);
+    assert_close(
+        "tuned",
+        seed,
+        &g.download(&c).unwrap(),
+        &want,
+        1e-5,
+        matmul_atol(k),
+        1e-5,
+    );
+
+    // A candidate that fails is left out; all failing is the first error.
+    let bad = [
+        MatmulKernel::GemvRow { split_k: 1 },
+        MatmulKernel::Tile {
+            tile: 0,
+            split_k: 1,
+        },
+    ];
+    let (best, e) = tune::tune(&g, &bad, timing, |kern| {
+        matmul(
+            &g,
+            kern,
+            ab.matrix(m, k)?,
+            bb.matrix(k, n)?,
+            c.matrix_mut(m, n)?,
+            Epilogue::None,
+        )
+    })
+    .unwrap();
+    assert_eq!(best, bad[1]);
+    assert_eq!(e.timings.len(), 1);
+    let r = tune::tune(&g, &bad[..1], timing, |kern| {
+        matmul(
+            &g,
+            kern,
+            ab.matrix(m, k)?,
+            bb.matrix(k, n)?,
+            c.matrix_mut(m, n)?,
+            Epilogue::None,
+        )
+    });
+    assert!(
+        matches!(r, Err(rust_simt::SimtError::Shape { .. })),
+        "{r:?}"
+    );
+}
