@@ -208,7 +208,7 @@ def main():
                 torch.backends.cuda.matmul.allow_tf32 = False
                 bench(op, "cuBLAS fp32 (torch)", shape, lambda: torch.relu(A @ B))
                 bench(op, "triton fp32 (ieee)", shape, lambda: triton_matmul_relu(A, B, True))
-                bench(op, "triton fp32 (ieee, autotuned)", shape, lambda: triton_matmul_relu_tuned(A, B))
+                bench(op, "triton fp32 (ieee) autotuned", shape, lambda: triton_matmul_relu_tuned(A, B))
                 if headline(op, shape) and comp("matmul", lambda p, q: torch.relu(p @ q)):
                     bench(op, "torch.compile fp32", shape, lambda: compiled["matmul"](A, B))
                 torch.backends.cuda.matmul.allow_tf32 = True

@@ -1,20 +1,26 @@
 //! Matmul + ReLU, naive and tiled, any shape and strides, against float64.
 mod common;
 use common::*;
-use rust_simt::ops::matmul::{matmul, matmul_host, Dims, Epilogue, MatmulKernel, MM_TILES};
+use rust_simt::ops::matmul::{
+    matmul, matmul_host, Dims, Epilogue, MatmulKernel, MM_ASYNC_TILES, MM_TILES,
+};
 use rust_simt::Layout;
 use rust_simt::{reference, SimtError};
 
 const KERNELS: [MatmulKernel; MatmulKernel::ALL.len()] = MatmulKernel::ALL;
 
-/// Every kernel that takes an `m x n` product: the stages, every tile unsplit and
+/// Every kernel that takes an `m x n` product: the stages, every tile of both tile
+/// kernels unsplit and
 /// in 3 K slices (an odd count: the last slice is short), the GEMV paths where a
 /// side is 1 (unsplit and in 5 slices), and `Auto`.
 fn kernels_for(m: usize, n: usize) -> Vec<MatmulKernel> {
     let mut v = KERNELS.to_vec();
-    for tile in 0..MM_TILES.len() {
-        for split_k in [1, 3] {
+    for split_k in [1, 3] {
+        for tile in 0..MM_TILES.len() {
             v.push(MatmulKernel::Tile { tile, split_k });
+        }
+        for tile in 0..MM_ASYNC_TILES.len() {
+            v.push(MatmulKernel::TileAsync { tile, split_k });
         }
     }
     for split_k in [1, 5] {

@@ -703,10 +703,14 @@ fn matmul_kernel(ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
         _ if ki == stages => MatmulKernel::Tile { tile, split_k },
         _ if ki == stages + 1 => MatmulKernel::GemvRow { split_k },
         _ if ki == stages + 2 => MatmulKernel::GemvCol { split_k },
+        _ if ki == stages + 3 => MatmulKernel::TileAsync {
+            tile: tile % rust_simt::ops::matmul::MM_ASYNC_TILES.len(),
+            split_k,
+        },
         _ => MatmulKernel::Auto,
     }
 }
-const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 4;
+const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 5;
 
 fn check_matmul(
     g: &Gpu,

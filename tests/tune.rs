@@ -4,7 +4,8 @@
 mod common;
 use common::*;
 use rust_simt::ops::matmul::{
-    auto_candidates, auto_heuristic, auto_key, matmul, Epilogue, MatmulKernel, Shape, MM_TILES,
+    auto_candidates, auto_heuristic, auto_key, matmul, Epilogue, MatmulKernel, Shape,
+    MM_ASYNC_TILES, MM_TILES,
 };
 use rust_simt::tune::{self, Cache, Config, Entry, Key, Timing};
 use rust_simt::{reference, Gpu};
@@ -98,6 +99,9 @@ fn labels_round_trip() {
             tile,
             split_k: 1 + tile as u32,
         });
+    }
+    for tile in 0..MM_ASYNC_TILES.len() {
+        all.push(MatmulKernel::TileAsync { tile, split_k: 3 });
     }
     all.push(MatmulKernel::GemvRow { split_k: 16 });
     all.push(MatmulKernel::GemvCol { split_k: 2 });

@@ -181,19 +181,46 @@ impl MmTile {
     pub const fn smem_bytes(&self) -> u32 {
         2 * (self.bm + self.bn) * MM_BK * 4
     }
-    /// Whether the tile is one the kernel can run: warps cover the block, the
-    /// thread tile is whole 4x4 groups, the loads split evenly over the threads.
-    pub const fn is_valid(&self) -> bool {
-        self.bm % 32 == 0
-            && self.bm % self.wm == 0
+    /// Dynamic shared memory of the `cp.async` variant (`matmul_tiles_async`):
+    /// [`MM_ASYNC_STAGES`] stages of `As[bm][MM_ASYNC_BK]` and `Bs[MM_ASYNC_BK][bn]`.
+    pub const fn async_smem_bytes(&self) -> u32 {
+        MM_ASYNC_STAGES * (self.bm + self.bn) * MM_ASYNC_BK * 4
+    }
+    /// 16-byte chunks of A each thread copies per step of the `cp.async` variant.
+    pub const fn async_a_loads(&self) -> u32 {
+        self.bm * MM_ASYNC_BK / 4 / self.threads()
+    }
+    /// 16-byte chunks of B each thread copies per step of the `cp.async` variant.
+    pub const fn async_b_loads(&self) -> u32 {
+        self.bn * MM_ASYNC_BK / 4 / self.threads()
+    }
+    /// Whether warps cover the block and the thread tile is whole 4x4 groups.
+    pub const fn is_valid_layout(&self) -> bool {
+        self.bm % self.wm == 0
             && self.bn % self.wn == 0
             && self.wm % 16 == 0
             && self.wn % 32 == 0
             && self.threads() <= 1024
+    }
+    /// Whether the register-staged tile kernel can run it: a valid layout, the A
+    /// tile's swizzle (`bm % 32`), the loads split evenly over the threads.
+    pub const fn is_valid(&self) -> bool {
+        self.is_valid_layout()
+            && self.bm % 32 == 0
             && (self.bm * MM_BK / 4) % self.threads() == 0
             && (self.bn * MM_BK / 4) % self.threads() == 0
             && self.a_loads() >= 1
             && self.b_loads() >= 1
+    }
+    /// Whether the `cp.async` variant can run it: a valid layout, 4-row thread tiles,
+    /// the copies split evenly over the threads.
+    pub const fn is_valid_async(&self) -> bool {
+        self.is_valid_layout()
+            && self.tm() == 4
+            && (self.bm * MM_ASYNC_BK / 4) % self.threads() == 0
+            && (self.bn * MM_ASYNC_BK / 4) % self.threads() == 0
+            && self.async_a_loads() >= 1
+            && self.async_b_loads() >= 1
     }
 }
 
@@ -216,6 +243,32 @@ const _: () = {
         i += 1;
     }
 };
+
+/// The tiles of the `cp.async` variant (`matmul_tiles_async`), kernel `i` named
+/// `matmul_relu_async_{bm}x{bn}`. Warp tiles 16 rows high (4 rows a thread): the
+/// variant holds a thread's 4-k slice of A in registers (`4·tm` floats), which with
+/// 8-row thread tiles spilled (so did a 64x128 tile of 16x64 warps, at 128
+/// registers).
+pub const MM_ASYNC_TILES: [MmTile; 4] = [
+    MmTile::new(128, 64, 16, 64, 2),
+    MmTile::new(64, 64, 16, 32, 2),
+    MmTile::new(32, 64, 16, 32, 4),
+    MmTile::new(32, 32, 16, 32, 8),
+];
+const _: () = {
+    let mut i = 0;
+    while i < MM_ASYNC_TILES.len() {
+        assert!(MM_ASYNC_TILES[i].is_valid_async());
+        i += 1;
+    }
+};
+
+/// The `cp.async` variant of the tile kernels (`matmul_tiles_async`): depth of one
+/// K step (a 128-byte row of A per tile row: 8 chunks of 16 bytes).
+pub const MM_ASYNC_BK: u32 = 32;
+/// The `cp.async` variant: shared-memory stages (two steps in flight while one is
+/// computed), as Triton's FP32 configs use.
+pub const MM_ASYNC_STAGES: u32 = 3;
 
 /// Threads per block of the split-K reduction (4 outputs per thread).
 pub const SPLITK_REDUCE_THREADS: u32 = 256;

@@ -16,6 +16,7 @@
 //! | [`row_sum`] | blocks per row with atomics, lane groups per row |
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
 //! | [`matmul_tiles`] | stage 4 with the block tile as a parameter (128x128 to 32x32) and split K: the autotuner's FP32 kernels |
+//! | [`matmul_tiles_async`] | the same tiles fed by a 3-stage `cp.async` pipeline, K steps of 32: small products |
 //! | [`matmul_gemv`] | a row times a matrix, a matrix times a column: memory-bound products at copy bandwidth |
 //! | [`matmul_mma`], [`matmul_mma_pipelined`] | matmul + ReLU on tensor cores (bf16, f16, tf32), stages 5 and 6 |
 //! | [`matmul_wgmma`] | matmul + ReLU with `wgmma` and TMA (bf16, f16; Hopper, sm_90a module), stage 7 |
@@ -61,6 +62,7 @@ portable!(
     matmul_tiled,
     matmul_tiled_db,
     matmul_tiles,
+    matmul_tiles_async,
     matmul_warptiled,
     row_sum,
     selftest,

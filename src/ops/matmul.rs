@@ -3,14 +3,15 @@
 //!
 //! Zero-sized: `m = 0` or `n = 0` writes nothing and launches nothing; `k = 0`
 //! writes `epilogue(0) = 0` to every element of C (the empty sum), as `torch.mm` does.
-pub use kernels::config::{MmTile, MM_TILES, SPLITK_MAX};
+pub use kernels::config::{MmTile, MM_ASYNC_TILES, MM_TILES, SPLITK_MAX};
 use kernels::config::{
     GEMV_COL_ROWS, GEMV_ROW_COLS, MM_BK, MM_BM, MM_BN, NAIVE_TILE, SPLITK_REDUCE_THREADS,
 };
 pub use kernels::params::Epilogue;
 use kernels::params::{MatMut, MatRef, MatmulParams, MatmulSplitParams, SplitReduceParams};
 use kernels::{
-    matmul_gemv, matmul_naive, matmul_tiled, matmul_tiled_db, matmul_tiles, matmul_warptiled,
+    matmul_gemv, matmul_naive, matmul_tiled, matmul_tiled_db, matmul_tiles, matmul_tiles_async,
+    matmul_warptiled,
 };
 use simt::{dim3, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
@@ -39,6 +40,14 @@ pub enum MatmulKernel {
     /// partial products a second kernel adds in a fixed order.
     Tile {
         /// Index into [`MM_TILES`].
+        tile: usize,
+        /// K slices, 1 to [`SPLITK_MAX`].
+        split_k: u32,
+    },
+    /// Block tile `MM_ASYNC_TILES[tile]` fed by a 3-stage `cp.async` pipeline with K
+    /// steps of 32 (latency-bound small products), K in `split_k` slices.
+    TileAsync {
+        /// Index into [`MM_ASYNC_TILES`].
         tile: usize,
         /// K slices, 1 to [`SPLITK_MAX`].
         split_k: u32,
@@ -75,6 +84,7 @@ impl MatmulKernel {
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
             MatmulKernel::WarpTiled => "warptiled",
             MatmulKernel::Tile { .. } => "tile",
+            MatmulKernel::TileAsync { .. } => "async",
             MatmulKernel::GemvRow { .. } => "gemv-row",
             MatmulKernel::GemvCol { .. } => "gemv-col",
             MatmulKernel::Auto => "auto",
@@ -88,6 +98,10 @@ impl MatmulKernel {
                 Some(t) => format!("tile{}x{}/k{split_k}", t.bm, t.bn),
                 None => format!("tile#{tile}/k{split_k}"),
             },
+            MatmulKernel::TileAsync { tile, split_k } => match MM_ASYNC_TILES.get(tile) {
+                Some(t) => format!("async{}x{}/k{split_k}", t.bm, t.bn),
+                None => format!("async#{tile}/k{split_k}"),
+            },
             MatmulKernel::GemvRow { split_k } => format!("gemv-row/k{split_k}"),
             MatmulKernel::GemvCol { split_k } => format!("gemv-col/k{split_k}"),
             k => k.name().to_string(),
@@ -96,18 +110,23 @@ impl MatmulKernel {
     /// Parses a [`label`](Self::label); `None` for anything else.
     pub fn from_label(s: &str) -> Option<MatmulKernel> {
         let split = |r: &str| r.strip_prefix('k')?.parse::<u32>().ok();
-        let tile = |rest: &str| {
+        let tile = |rest: &str, tiles: &[MmTile]| {
             let (tile, k) = rest.split_once('/')?;
             let (bm, bn) = tile.split_once('x')?;
             let (bm, bn) = (bm.parse::<u32>().ok()?, bn.parse::<u32>().ok()?);
-            let tile = MM_TILES.iter().position(|t| t.bm == bm && t.bn == bn)?;
-            Some(MatmulKernel::Tile {
-                tile,
-                split_k: split(k)?,
-            })
+            Some((
+                tiles.iter().position(|t| t.bm == bm && t.bn == bn)?,
+                split(k)?,
+            ))
         };
-        if let Some(t) = s.strip_prefix("tile").and_then(tile) {
-            return Some(t);
+        if let Some((tile, split_k)) = s.strip_prefix("tile").and_then(|r| tile(r, &MM_TILES)) {
+            return Some(MatmulKernel::Tile { tile, split_k });
+        }
+        if let Some((tile, split_k)) = s
+            .strip_prefix("async")
+            .and_then(|r| tile(r, &MM_ASYNC_TILES))
+        {
+            return Some(MatmulKernel::TileAsync { tile, split_k });
         }
         if let Some(k) = s.strip_prefix("gemv-row/") {
             return Some(MatmulKernel::GemvRow { split_k: split(k)? });
@@ -130,6 +149,9 @@ impl MatmulKernel {
             MatmulKernel::TiledDoubleBuffered => matmul_tiled_db::matmul_relu_tiled_db::NAME,
             MatmulKernel::WarpTiled => matmul_warptiled::matmul_relu_warptiled::NAME,
             MatmulKernel::Tile { tile, .. } => matmul_tiles::TILE_KERNEL_NAMES.get(tile)?,
+            MatmulKernel::TileAsync { tile, .. } => {
+                matmul_tiles_async::ASYNC_KERNEL_NAMES.get(tile)?
+            }
             MatmulKernel::GemvRow { .. } => matmul_gemv::matmul_gemv_row::NAME,
             MatmulKernel::GemvCol { .. } => matmul_gemv::matmul_gemv_col::NAME,
             MatmulKernel::Auto => return None,
@@ -139,6 +161,7 @@ impl MatmulKernel {
     pub fn split_k(self) -> u32 {
         match self {
             MatmulKernel::Tile { split_k, .. }
+            | MatmulKernel::TileAsync { split_k, .. }
             | MatmulKernel::GemvRow { split_k }
             | MatmulKernel::GemvCol { split_k } => split_k,
             _ => 1,
@@ -270,6 +293,23 @@ pub fn matmul(
                 2 => split_launch::<matmul_relu_tile_64x64>,
                 3 => split_launch::<matmul_relu_tile_32x64>,
                 _ => split_launch::<matmul_relu_tile_32x32>,
+            };
+            launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
+        }
+        MatmulKernel::TileAsync { tile, split_k } => {
+            let Some(t) = MM_ASYNC_TILES.get(tile) else {
+                return Err(SimtError::Unsupported(format!(
+                    "{op}: tile {tile} does not exist: MatmulKernel::TileAsync takes 0..{} (MM_ASYNC_TILES)",
+                    MM_ASYNC_TILES.len()
+                )));
+            };
+            let g = grid(t.bm, t.bn)?;
+            use matmul_tiles_async::*;
+            let launch = match tile {
+                0 => split_launch::<matmul_relu_async_128x64>,
+                1 => split_launch::<matmul_relu_async_64x64>,
+                2 => split_launch::<matmul_relu_async_32x64>,
+                _ => split_launch::<matmul_relu_async_32x32>,
             };
             launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
         }
@@ -414,20 +454,23 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
     m.div_ceil(t.bm) as u64 * n.div_ceil(t.bn) as u64
 }
 
-/// What the tuner times for a shape: stage 4, every tile with the K splits that
-/// could fill the device (up to 8 blocks per SM, at least 128 of K per slice), and
-/// the GEMV path where a side is 1.
+/// What the tuner times for a shape: stage 4, every tile of both tile kernels with
+/// the K splits that could fill the device (up to 8 blocks per SM, at least 128 of
+/// K per slice), and the GEMV path where a side is 1.
 pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
     let sms = gpu.props().sms.max(1) as u64;
     let mut v = vec![MatmulKernel::WarpTiled];
-    for (tile, t) in MM_TILES.iter().enumerate() {
+    let splits = |t: &MmTile| {
         let blocks = tile_blocks(t, s.m, s.n);
-        for split_k in [1u32, 2, 4, 8, 16, 32] {
-            if split_k > 1 && (blocks * split_k as u64 > 8 * sms || s.k / split_k < 128) {
-                continue;
-            }
-            v.push(MatmulKernel::Tile { tile, split_k });
-        }
+        [1u32, 2, 4, 8, 16, 32]
+            .into_iter()
+            .filter(move |&sk| sk == 1 || (blocks * sk as u64 <= 8 * sms && s.k / sk >= 128))
+    };
+    for (tile, t) in MM_TILES.iter().enumerate() {
+        v.extend(splits(t).map(|split_k| MatmulKernel::Tile { tile, split_k }));
+    }
+    for (tile, t) in MM_ASYNC_TILES.iter().enumerate() {
+        v.extend(splits(t).map(|split_k| MatmulKernel::TileAsync { tile, split_k }));
     }
     let gemv_splits = |rows_blocks: u64| {
         [1u32, 2, 4, 8, 16, 32]

@@ -1,0 +1,269 @@
+//! Matmul + ReLU, stage 4c: configurable tiles as stage 4b's, fed by a 3-stage
+//! `cp.async` pipeline with K steps of 32 ([`MM_ASYNC_TILES`]).
+//!
+//! Stage 4b ([`crate::matmul_tiles`]) stages each K step of 8 through registers and
+//! waits out one global-memory round trip (about 1 us under load) per step, with
+//! only one step in flight. A small product has few steps' worth of FMAs per block
+//! to hide it behind: at 256^3 a 32x32 block computes 16 outputs per thread over
+//! 32 steps, and the round trips are most of its time.
+//!
+//! Here each step is 32 deep and two steps are in flight while a third is computed
+//! ([`MM_ASYNC_STAGES`]): a 256^3 product is 8 steps per block, with the loads of
+//! steps `s+1` and `s+2` landing while step `s` is computed. The copies go straight
+//! from global to shared memory (`cp.async`), so staging costs no registers.
+//!
+//! **A is not transposed.** `cp.async` copies contiguous 16-byte chunks, so A's
+//! tile stays row-major, `As[m][k]`, 128 bytes a row. A thread reads its rows 4 k at
+//! a time (one 16-byte load gives a row's values for 4 k steps), so per 4 k steps it
+//! loads `TM` vectors of A and `4·TN/4` of B for `4·TM·TN` FMAs, the same ratio as
+//! stage 4b. The chunk of row `r` holding k `4c..4c+4` is stored at chunk
+//! `c ^ (r/4 % 8)`: the 4 rows a warp reads at once (`4ly + i`, `ly = 0..3`) then
+//! sit in 4 different 16-byte bank groups, so the load is conflict-free (without the
+//! XOR all 4 would hit the same banks: a 4-way conflict). The pipeline module's docs
+//! tell why transposing A with 4-byte copies did not pay.
+//!
+//! Edges: a chunk that is only partly inside the matrix, or any chunk of an
+//! unaligned operand, is copied as 4-byte pieces (a 16-byte copy with fewer source
+//! bytes still reads 16); pieces outside the matrix or the K slice are zero-filled.
+use crate::config::{MmTile, MM_ASYNC_BK, MM_ASYNC_STAGES, MM_ASYNC_TILES, WARP_SIZE};
+use crate::params::MatmulSplitParams;
+use simt_std::memory::{is_aligned16, store4, store4_first, F32x4};
+use simt_std::pipeline::{commit, copy_async, wait};
+use simt_std::shared::{dynamic_shared, Smem};
+use simt_std::thread::{block_idx, sync_threads, thread_idx};
+use simt_std::{kernel, unroll};
+
+/// Lanes down a warp tile.
+const LANES_M: u32 = 4;
+/// Lanes across a warp tile.
+const LANES_N: u32 = 8;
+/// 16-byte chunks per row of an A stage.
+const A_CHUNKS: u32 = MM_ASYNC_BK / 4;
+
+/// The physical chunk of logical chunk `c` of A's stage row `r`.
+#[inline(always)]
+pub const fn a_chunk(r: u32, c: u32) -> u32 {
+    c ^ ((r / 4) % A_CHUNKS)
+}
+
+/// Copies the 4 floats at `src[0..valid]` (zeros after) to `dst`: one 16-byte copy
+/// when all 4 exist and `vec`, else 4-byte pieces.
+///
+/// # Safety
+/// `src[0..valid]` readable (`valid <= 4`), `base` a readable address of the same
+/// allocation, `dst` a 16-byte aligned shared chunk no one reads before a `wait`
+/// and a barrier; with `vec`, `src` 16-byte aligned.
+#[inline(always)]
+unsafe fn copy_chunk(dst: Smem<f32>, src: *const f32, base: *const f32, valid: u32, vec: bool) {
+    if valid == 4 && vec {
+        // SAFETY: 4 readable floats, aligned.
+        unsafe { copy_async::<16, f32>(dst, src, 16) };
+    } else {
+        unroll!(4, J => {
+            let ok = (J as u32) < valid;
+            // SAFETY: piece J exists when ok; else 0 bytes from the allocation's base.
+            unsafe { copy_async::<4, f32>(dst.add(J), if ok { src.wrapping_add(J) } else { base }, if ok { 4 } else { 0 }) };
+        });
+    }
+}
+
+/// The body of every `matmul_relu_async_*` kernel (see the module docs): block tile
+/// `BM x BN`, warp tile `WM x WN`, thread tile `TM x TN`, `LA` and `LB` chunk copies
+/// of A and B per thread and step.
+///
+/// # Safety
+/// The kernel's contract (see [`matmul_relu_async_64x64()`]).
+#[inline(always)]
+unsafe fn async_body<
+    const BM: u32,
+    const BN: u32,
+    const WM: u32,
+    const WN: u32,
+    const TM: usize,
+    const TN: usize,
+    const LA: u32,
+    const LB: u32,
+>(
+    p: MatmulSplitParams,
+) {
+    const {
+        let t = MmTile::new(BM, BN, WM, WN, 1);
+        assert!(t.is_valid_async());
+        assert!(t.tm() as usize == TM && t.tn() as usize == TN);
+        assert!(t.async_a_loads() == LA && t.async_b_loads() == LB);
+        assert!(TM == 4 && (TN == 4 || TN == 8));
+    };
+    const BK: u32 = MM_ASYNC_BK;
+    let threads = (BM / WM) * (BN / WN) * WARP_SIZE;
+    let (a, b, c, m, n, k, lda, ldb, ldc, relu) = p.mm.unpack();
+    let t = thread_idx().x;
+    let (row0, col0) = (block_idx().y * BM, block_idx().x * BN);
+    let z = block_idx().z;
+    let k_begin = z * p.k_chunk;
+    let k_end = if k - k_begin > p.k_chunk { k_begin + p.k_chunk } else { k };
+    let split = !p.partials.is_null();
+    let (out, ldo, relu) = if split {
+        (p.partials.wrapping_add((z * m * n) as usize), n, 0)
+    } else {
+        (c, ldc, relu)
+    };
+    let vec_a = is_aligned16(a) && lda % 4 == 0;
+    let vec_b = is_aligned16(b) && ldb % 4 == 0;
+    let vec_o = is_aligned16(out) && ldo % 4 == 0;
+    let (warp, lane) = (t / WARP_SIZE, t % WARP_SIZE);
+    let (wm, wn) = (warp / (BN / WN), warp % (BN / WN));
+    let rm = wm * WM + 4 * (lane / LANES_N);
+    let cn = wn * WN + 4 * (lane % LANES_N);
+    let smem = dynamic_shared::<f32>();
+    let a_stage = (BM * BK) as usize;
+    let stage = ((BM + BN) * BK) as usize;
+
+    // Issues the copies of step `st` into its stage and commits them as one group
+    // (an empty group past the slice, so every step's `wait` counts the same).
+    // SAFETY (callers): the stage is not read until this group's wait and a barrier.
+    let issue = |st: u32| {
+        let k0 = k_begin + st * BK;
+        let s_a = smem.add((st % MM_ASYNC_STAGES) as usize * stage);
+        let s_b = s_a.add(a_stage);
+        if k0 < k_end {
+            for i in 0..LA {
+                let e = t + i * threads;
+                let (r, ch) = (e / A_CHUNKS, e % A_CHUNKS);
+                let (gr, gk) = (row0 + r, k0 + 4 * ch);
+                let valid = if gr < m && gk < k_end { (k_end - gk).min(4) } else { 0 };
+                let dst = s_a.add((r * BK + 4 * a_chunk(r, ch)) as usize);
+                // SAFETY: row gr < m and columns gk..gk+valid < k when valid > 0; the
+                // chunk lies in this stage of A.
+                unsafe { copy_chunk(dst, a.wrapping_add((gr * lda + gk) as usize), a, valid, vec_a) };
+            }
+            for i in 0..LB {
+                let e = t + i * threads;
+                let (kr, ch) = (e / (BN / 4), e % (BN / 4));
+                let (gk, gc) = (k0 + kr, col0 + 4 * ch);
+                let valid = if gk < k_end && gc < n { (n - gc).min(4) } else { 0 };
+                let dst = s_b.add((kr * BN + 4 * ch) as usize);
+                // SAFETY: row gk < k and columns gc..gc+valid < n when valid > 0.
+                unsafe { copy_chunk(dst, b.wrapping_add((gk * ldb + gc) as usize), b, valid, vec_b) };
+            }
+        }
+        commit();
+    };
+
+    let mut acc = [[0.0f32; TN]; TM];
+    let steps = (k_end - k_begin).div_ceil(BK);
+    unroll!(2, S => { issue(S as u32); });
+    const { assert!(MM_ASYNC_STAGES == 3) };
+    let mut s = 0u32;
+    while s < steps {
+        // Step s's copies have landed (at most the next one is in flight) in every
+        // thread, and every thread has finished computing step s-1.
+        wait::<1>();
+        sync_threads();
+        // Refill the stage of step s-1 with step s+2.
+        issue(s + 2);
+        let s_a = smem.add((s % MM_ASYNC_STAGES) as usize * stage);
+        let s_b = s_a.add(a_stage);
+        unroll!(8, KC => {
+            let kc = KC as u32;
+            // The thread's TM rows, k = 4kc..4kc+4 of each.
+            let mut av = [F32x4::default(); TM];
+            for (i, v) in av.iter_mut().enumerate() {
+                let r = rm + (i as u32 / 4) * 4 * LANES_M + i as u32 % 4;
+                // SAFETY: row r < BM of this stage, chunk < 8, 16-byte aligned.
+                *v = unsafe { s_a.add((r * BK + 4 * a_chunk(r, kc)) as usize).load4() };
+            }
+            unroll!(4, KK => {
+                let kr = 4 * kc + KK as u32;
+                // SAFETY: row kr < BK of this stage of B, columns inside, aligned.
+                let (b_lo, b_hi) = unsafe {
+                    (
+                        s_b.add((kr * BN + cn) as usize).load4(),
+                        if TN == 8 { s_b.add((kr * BN + cn + 4 * LANES_N) as usize).load4() } else { F32x4::default() },
+                    )
+                };
+                let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
+                for i in 0..TM {
+                    let x = av[i].to_array()[KK];
+                    for j in 0..TN {
+                        acc[i][j] = simt_std::math::fma(x, bf[j], acc[i][j]);
+                    }
+                }
+                simt_std::memory::compiler_barrier();
+            });
+        });
+        s += 1;
+    }
+    // Nothing is left in flight past the slice (those groups were empty), but leave
+    // no copy pending at exit either.
+    wait::<0>();
+    for gi in 0..TM / 4 {
+        for r in 0..4 {
+            let i = 4 * gi + r;
+            let row = row0 + rm + gi as u32 * 4 * LANES_M + r as u32;
+            for gj in 0..TN / 4 {
+                let col = col0 + cn + gj as u32 * 4 * LANES_N;
+                let mut v = F32x4 { x: acc[i][4 * gj], y: acc[i][4 * gj + 1], z: acc[i][4 * gj + 2], w: acc[i][4 * gj + 3] };
+                if relu != 0 {
+                    v = v.map(|x| if x > 0.0 { x } else { 0.0 });
+                }
+                let q = out.wrapping_add((row * ldo + col) as usize);
+                if vec_o && row0 + BM <= m && col0 + BN <= n {
+                    // SAFETY: the block tile is inside the output, rows aligned.
+                    unsafe { store4(q, v) };
+                } else if row < m && col < n {
+                    // SAFETY: row < m; of the columns col.., those below n are written.
+                    unsafe { store4_first(q, v, n - col, vec_o) };
+                }
+            }
+        }
+    }
+}
+
+/// Declares the `cp.async` kernel of `MM_ASYNC_TILES[$i]`.
+macro_rules! async_kernels {
+    ($($name:ident = $i:literal),* $(,)?) => {$(
+        kernel! {
+            /// `C = relu?(A · B)` (or one K slice's raw sums), FP32, block tile as
+            /// named, fed by a 3-stage `cp.async` pipeline (see the module docs).
+            ///
+            /// # Safety
+            /// As [`matmul_relu_tile_64x64()`](crate::matmul_tiles::matmul_relu_tile_64x64()).
+            ///
+            /// # Thread Mapping
+            /// As the tile kernels; copies: thread `t` copies A chunks `e = t + i·T`
+            /// (row `e / 8`, k `4(e % 8)..+4`) and B chunks (row `e / (bn/4)`, columns
+            /// `4(e % (bn/4))..+4`) of each step.
+            #[launch(threads = MM_ASYNC_TILES[$i].threads(), min_blocks = MM_ASYNC_TILES[$i].min_blocks, shared = MM_ASYNC_TILES[$i].async_smem_bytes())]
+            pub unsafe fn $name(p: MatmulSplitParams) {
+                // SAFETY: forwarded contract.
+                unsafe {
+                    async_body::<
+                        { MM_ASYNC_TILES[$i].bm },
+                        { MM_ASYNC_TILES[$i].bn },
+                        { MM_ASYNC_TILES[$i].wm },
+                        { MM_ASYNC_TILES[$i].wn },
+                        { MM_ASYNC_TILES[$i].tm() as usize },
+                        { MM_ASYNC_TILES[$i].tn() as usize },
+                        { MM_ASYNC_TILES[$i].async_a_loads() },
+                        { MM_ASYNC_TILES[$i].async_b_loads() },
+                    >(p)
+                }
+            }
+        }
+    )*};
+}
+
+async_kernels!(
+    matmul_relu_async_128x64 = 0,
+    matmul_relu_async_64x64 = 1,
+    matmul_relu_async_32x64 = 2,
+    matmul_relu_async_32x32 = 3,
+);
+
+/// The PTX entry names of the `cp.async` tile kernels, in [`MM_ASYNC_TILES`] order.
+pub const ASYNC_KERNEL_NAMES: [&str; MM_ASYNC_TILES.len()] = [
+    "matmul_relu_async_128x64",
+    "matmul_relu_async_64x64",
+    "matmul_relu_async_32x64",
+    "matmul_relu_async_32x32",
+];
