@@ -248,8 +248,15 @@ impl Cache {
     /// Writes the cache (to a temporary file first, then renamed into place, so a
     /// crash never leaves half a file).
     pub fn save(&self) -> std::io::Result<()> {
+        // Keep what other processes tuned since this one read the file (same module);
+        // this process's entries win on a clash.
+        let mut all = match std::fs::read_to_string(&self.path).map(|t| Self::parse(&t)) {
+            Ok(Ok((m, e))) if m == self.module => e,
+            _ => BTreeMap::new(),
+        };
+        all.extend(self.entries.iter().map(|(k, e)| (k.clone(), e.clone())));
         let mut entries = serde_json::Map::new();
-        for (k, e) in &self.entries {
+        for (k, e) in &all {
             let mut t = serde_json::Map::new();
             for (label, ms) in &e.timings {
                 t.insert(label.clone(), serde_json::json!(ms));
@@ -397,12 +404,16 @@ pub fn tune<C: Config>(
 }
 
 /// The configuration to run for `key`: see the module docs for how the mode
-/// decides. `run` runs the op with a candidate (only called when tuning).
+/// decides. `valid` says whether a cached choice can run this call's shape; `run`
+/// runs the op with a candidate (only called when tuning). When tuning fails (every
+/// candidate fails, or the L2-flush buffer cannot be allocated) the heuristic is
+/// used, with a warning.
 pub fn choose<C: Config>(
     gpu: &Gpu,
     key: &Key,
     candidates: &[C],
     heuristic: C,
+    valid: impl Fn(C) -> bool,
     run: impl FnMut(C) -> Result<()>,
 ) -> Result<C> {
     let mode = if gpu.kind() == BackendKind::Emulator {
@@ -413,14 +424,26 @@ pub fn choose<C: Config>(
     if mode == Mode::Off {
         return Ok(heuristic);
     }
+    // A cached choice serves every shape of its bucket that it can run, whether or not
+    // this exact shape would have listed it as a candidate.
     let cached = with_cache(|c| c.get(key).and_then(|e| C::from_label(&e.choice)));
-    if let Some(c) = cached.filter(|c| candidates.contains(c)) {
+    if let Some(c) = cached.filter(|&c| valid(c)) {
         return Ok(c);
     }
     if mode == Mode::Cached {
         return Ok(heuristic);
     }
-    let (c, entry) = tune(gpu, candidates, Timing::default(), run)?;
+    let (c, entry) = match tune(gpu, candidates, Timing::default(), run) {
+        Ok(r) => r,
+        Err(e) => {
+            warn_once(&format!(
+                "tuning {}: {e}; using the heuristic choice {}",
+                key.as_str(),
+                heuristic.label()
+            ));
+            return Ok(heuristic);
+        }
+    };
     with_cache(|cache| {
         cache.insert(key, entry);
         if let Err(e) = cache.save() {

@@ -90,6 +90,66 @@ fn cache_round_trip_and_invalidation() {
     }
 }
 
+/// Two processes tuning into one file: each save keeps the other's entries.
+#[test]
+fn saves_merge_with_the_file() {
+    let g = gpu();
+    let path = temp_path("merge/tune.json");
+    let _ = std::fs::remove_file(&path);
+    let k1 = Key::new(&g, "matmul", "f32").dim("m", 1);
+    let k2 = Key::new(&g, "matmul", "f32").dim("m", 2);
+    let (mut p1, _) = Cache::load(&path, "m");
+    let (mut p2, _) = Cache::load(&path, "m");
+    p1.insert(&k1, entry(MatmulKernel::GemvRow { split_k: 2 }));
+    p1.save().unwrap();
+    p2.insert(&k2, entry(MatmulKernel::Tiled));
+    p2.save().unwrap();
+    let (both, _) = Cache::load(&path, "m");
+    assert_eq!(
+        both.get(&k1),
+        Some(&entry(MatmulKernel::GemvRow { split_k: 2 }))
+    );
+    assert_eq!(both.get(&k2), Some(&entry(MatmulKernel::Tiled)));
+    // A file of another module is not merged in.
+    let (mut p3, _) = Cache::load(&path, "other");
+    p3.insert(&k2, entry(MatmulKernel::Naive));
+    p3.save().unwrap();
+    let (only, _) = Cache::load(&path, "other");
+    assert!(only.get(&k1).is_none());
+}
+
+/// A cached choice serves any shape of its bucket it can run.
+#[test]
+fn runs_says_which_shapes_a_kernel_takes() {
+    let s = |m, n, k| Shape {
+        m,
+        n,
+        k,
+        aligned: true,
+    };
+    let tile = MatmulKernel::Tile {
+        tile: 4,
+        split_k: 32,
+    };
+    assert!(tile.runs(s(64, 64, 3000)) && tile.runs(s(1, 1, 1)));
+    assert!(!MatmulKernel::Tile {
+        tile: MM_TILES.len(),
+        split_k: 1
+    }
+    .runs(s(8, 8, 8)));
+    assert!(!MatmulKernel::TileAsync {
+        tile: 0,
+        split_k: 33
+    }
+    .runs(s(8, 8, 8)));
+    assert!(MatmulKernel::GemvRow { split_k: 4 }.runs(s(1, 9, 9)));
+    assert!(!MatmulKernel::GemvRow { split_k: 4 }.runs(s(2, 9, 9)));
+    assert!(MatmulKernel::GemvCol { split_k: 1 }.runs(s(9, 1, 9)));
+    assert!(!MatmulKernel::GemvCol { split_k: 1 }.runs(s(9, 2, 9)));
+    assert!(!MatmulKernel::Auto.runs(s(9, 9, 9)));
+    assert!(MatmulKernel::WarpTiled.runs(s(9, 9, 9)));
+}
+
 #[test]
 fn labels_round_trip() {
     let mut all = MatmulKernel::ALL.to_vec();

@@ -17,7 +17,7 @@ pub fn bench(c: &mut Criterion) {
         let b = gpu.upload(&data(n * n)).unwrap();
         let mut out = gpu.alloc::<f32>(n * n).unwrap();
         g.throughput(Throughput::Elements(Dims { m: n, n, k: n }.flops() as u64)); // FLOPs
-        // The lecture's stages, then Auto (the tuner's cached pick, else its heuristic).
+                                                                                   // The lecture's stages, then Auto (the tuner's cached pick, else its heuristic).
         for k in MatmulKernel::ALL.into_iter().chain([MatmulKernel::Auto]) {
             g.bench_function(BenchmarkId::new(format!("{k:?}"), n), |bch| {
                 bch.iter_custom(|iters| {

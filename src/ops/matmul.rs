@@ -157,6 +157,22 @@ impl MatmulKernel {
             MatmulKernel::Auto => return None,
         })
     }
+    /// Whether the kernel can run a product of this shape: the GEMV paths need
+    /// `m = 1` (row) or `n = 1` (column), tile indices and splits must exist, and
+    /// `Auto` is never a choice itself.
+    pub fn runs(self, s: Shape) -> bool {
+        let split_ok = |sk: u32| (1..=SPLITK_MAX).contains(&sk);
+        match self {
+            MatmulKernel::Tile { tile, split_k } => tile < MM_TILES.len() && split_ok(split_k),
+            MatmulKernel::TileAsync { tile, split_k } => {
+                tile < MM_ASYNC_TILES.len() && split_ok(split_k)
+            }
+            MatmulKernel::GemvRow { split_k } => s.m == 1 && split_ok(split_k),
+            MatmulKernel::GemvCol { split_k } => s.n == 1 && split_ok(split_k),
+            MatmulKernel::Auto => false,
+            _ => true,
+        }
+    }
     /// The K slices of the configurable kernels (1 for the stages).
     pub fn split_k(self) -> u32 {
         match self {
@@ -241,11 +257,27 @@ pub fn matmul(
             &auto_key(gpu, shape),
             &auto_candidates(gpu, shape),
             auto_heuristic(gpu, shape),
+            |kern| kern.runs(shape),
             |kern| matmul(gpu, kern, a, b, c.reborrow(), epilogue),
         )?
     } else {
         kernel
     };
+    if matches!(
+        kernel,
+        MatmulKernel::Tile { .. }
+            | MatmulKernel::TileAsync { .. }
+            | MatmulKernel::GemvRow { .. }
+            | MatmulKernel::GemvCol { .. }
+    ) {
+        // Their K loops compute `k + a few steps` in 32 bits.
+        if k > 1 << 31 {
+            return Err(SimtError::TooLarge {
+                op,
+                detail: format!("k = {k}: the tile and GEMV kernels take k up to 2^31; use MatmulKernel::Naive or split K yourself"),
+            });
+        }
+    }
     if kernel != MatmulKernel::Naive {
         for (what, l) in [("A", a.layout()), ("B", b.layout()), ("C", c.layout())] {
             if l.min_len() as u64 > u32::MAX as u64 {
