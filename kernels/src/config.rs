@@ -247,11 +247,11 @@ const _: () = {
 /// The tiles of the `cp.async` variant (`matmul_tiles_async`), kernel `i` named
 /// `matmul_relu_async_{bm}x{bn}`. Warp tiles 16 rows high (4 rows a thread): the
 /// variant holds a thread's 4-k slice of A in registers (`4·tm` floats), which with
-/// 8-row thread tiles spilled (so did a 64x128 tile of 16x64 warps, at 128
-/// registers).
+/// 8-row thread tiles spilled (so did 64x128 and 128x64 tiles of 16x64 warps, at
+/// 128 registers).
 pub const MM_ASYNC_TILES: [MmTile; 4] = [
-    MmTile::new(128, 64, 16, 64, 2),
     MmTile::new(64, 64, 16, 32, 2),
+    MmTile::new(64, 32, 16, 32, 4),
     MmTile::new(32, 64, 16, 32, 4),
     MmTile::new(32, 32, 16, 32, 8),
 ];

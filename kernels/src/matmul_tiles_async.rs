@@ -217,6 +217,8 @@ unsafe fn async_body<
             }
         }
     }
+    // SAFETY: kernel contract; every thread gets here.
+    unsafe { crate::matmul_tiles::finish_split::<TM, TN>(&p, row0, col0, rm, cn) };
 }
 
 /// Declares the `cp.async` kernel of `MM_ASYNC_TILES[$i]`.
@@ -254,16 +256,16 @@ macro_rules! async_kernels {
 }
 
 async_kernels!(
-    matmul_relu_async_128x64 = 0,
-    matmul_relu_async_64x64 = 1,
+    matmul_relu_async_64x64 = 0,
+    matmul_relu_async_64x32 = 1,
     matmul_relu_async_32x64 = 2,
     matmul_relu_async_32x32 = 3,
 );
 
 /// The PTX entry names of the `cp.async` tile kernels, in [`MM_ASYNC_TILES`] order.
 pub const ASYNC_KERNEL_NAMES: [&str; MM_ASYNC_TILES.len()] = [
-    "matmul_relu_async_128x64",
     "matmul_relu_async_64x64",
+    "matmul_relu_async_64x32",
     "matmul_relu_async_32x64",
     "matmul_relu_async_32x32",
 ];

@@ -326,7 +326,7 @@ pub fn matmul(
                 3 => split_launch::<matmul_relu_tile_32x64>,
                 _ => split_launch::<matmul_relu_tile_32x32>,
             };
-            launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
+            launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k, true)
         }
         MatmulKernel::TileAsync { tile, split_k } => {
             let Some(t) = MM_ASYNC_TILES.get(tile) else {
@@ -338,12 +338,12 @@ pub fn matmul(
             let g = grid(t.bm, t.bn)?;
             use matmul_tiles_async::*;
             let launch = match tile {
-                0 => split_launch::<matmul_relu_async_128x64>,
-                1 => split_launch::<matmul_relu_async_64x64>,
+                0 => split_launch::<matmul_relu_async_64x64>,
+                1 => split_launch::<matmul_relu_async_64x32>,
                 2 => split_launch::<matmul_relu_async_32x64>,
                 _ => split_launch::<matmul_relu_async_32x32>,
             };
-            launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
+            launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k, true)
         }
         MatmulKernel::GemvRow { split_k } => {
             if m != 1 {
@@ -358,6 +358,7 @@ pub fn matmul(
                 SliceDim::Y,
                 p,
                 split_k,
+                false,
             )
         }
         MatmulKernel::GemvCol { split_k } => {
@@ -373,6 +374,7 @@ pub fn matmul(
                 SliceDim::Y,
                 p,
                 split_k,
+                false,
             )
         }
         MatmulKernel::Auto => unreachable!("Auto was resolved above"),
@@ -393,14 +395,17 @@ pub fn k_slices(k: u32, split_k: u32) -> (u32, u32) {
     (chunk, k.div_ceil(chunk))
 }
 
-/// Launches a split-capable kernel over `xy` blocks and the K slices, then (with
-/// more than one slice) the reduction that adds them in order into C.
+/// Launches a split-capable kernel over `xy` blocks and the K slices. With more than
+/// one slice, the slices are added in order into C: by the last block of each tile
+/// to finish when `in_kernel` (the tile kernels: one launch), else by the reduction
+/// kernel launched after it (the GEMV kernels).
 fn split_launch<K: Kernel<Args = (MatmulSplitParams,)>>(
     gpu: &Gpu,
     xy: (u32, u32),
     dim: SliceDim,
     mm: MatmulParams,
     split_k: u32,
+    in_kernel: bool,
 ) -> Result<()> {
     let op = "matmul";
     if !(1..=SPLITK_MAX).contains(&split_k) {
@@ -419,6 +424,7 @@ fn split_launch<K: Kernel<Args = (MatmulSplitParams,)>>(
             mm,
             k_chunk: chunk,
             partials: std::ptr::null_mut(),
+            counters: std::ptr::null_mut(),
         };
         // SAFETY: the views were checked against their buffers on this Gpu and each
         // other; C does not overlap A or B; one slice covers K (chunk >= k, a multiple
@@ -433,15 +439,28 @@ fn split_launch<K: Kernel<Args = (MatmulSplitParams,)>>(
         });
     }
     let partials = gpu.scratch_f32(super::SCRATCH_SPLITK, total as usize)?;
+    let counters = if in_kernel {
+        Some(gpu.counters(xy.0 as usize * xy.1 as usize)?)
+    } else {
+        None
+    };
     let p = MatmulSplitParams {
         mm,
         k_chunk: chunk,
         partials: partials.ptr() as *mut f32,
+        counters: counters
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |c| c.ptr() as *mut u32),
     };
     // SAFETY: as above, and `partials` is this Gpu's scratch of `slices·m·n` floats
     // (< 2^32), used by this call only: the queue orders it after any earlier user of
     // the slot and before the reduction below; slices·chunk >= k > (slices-1)·chunk.
+    // The counters (one per output tile of the x·y grid) are this Gpu's, zero between
+    // launches: every launch that uses them arrives grid.z times on each.
     unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), (p,))? };
+    if in_kernel {
+        return Ok(());
+    }
     type Reduce = matmul_tiles::matmul_splitk_reduce;
     let r = SplitReduceParams {
         partials: partials.ptr(),

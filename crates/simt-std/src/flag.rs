@@ -84,3 +84,63 @@ pub unsafe fn wait_eq(flag: *const u32, value: u32) {
         }
     }
 }
+
+/// Counts this block's arrival at `*counter` and says whether it was the last of
+/// `total`: the "last block finishes the job" pattern, which needs no waiting (so
+/// no cooperative launch). A release first (`fence.acq_rel.gpu`, then `atom.inc`):
+/// call it from one thread after a barrier, and the block's earlier writes are
+/// visible to the last block once it has called [`acquire`].
+///
+/// `atom.inc` wraps: the last arrival leaves the counter at 0 again, so a counter
+/// buffer zeroed once serves every later launch (`Gpu::counters`).
+///
+/// # Safety
+/// `counter` is a valid, 4-byte aligned global location that holds 0 when the
+/// launch starts and that only `arrive` with the same `total` (>= 1) touches during
+/// it; exactly `total` arrivals happen per launch.
+#[inline(always)]
+pub unsafe fn arrive(counter: *mut u32, total: u32) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        // SAFETY: caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "fence.acq_rel.gpu;",
+                "atom.inc.u32 {o}, [{p}], {m};",
+                o = out(reg32) old, p = in(reg64) counter, m = in(reg32) total - 1, options(nostack)
+            )
+        };
+        old == total - 1
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        assert!(
+            counter as usize % 4 == 0,
+            "misaligned counter at {counter:p}"
+        );
+        // SAFETY: caller's contract.
+        let a = unsafe { AtomicU32::from_ptr(counter) };
+        let old = a
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                Some(if v >= total - 1 { 0 } else { v + 1 })
+            })
+            .expect("the closure always returns Some");
+        assert!(old < total, "counter at {counter:p} held {old}, past its total {total}: it was not zero when the launch started");
+        old == total - 1
+    }
+}
+
+/// The acquire side of [`arrive`]: after it, this thread sees every write the other
+/// blocks published with their arrivals (`fence.acq_rel.gpu`).
+#[inline(always)]
+pub fn acquire() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a fence.
+    unsafe {
+        core::arch::asm!("fence.acq_rel.gpu;", options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+}
