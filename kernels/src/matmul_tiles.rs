@@ -357,29 +357,44 @@ pub(crate) unsafe fn finish_split<const TM: usize, const TN: usize>(p: &MatmulSp
     let mn = m * n;
     let vec_p = is_aligned16(p.partials) && n % 4 == 0;
     let vec_c = is_aligned16(c) && ldc % 4 == 0;
-    for gi in 0..TM / 4 {
-        for r in 0..4u32 {
-            let row = row0 + rm + gi as u32 * 4 * LANES_M + r;
-            if row >= m {
-                continue;
+    // Slice by slice, all of the thread's groups at once: the loads of one slice are
+    // independent and fly together, so the tail costs about one L2 round trip per
+    // slice, not one per slice and group.
+    let mut sum = [[0.0f32; TN]; TM];
+    for z in 0..slices {
+        for gi in 0..TM / 4 {
+            for r in 0..4 {
+                let row = row0 + rm + gi as u32 * 4 * LANES_M + r as u32;
+                for gj in 0..TN / 4 {
+                    let col = col0 + cn + gj as u32 * 4 * LANES_N;
+                    if row < m && col < n {
+                        // SAFETY: slice z's (row, col..) inside the dense m x n
+                        // partials, written by that slice's block before its arrival.
+                        let v = unsafe { load4_first(p.partials.add((z * mn + row * n + col) as usize), n - col, vec_p) };
+                        let s4 = &mut sum[4 * gi + r][4 * gj..4 * gj + 4];
+                        s4[0] += v.x;
+                        s4[1] += v.y;
+                        s4[2] += v.z;
+                        s4[3] += v.w;
+                    }
+                }
             }
+        }
+    }
+    for gi in 0..TM / 4 {
+        for r in 0..4 {
+            let row = row0 + rm + gi as u32 * 4 * LANES_M + r as u32;
             for gj in 0..TN / 4 {
                 let col = col0 + cn + gj as u32 * 4 * LANES_N;
-                if col >= n {
-                    continue;
+                if row < m && col < n {
+                    let s4 = &sum[4 * gi + r][4 * gj..4 * gj + 4];
+                    let mut v = F32x4 { x: s4[0], y: s4[1], z: s4[2], w: s4[3] };
+                    if relu {
+                        v = v.map(|x| if x > 0.0 { x } else { 0.0 });
+                    }
+                    // SAFETY: (row, col..) inside C; the columns below n are written.
+                    unsafe { store4_first(c.add((row * ldc + col) as usize), v, n - col, vec_c) };
                 }
-                let mut sum = F32x4::default();
-                for z in 0..slices {
-                    // SAFETY: slice z's (row, col..) inside the dense m x n partials,
-                    // written by that slice's block before its arrival.
-                    let v = unsafe { load4_first(p.partials.add((z * mn + row * n + col) as usize), n - col, vec_p) };
-                    sum = F32x4 { x: sum.x + v.x, y: sum.y + v.y, z: sum.z + v.z, w: sum.w + v.w };
-                }
-                if relu {
-                    sum = sum.map(|x| if x > 0.0 { x } else { 0.0 });
-                }
-                // SAFETY: (row, col..) inside C; the columns below n are written.
-                unsafe { store4_first(c.add((row * ldc + col) as usize), sum, n - col, vec_c) };
             }
         }
     }

@@ -326,7 +326,14 @@ pub fn matmul(
                 3 => split_launch::<matmul_relu_tile_32x64>,
                 _ => split_launch::<matmul_relu_tile_32x32>,
             };
-            launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k, true)
+            launch(
+                gpu,
+                (g.x, g.y),
+                SliceDim::Z,
+                p,
+                split_k,
+                LAST_BLOCK_MAX_SLICES,
+            )
         }
         MatmulKernel::TileAsync { tile, split_k } => {
             let Some(t) = MM_ASYNC_TILES.get(tile) else {
@@ -343,7 +350,14 @@ pub fn matmul(
                 2 => split_launch::<matmul_relu_async_32x64>,
                 _ => split_launch::<matmul_relu_async_32x32>,
             };
-            launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k, true)
+            launch(
+                gpu,
+                (g.x, g.y),
+                SliceDim::Z,
+                p,
+                split_k,
+                LAST_BLOCK_MAX_SLICES,
+            )
         }
         MatmulKernel::GemvRow { split_k } => {
             if m != 1 {
@@ -358,7 +372,7 @@ pub fn matmul(
                 SliceDim::Y,
                 p,
                 split_k,
-                false,
+                0,
             )
         }
         MatmulKernel::GemvCol { split_k } => {
@@ -374,7 +388,7 @@ pub fn matmul(
                 SliceDim::Y,
                 p,
                 split_k,
-                false,
+                0,
             )
         }
         MatmulKernel::Auto => unreachable!("Auto was resolved above"),
@@ -395,17 +409,22 @@ pub fn k_slices(k: u32, split_k: u32) -> (u32, u32) {
     (chunk, k.div_ceil(chunk))
 }
 
+/// Up to this many K slices the tile kernels add their slices themselves (the last
+/// block of each tile, one launch); past it the reduction kernel does, whose
+/// parallelism beats the last block's serial tail. Measured on the H100 (docs/PERFORMANCE.md).
+const LAST_BLOCK_MAX_SLICES: u32 = 4;
+
 /// Launches a split-capable kernel over `xy` blocks and the K slices. With more than
 /// one slice, the slices are added in order into C: by the last block of each tile
-/// to finish when `in_kernel` (the tile kernels: one launch), else by the reduction
-/// kernel launched after it (the GEMV kernels).
+/// to finish when there are at most `in_kernel_max` slices (the tile kernels: one
+/// launch), else by the reduction kernel launched after it.
 fn split_launch<K: Kernel<Args = (MatmulSplitParams,)>>(
     gpu: &Gpu,
     xy: (u32, u32),
     dim: SliceDim,
     mm: MatmulParams,
     split_k: u32,
-    in_kernel: bool,
+    in_kernel_max: u32,
 ) -> Result<()> {
     let op = "matmul";
     if !(1..=SPLITK_MAX).contains(&split_k) {
@@ -439,6 +458,7 @@ fn split_launch<K: Kernel<Args = (MatmulSplitParams,)>>(
         });
     }
     let partials = gpu.scratch_f32(super::SCRATCH_SPLITK, total as usize)?;
+    let in_kernel = slices <= in_kernel_max;
     let counters = if in_kernel {
         Some(gpu.counters(xy.0 as usize * xy.1 as usize)?)
     } else {

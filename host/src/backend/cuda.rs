@@ -39,6 +39,37 @@ use crate::tensor_map::{TensorMapDesc, TmaSwizzle};
 /// Dynamic shared memory a kernel may use without opting in.
 const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
 
+/// Opts `f` in to `dynamic` bytes of dynamic shared memory when its static plus
+/// dynamic shared memory passes the 48 KiB a launch gets without it (a kernel with
+/// 48 KiB of dynamic and a 4-byte static array needs the opt-in too).
+///
+/// # Safety
+/// `f` is a valid function handle; `dynamic` is within the device's opt-in limit.
+unsafe fn opt_in_shared(f: &cust::function::Function<'_>, dynamic: u32) -> Result<()> {
+    let mut static_bytes: i32 = 0;
+    // SAFETY: a valid function handle and an out-pointer to an i32.
+    let r = unsafe {
+        sys::cuFuncGetAttribute(
+            &mut static_bytes,
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            f.to_raw(),
+        )
+    };
+    check(r, "cuFuncGetAttribute(SHARED_SIZE_BYTES)")?;
+    if dynamic as u64 + static_bytes.max(0) as u64 > DEFAULT_DYNAMIC_SMEM as u64 {
+        // SAFETY: the caller's contract.
+        let r = unsafe {
+            sys::cuFuncSetAttribute(
+                f.to_raw(),
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                dynamic as i32,
+            )
+        };
+        check(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
+    }
+    Ok(())
+}
+
 pub(crate) struct CudaBackend {
     // Dropped by hand (see `Drop`): modules and stream before the context, and not
     // at all once the context was reset under them.
@@ -348,17 +379,8 @@ impl Backend for CudaBackend {
             "finding kernel `{}` in the PTX module of `{}`",
             l.kernel, l.module
         )))?;
-        if l.shared_bytes > DEFAULT_DYNAMIC_SMEM {
-            // SAFETY: a valid function handle; the size was checked against the device's opt-in limit.
-            let r = unsafe {
-                sys::cuFuncSetAttribute(
-                    f.to_raw(),
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    l.shared_bytes as i32,
-                )
-            };
-            check(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
-        }
+        // SAFETY: a valid function handle; the size was checked against the device's opt-in limit.
+        unsafe { opt_in_shared(&f, l.shared_bytes)? };
         let (g, b) = (l.grid, l.block);
         {
             let mut f = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
@@ -478,17 +500,8 @@ impl Backend for CudaBackend {
         let f = m
             .get_function(kernel)
             .map_err(cuda(format!("finding kernel `{kernel}`")))?;
-        if shared_bytes > DEFAULT_DYNAMIC_SMEM {
-            // SAFETY: a valid function handle; the size is within the device's opt-in limit (validated by the caller).
-            let r = unsafe {
-                sys::cuFuncSetAttribute(
-                    f.to_raw(),
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    shared_bytes as i32,
-                )
-            };
-            check(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
-        }
+        // SAFETY: a valid function handle; the size is within the device's opt-in limit (validated by the caller).
+        unsafe { opt_in_shared(&f, shared_bytes)? };
         f.max_active_blocks_per_multiprocessor(block_threads.into(), shared_bytes as usize)
             .map_err(cuda("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
     }
