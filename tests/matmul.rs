@@ -219,11 +219,10 @@ fn zero_sized_products() {
     }
 }
 
-/// Split K adds the slices in a fixed order whichever block finishes last: two runs
-/// give the same bits, the result matches float64, and every arrival counter is
-/// back at zero afterwards (the next launch relies on it).
+/// Split K adds the slices in a fixed order, whatever order the blocks ran in: two
+/// runs give the same bits, and the result matches float64.
 #[test]
-fn split_k_is_deterministic_and_leaves_counters_zero() {
+fn split_k_is_deterministic() {
     let g = gpu();
     let (m, n, k) = (70, 90, 1000);
     let (mut r, seed) = rng("split_k");
@@ -276,11 +275,6 @@ fn split_k_is_deterministic_and_leaves_counters_zero() {
             1e-5,
             matmul_atol(k),
             1e-5,
-        );
-        let counters = g.download(&*g.counters(1).unwrap()).unwrap();
-        assert!(
-            counters.iter().all(|&c| c == 0),
-            "{kern:?}: counters left {counters:?}"
         );
     }
 }

@@ -73,7 +73,6 @@ pub struct Gpu {
     /// Flags for blocks that wait on each other, and the last epoch handed out
     /// ([`Gpu::flags`]).
     flags: RefCell<Option<(Arc<Buffer<u32>>, u32)>>,
-    counters: RefCell<Option<Arc<Buffer<u32>>>>,
     /// Tensor maps in device memory, most recent last (see `tensor_map`).
     tensor_maps: RefCell<Vec<(crate::tensor_map::TensorMapDesc, Arc<Buffer<u64>>)>>,
 }
@@ -92,7 +91,6 @@ impl Gpu {
             tensor_maps: RefCell::new(Vec::new()),
             scratch: RefCell::new(Vec::new()),
             flags: RefCell::new(None),
-            counters: RefCell::new(None),
         }
     }
 
@@ -494,23 +492,6 @@ impl Gpu {
         let b = Arc::new(self.upload(&vec![0u32; len.max(1)])?);
         *f = Some((b.clone(), 1));
         Ok((b, 1))
-    }
-
-    /// At least `len` arrival counters (`u32` in device memory, [`simt_std::flag::arrive`]),
-    /// zeroed when the buffer is (re)allocated. The kernels that use them leave every
-    /// counter at zero when they finish (`arrive` wraps the count back to 0 at the
-    /// last arrival), so the next launch finds them zeroed without a clearing kernel.
-    pub fn counters(&self, len: usize) -> Result<Arc<Buffer<u32>>> {
-        let mut c = self.counters.borrow_mut();
-        if let Some(b) = c.as_ref() {
-            if b.len() >= len {
-                return Ok(b.clone());
-            }
-        }
-        *c = None; // free the old one first
-        let b = Arc::new(self.upload(&vec![0u32; len.max(1)])?);
-        *c = Some(b.clone());
-        Ok(b)
     }
 
     /// A tensor map in device memory, from the cache or encoded and uploaded now.

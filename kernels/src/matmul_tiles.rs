@@ -34,8 +34,8 @@ use crate::params::{MatmulSplitParams, SplitReduceParams};
 use simt_std::memory::{is_aligned16, load4, load4_first, store4, store4_first, F32x4};
 use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::swizzle;
-use simt_std::thread::{block_dim, block_idx, grid_dim, sync_threads, thread_idx};
-use simt_std::{kernel, shared_array, unroll};
+use simt_std::thread::{block_dim, block_idx, sync_threads, thread_idx};
+use simt_std::{kernel, unroll};
 
 /// Lanes down a warp tile.
 const LANES_M: u32 = 4;
@@ -313,87 +313,6 @@ unsafe fn tile_body<
                 } else if row < m && col < n {
                     // SAFETY: row < m; of the columns col.., those below n are written.
                     unsafe { store4_first(q, v, n - col, vec_o) };
-                }
-            }
-        }
-    }
-    // SAFETY: kernel contract; every thread gets here.
-    unsafe { finish_split::<TM, TN>(&p, row0, col0, tl.rm, tl.cn) };
-}
-
-/// The split-K ending of the tile kernels, after a block has written its slice's
-/// partial tile: the block counts its arrival on its tile's counter, and the last of
-/// the tile's slices to arrive adds all of them, `z = 0, 1, …` in that order (so the
-/// result does not depend on which block came last), applies the epilogue and writes
-/// C. Each thread adds exactly the outputs it wrote (`TM x TN` at `rm`, `cn`, as
-/// groups of 4x4 16 rows and 32 columns apart). No-op unless the launch splits K
-/// and passes counters.
-///
-/// # Safety
-/// The kernel's contract; every thread of the block calls it (it has barriers).
-#[inline(always)]
-pub(crate) unsafe fn finish_split<const TM: usize, const TN: usize>(p: &MatmulSplitParams, row0: u32, col0: u32, rm: u32, cn: u32) {
-    if p.partials.is_null() || p.counters.is_null() {
-        return;
-    }
-    let last = shared_array!(MM_SPLIT_LAST, f32, 1);
-    sync_threads();
-    if thread_idx().x == 0 {
-        let tile = block_idx().y * grid_dim().x + block_idx().x;
-        // SAFETY: one counter per output tile, zeroed at launch start, grid.z arrivals.
-        let l = unsafe { simt_std::flag::arrive(p.counters.add(tile as usize), grid_dim().z) };
-        // SAFETY: a one-float shared array, read after the barrier below.
-        unsafe { last.write(if l { 1.0 } else { 0.0 }) };
-    }
-    sync_threads();
-    // SAFETY: written before the barrier.
-    if unsafe { last.read() } == 0.0 {
-        return;
-    }
-    simt_std::flag::acquire();
-    let (c, m, n, ldc) = (p.mm.c.ptr, p.mm.c.rows, p.mm.c.cols, p.mm.c.ld);
-    let relu = p.mm.epilogue as u32 != 0;
-    let slices = grid_dim().z;
-    let mn = m * n;
-    let vec_p = is_aligned16(p.partials) && n % 4 == 0;
-    let vec_c = is_aligned16(c) && ldc % 4 == 0;
-    // Slice by slice, all of the thread's groups at once: the loads of one slice are
-    // independent and fly together, so the tail costs about one L2 round trip per
-    // slice, not one per slice and group.
-    let mut sum = [[0.0f32; TN]; TM];
-    for z in 0..slices {
-        for gi in 0..TM / 4 {
-            for r in 0..4 {
-                let row = row0 + rm + gi as u32 * 4 * LANES_M + r as u32;
-                for gj in 0..TN / 4 {
-                    let col = col0 + cn + gj as u32 * 4 * LANES_N;
-                    if row < m && col < n {
-                        // SAFETY: slice z's (row, col..) inside the dense m x n
-                        // partials, written by that slice's block before its arrival.
-                        let v = unsafe { load4_first(p.partials.add((z * mn + row * n + col) as usize), n - col, vec_p) };
-                        let s4 = &mut sum[4 * gi + r][4 * gj..4 * gj + 4];
-                        s4[0] += v.x;
-                        s4[1] += v.y;
-                        s4[2] += v.z;
-                        s4[3] += v.w;
-                    }
-                }
-            }
-        }
-    }
-    for gi in 0..TM / 4 {
-        for r in 0..4 {
-            let row = row0 + rm + gi as u32 * 4 * LANES_M + r as u32;
-            for gj in 0..TN / 4 {
-                let col = col0 + cn + gj as u32 * 4 * LANES_N;
-                if row < m && col < n {
-                    let s4 = &sum[4 * gi + r][4 * gj..4 * gj + 4];
-                    let mut v = F32x4 { x: s4[0], y: s4[1], z: s4[2], w: s4[3] };
-                    if relu {
-                        v = v.map(|x| if x > 0.0 { x } else { 0.0 });
-                    }
-                    // SAFETY: (row, col..) inside C; the columns below n are written.
-                    unsafe { store4_first(c.add((row * ldc + col) as usize), v, n - col, vec_c) };
                 }
             }
         }

@@ -217,8 +217,6 @@ unsafe fn async_body<
             }
         }
     }
-    // SAFETY: kernel contract; every thread gets here.
-    unsafe { crate::matmul_tiles::finish_split::<TM, TN>(&p, row0, col0, rm, cn) };
 }
 
 /// Declares the `cp.async` kernel of `MM_ASYNC_TILES[$i]`.

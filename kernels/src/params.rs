@@ -22,11 +22,9 @@ kernel_params! {
     /// block `z` of the grid's slice dimension sums `k` in `z·k_chunk .. (z+1)·k_chunk`
     /// (`k_chunk` a multiple of 8). With `partials` null there is one slice and the
     /// kernel writes `epilogue(sum)` to C; otherwise slice `z` writes its raw sum to
-    /// `partials[z·m·n ..]` (dense `m x n`). Then either [`crate::matmul_tiles::matmul_splitk_reduce`]
-    /// adds the slices in order (`counters` null), or (the tile kernels, `counters`
-    /// one zeroed `u32` per output tile) the last slice of each tile to finish adds
-    /// them, in the same order, and writes C.
-    pub struct MatmulSplitParams { pub mm: MatmulParams, pub k_chunk: u32, pub partials: *mut f32, pub counters: *mut u32 }
+    /// `partials[z·m·n ..]` (dense `m x n`) and [`crate::matmul_tiles::matmul_splitk_reduce`]
+    /// adds the slices in order.
+    pub struct MatmulSplitParams { pub mm: MatmulParams, pub k_chunk: u32, pub partials: *mut f32 }
 
     /// The split-K reduction: `C = epilogue(Σ_z partials[z·m·n ..])` for `z` in
     /// `0..splits`, in that order, `m x n` the shape of `c`.

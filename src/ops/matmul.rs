@@ -326,14 +326,7 @@ pub fn matmul(
                 3 => split_launch::<matmul_relu_tile_32x64>,
                 _ => split_launch::<matmul_relu_tile_32x32>,
             };
-            launch(
-                gpu,
-                (g.x, g.y),
-                SliceDim::Z,
-                p,
-                split_k,
-                LAST_BLOCK_MAX_SLICES,
-            )
+            launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
         }
         MatmulKernel::TileAsync { tile, split_k } => {
             let Some(t) = MM_ASYNC_TILES.get(tile) else {
@@ -350,14 +343,7 @@ pub fn matmul(
                 2 => split_launch::<matmul_relu_async_32x64>,
                 _ => split_launch::<matmul_relu_async_32x32>,
             };
-            launch(
-                gpu,
-                (g.x, g.y),
-                SliceDim::Z,
-                p,
-                split_k,
-                LAST_BLOCK_MAX_SLICES,
-            )
+            launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
         }
         MatmulKernel::GemvRow { split_k } => {
             if m != 1 {
@@ -372,7 +358,6 @@ pub fn matmul(
                 SliceDim::Y,
                 p,
                 split_k,
-                0,
             )
         }
         MatmulKernel::GemvCol { split_k } => {
@@ -388,7 +373,6 @@ pub fn matmul(
                 SliceDim::Y,
                 p,
                 split_k,
-                0,
             )
         }
         MatmulKernel::Auto => unreachable!("Auto was resolved above"),
@@ -409,22 +393,18 @@ pub fn k_slices(k: u32, split_k: u32) -> (u32, u32) {
     (chunk, k.div_ceil(chunk))
 }
 
-/// Up to this many K slices the tile kernels add their slices themselves (the last
-/// block of each tile, one launch); past it the reduction kernel does, whose
-/// parallelism beats the last block's serial tail. Measured on the H100 (docs/PERFORMANCE.md).
-const LAST_BLOCK_MAX_SLICES: u32 = 4;
-
-/// Launches a split-capable kernel over `xy` blocks and the K slices. With more than
-/// one slice, the slices are added in order into C: by the last block of each tile
-/// to finish when there are at most `in_kernel_max` slices (the tile kernels: one
-/// launch), else by the reduction kernel launched after it.
+/// Launches a split-capable kernel over `xy` blocks and the K slices, then (with
+/// more than one slice) the reduction kernel that adds them in order into C.
+///
+/// The slices are added by a second kernel rather than by the last block of each
+/// tile to finish: that one-launch version (an arrival counter per tile) measured
+/// 1.07-1.10x slower on the H100 at 1000^3 to 64x4096x4096 (docs/PERFORMANCE.md).
 fn split_launch<K: Kernel<Args = (MatmulSplitParams,)>>(
     gpu: &Gpu,
     xy: (u32, u32),
     dim: SliceDim,
     mm: MatmulParams,
     split_k: u32,
-    in_kernel_max: u32,
 ) -> Result<()> {
     let op = "matmul";
     if !(1..=SPLITK_MAX).contains(&split_k) {
@@ -443,7 +423,6 @@ fn split_launch<K: Kernel<Args = (MatmulSplitParams,)>>(
             mm,
             k_chunk: chunk,
             partials: std::ptr::null_mut(),
-            counters: std::ptr::null_mut(),
         };
         // SAFETY: the views were checked against their buffers on this Gpu and each
         // other; C does not overlap A or B; one slice covers K (chunk >= k, a multiple
@@ -458,29 +437,15 @@ fn split_launch<K: Kernel<Args = (MatmulSplitParams,)>>(
         });
     }
     let partials = gpu.scratch_f32(super::SCRATCH_SPLITK, total as usize)?;
-    let in_kernel = slices <= in_kernel_max;
-    let counters = if in_kernel {
-        Some(gpu.counters(xy.0 as usize * xy.1 as usize)?)
-    } else {
-        None
-    };
     let p = MatmulSplitParams {
         mm,
         k_chunk: chunk,
         partials: partials.ptr() as *mut f32,
-        counters: counters
-            .as_ref()
-            .map_or(std::ptr::null_mut(), |c| c.ptr() as *mut u32),
     };
     // SAFETY: as above, and `partials` is this Gpu's scratch of `slices·m·n` floats
     // (< 2^32), used by this call only: the queue orders it after any earlier user of
     // the slot and before the reduction below; slices·chunk >= k > (slices-1)·chunk.
-    // The counters (one per output tile of the x·y grid) are this Gpu's, zero between
-    // launches: every launch that uses them arrives grid.z times on each.
     unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), (p,))? };
-    if in_kernel {
-        return Ok(());
-    }
     type Reduce = matmul_tiles::matmul_splitk_reduce;
     let r = SplitReduceParams {
         partials: partials.ptr(),
