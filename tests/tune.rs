@@ -232,13 +232,26 @@ fn heuristic_picks_by_shape() {
         auto_heuristic(&g, shape(big, big, 512)),
         MatmulKernel::WarpTiled
     );
-    // A tiny product: the smallest tile, K split when K is long.
-    match auto_heuristic(&g, shape(32, 32, 4096)) {
-        MatmulKernel::Tile { tile, split_k } => {
-            assert_eq!(tile, MM_TILES.len() - 1);
-            assert!(split_k > 1);
+    // A tiny product: a cp.async tile, K split when K is long; not when it is short.
+    if sms > 1 {
+        match auto_heuristic(&g, shape(32, 32, 4096)) {
+            MatmulKernel::TileAsync { split_k, .. } => assert!(split_k > 1),
+            k => panic!("{k:?}"),
         }
-        k => panic!("{k:?}"),
+    }
+    if sms > 4 {
+        // 4 tiles of 128x128 do not fill the device.
+        assert!(matches!(
+            auto_heuristic(&g, shape(256, 256, 256)),
+            MatmulKernel::TileAsync { split_k: 1, .. }
+        ));
+    }
+    // A mid-sized product: a register-staged tile, K split to fill the device.
+    if sms >= 64 {
+        match auto_heuristic(&g, shape(64, 4096, 4096)) {
+            MatmulKernel::Tile { split_k, .. } => assert!(split_k > 1),
+            k => panic!("{k:?}"),
+        }
     }
     // Deterministic, and always one of the candidates.
     for s in [

@@ -529,13 +529,16 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 }
 
 /// The choice without tuning (CI, tests, the emulator, shapes never tuned): the same
-/// on every run for a shape and device.
+/// on every run for a shape and device. Fitted to the H100 tuning runs of
+/// 2026-11-23 (docs/PERFORMANCE.md, docs/runs/2026-11-23-h100-tune.json):
 ///
-/// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 8 blocks
+/// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 4 blocks
 ///   per SM (each slice at least 256 of K);
-/// * otherwise stage 4 when its 128x128 tiles give every SM a block; else the
-///   largest tile that does, or failing that the smallest tile with K split until
-///   the grid holds 2 blocks per SM (each slice at least 256 of K).
+/// * stage 4 when its 128x128 tiles give every SM a block;
+/// * small products (at most 512 x 512 outputs): the `cp.async` 64x32 tile, K split
+///   only while the grid holds fewer blocks than SMs (slices of at least 256);
+/// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
+///   (slices of at least 256).
 pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     let sms = gpu.props().sms.max(1) as u64;
     let split_for = |blocks: u64, per_sm: u64, min_slice: u32| {
@@ -550,24 +553,34 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     };
     if s.m == 1 {
         return MatmulKernel::GemvRow {
-            split_k: split_for(s.n.div_ceil(GEMV_ROW_COLS) as u64, 8, 256),
+            split_k: split_for(s.n.div_ceil(GEMV_ROW_COLS) as u64, 4, 256),
         };
     }
     if s.n == 1 {
         return MatmulKernel::GemvCol {
-            split_k: split_for(s.m.div_ceil(GEMV_COL_ROWS) as u64, 8, 256),
+            split_k: split_for(s.m.div_ceil(GEMV_COL_ROWS) as u64, 4, 256),
         };
     }
     if s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64 >= sms {
         return MatmulKernel::WarpTiled;
     }
-    if let Some(tile) = (0..MM_TILES.len()).find(|&i| tile_blocks(&MM_TILES[i], s.m, s.n) >= sms) {
-        return MatmulKernel::Tile { tile, split_k: 1 };
+    let find = |tiles: &[MmTile], bm: u32, bn: u32| {
+        tiles
+            .iter()
+            .position(|t| t.bm == bm && t.bn == bn)
+            .unwrap_or(0)
+    };
+    if s.m as u64 * s.n as u64 <= 512 * 512 {
+        let tile = find(&MM_ASYNC_TILES, 64, 32);
+        return MatmulKernel::TileAsync {
+            tile,
+            split_k: split_for(tile_blocks(&MM_ASYNC_TILES[tile], s.m, s.n), 1, 256),
+        };
     }
-    let tile = MM_TILES.len() - 1;
+    let tile = find(&MM_TILES, 64, 128);
     MatmulKernel::Tile {
         tile,
-        split_k: split_for(tile_blocks(&MM_TILES[tile], s.m, s.n), 2, 256),
+        split_k: split_for(tile_blocks(&MM_TILES[tile], s.m, s.n), 8, 256),
     }
 }
 
