@@ -212,11 +212,11 @@ impl MmTile {
             && self.a_loads() >= 1
             && self.b_loads() >= 1
     }
-    /// Whether the `cp.async` variant can run it: a valid layout, 4- or 8-row thread
-    /// tiles, the copies split evenly over the threads.
+    /// Whether the `cp.async` variant can run it: a valid layout, 4-row thread tiles,
+    /// the copies split evenly over the threads.
     pub const fn is_valid_async(&self) -> bool {
         self.is_valid_layout()
-            && (self.tm() == 4 || self.tm() == 8)
+            && self.tm() == 4
             && (self.bm * MM_ASYNC_BK / 4) % self.threads() == 0
             && (self.bn * MM_ASYNC_BK / 4) % self.threads() == 0
             && self.async_a_loads() >= 1
@@ -244,18 +244,16 @@ const _: () = {
     }
 };
 
-/// The tiles of the `cp.async` variant (`matmul_tiles_async`): kernel `i` is
-/// `matmul_relu_async_{bm}x{bn}` for warp tiles 16 rows high (4 rows a thread), and
-/// `matmul_relu_async_w8_{bm}x{bn}` for 32-row warp tiles (8 rows a thread, A
-/// loaded in two halves). Holding all 8 rows' 4-k slices of A at once spilled.
-pub const MM_ASYNC_TILES: [MmTile; 7] = [
+/// The tiles of the `cp.async` variant (`matmul_tiles_async`), kernel `i` named
+/// `matmul_relu_async_{bm}x{bn}`. Warp tiles 16 rows high (4 rows a thread): the
+/// variant holds a thread's 4-k slice of A in registers (`4·tm` floats), which with
+/// 8-row thread tiles spilled (so did 64x128 and 128x64 tiles of 16x64 warps, at
+/// 128 registers).
+pub const MM_ASYNC_TILES: [MmTile; 4] = [
     MmTile::new(64, 64, 16, 32, 2),
     MmTile::new(64, 32, 16, 32, 4),
     MmTile::new(32, 64, 16, 32, 4),
     MmTile::new(32, 32, 16, 32, 8),
-    MmTile::new(128, 64, 32, 64, 2),
-    MmTile::new(64, 128, 32, 64, 2),
-    MmTile::new(64, 64, 32, 32, 2),
 ];
 const _: () = {
     let mut i = 0;

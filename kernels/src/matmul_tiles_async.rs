@@ -91,7 +91,7 @@ unsafe fn async_body<
         assert!(t.is_valid_async());
         assert!(t.tm() as usize == TM && t.tn() as usize == TN);
         assert!(t.async_a_loads() == LA && t.async_b_loads() == LB);
-        assert!((TM == 4 || TM == 8) && (TN == 4 || TN == 8));
+        assert!(TM == 4 && (TN == 4 || TN == 8));
     };
     const BK: u32 = MM_ASYNC_BK;
     let threads = (BM / WM) * (BN / WN) * WARP_SIZE;
@@ -163,73 +163,34 @@ unsafe fn async_body<
         issue(s + 2);
         let s_a = smem.add((s % MM_ASYNC_STAGES) as usize * stage);
         let s_b = s_a.add(a_stage);
-        if TM == 4 {
-            unroll!(8, KC => {
-                let kc = KC as u32;
-                // The thread's 4 rows, k = 4kc..4kc+4 of each.
-                let mut av = [F32x4::default(); TM];
-                for (i, v) in av.iter_mut().enumerate() {
-                    let r = rm + i as u32;
-                    // SAFETY: row r < BM of this stage, chunk < 8, 16-byte aligned.
-                    *v = unsafe { s_a.add((r * BK + 4 * a_chunk(r, kc)) as usize).load4() };
-                }
-                unroll!(4, KK => {
-                    let kr = 4 * kc + KK as u32;
-                    // SAFETY: row kr < BK of this stage of B, columns inside, aligned.
-                    let (b_lo, b_hi) = unsafe {
-                        (
-                            s_b.add((kr * BN + cn) as usize).load4(),
-                            if TN == 8 { s_b.add((kr * BN + cn + 4 * LANES_N) as usize).load4() } else { F32x4::default() },
-                        )
-                    };
-                    let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
-                    for i in 0..TM {
-                        let x = av[i].to_array()[KK];
-                        for j in 0..TN {
-                            acc[i][j] = simt_std::math::fma(x, bf[j], acc[i][j]);
-                        }
-                    }
-                    simt_std::memory::compiler_barrier();
-                });
-            });
-        } else {
-            // 8 rows a thread: B's 4 k rows are held (TN/4 vectors each) while the
-            // two 4-row halves of A are loaded and used in turn, so at most 16
-            // registers of A are live: per 4 k, 8 loads of A and 4·TN/4 of B for
-            // 32·TN FMAs.
-            unroll!(8, KC => {
-                let kc = KC as u32;
-                let mut bk = [[F32x4::default(); 2]; 4];
-                for (kk, b2) in bk.iter_mut().enumerate() {
-                    let kr = 4 * kc + kk as u32;
-                    // SAFETY: row kr < BK of this stage of B, columns inside, aligned.
-                    unsafe {
-                        b2[0] = s_b.add((kr * BN + cn) as usize).load4();
-                        if TN == 8 {
-                            b2[1] = s_b.add((kr * BN + cn + 4 * LANES_N) as usize).load4();
-                        }
+        unroll!(8, KC => {
+            let kc = KC as u32;
+            // The thread's TM rows, k = 4kc..4kc+4 of each.
+            let mut av = [F32x4::default(); TM];
+            for (i, v) in av.iter_mut().enumerate() {
+                let r = rm + (i as u32 / 4) * 4 * LANES_M + i as u32 % 4;
+                // SAFETY: row r < BM of this stage, chunk < 8, 16-byte aligned.
+                *v = unsafe { s_a.add((r * BK + 4 * a_chunk(r, kc)) as usize).load4() };
+            }
+            unroll!(4, KK => {
+                let kr = 4 * kc + KK as u32;
+                // SAFETY: row kr < BK of this stage of B, columns inside, aligned.
+                let (b_lo, b_hi) = unsafe {
+                    (
+                        s_b.add((kr * BN + cn) as usize).load4(),
+                        if TN == 8 { s_b.add((kr * BN + cn + 4 * LANES_N) as usize).load4() } else { F32x4::default() },
+                    )
+                };
+                let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
+                for i in 0..TM {
+                    let x = av[i].to_array()[KK];
+                    for j in 0..TN {
+                        acc[i][j] = simt_std::math::fma(x, bf[j], acc[i][j]);
                     }
                 }
-                unroll!(2, H => {
-                    let mut av = [F32x4::default(); 4];
-                    for (i, v) in av.iter_mut().enumerate() {
-                        let r = rm + H as u32 * 4 * LANES_M + i as u32;
-                        // SAFETY: row r < BM of this stage, chunk < 8, 16-byte aligned.
-                        *v = unsafe { s_a.add((r * BK + 4 * a_chunk(r, kc)) as usize).load4() };
-                    }
-                    for (kk, b2) in bk.iter().enumerate() {
-                        let bf = [b2[0].x, b2[0].y, b2[0].z, b2[0].w, b2[1].x, b2[1].y, b2[1].z, b2[1].w];
-                        for (i, v) in av.iter().enumerate() {
-                            let x = v.to_array()[kk];
-                            for j in 0..TN {
-                                acc[4 * H + i][j] = simt_std::math::fma(x, bf[j], acc[4 * H + i][j]);
-                            }
-                        }
-                    }
-                    simt_std::memory::compiler_barrier();
-                });
+                simt_std::memory::compiler_barrier();
             });
-        }
+        });
         s += 1;
     }
     // Nothing is left in flight past the slice (those groups were empty), but leave
@@ -297,9 +258,6 @@ async_kernels!(
     matmul_relu_async_64x32 = 1,
     matmul_relu_async_32x64 = 2,
     matmul_relu_async_32x32 = 3,
-    matmul_relu_async_w8_128x64 = 4,
-    matmul_relu_async_w8_64x128 = 5,
-    matmul_relu_async_w8_64x64 = 6,
 );
 
 /// The PTX entry names of the `cp.async` tile kernels, in [`MM_ASYNC_TILES`] order.
@@ -308,7 +266,4 @@ pub const ASYNC_KERNEL_NAMES: [&str; MM_ASYNC_TILES.len()] = [
     "matmul_relu_async_64x32",
     "matmul_relu_async_32x64",
     "matmul_relu_async_32x32",
-    "matmul_relu_async_w8_128x64",
-    "matmul_relu_async_w8_64x128",
-    "matmul_relu_async_w8_64x64",
 ];

@@ -99,7 +99,6 @@ impl MatmulKernel {
                 None => format!("tile#{tile}/k{split_k}"),
             },
             MatmulKernel::TileAsync { tile, split_k } => match MM_ASYNC_TILES.get(tile) {
-                Some(t) if t.tm() == 8 => format!("async-w8-{}x{}/k{split_k}", t.bm, t.bn),
                 Some(t) => format!("async{}x{}/k{split_k}", t.bm, t.bn),
                 None => format!("async#{tile}/k{split_k}"),
             },
@@ -111,29 +110,22 @@ impl MatmulKernel {
     /// Parses a [`label`](Self::label); `None` for anything else.
     pub fn from_label(s: &str) -> Option<MatmulKernel> {
         let split = |r: &str| r.strip_prefix('k')?.parse::<u32>().ok();
-        // A tile `{bm}x{bn}/k{split}` of `tiles` whose thread tile has `tm` rows (any
-        // when `tm` is 0).
-        let tile = |rest: &str, tiles: &[MmTile], tm: u32| {
+        let tile = |rest: &str, tiles: &[MmTile]| {
             let (tile, k) = rest.split_once('/')?;
             let (bm, bn) = tile.split_once('x')?;
             let (bm, bn) = (bm.parse::<u32>().ok()?, bn.parse::<u32>().ok()?);
             Some((
-                tiles
-                    .iter()
-                    .position(|t| t.bm == bm && t.bn == bn && (tm == 0 || t.tm() == tm))?,
+                tiles.iter().position(|t| t.bm == bm && t.bn == bn)?,
                 split(k)?,
             ))
         };
-        if let Some((tile, split_k)) = s.strip_prefix("tile").and_then(|r| tile(r, &MM_TILES, 0)) {
+        if let Some((tile, split_k)) = s.strip_prefix("tile").and_then(|r| tile(r, &MM_TILES)) {
             return Some(MatmulKernel::Tile { tile, split_k });
         }
-        let async_tile = match s.strip_prefix("async-w8-") {
-            Some(r) => tile(r, &MM_ASYNC_TILES, 8),
-            None => s
-                .strip_prefix("async")
-                .and_then(|r| tile(r, &MM_ASYNC_TILES, 4)),
-        };
-        if let Some((tile, split_k)) = async_tile {
+        if let Some((tile, split_k)) = s
+            .strip_prefix("async")
+            .and_then(|r| tile(r, &MM_ASYNC_TILES))
+        {
             return Some(MatmulKernel::TileAsync { tile, split_k });
         }
         if let Some(k) = s.strip_prefix("gemv-row/") {
@@ -349,10 +341,7 @@ pub fn matmul(
                 0 => split_launch::<matmul_relu_async_64x64>,
                 1 => split_launch::<matmul_relu_async_64x32>,
                 2 => split_launch::<matmul_relu_async_32x64>,
-                3 => split_launch::<matmul_relu_async_32x32>,
-                4 => split_launch::<matmul_relu_async_w8_128x64>,
-                5 => split_launch::<matmul_relu_async_w8_64x128>,
-                _ => split_launch::<matmul_relu_async_w8_64x64>,
+                _ => split_launch::<matmul_relu_async_32x32>,
             };
             launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
         }
