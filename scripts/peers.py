@@ -122,23 +122,36 @@ def main():
                             BM=BM, BN=BN, BK=BK, GM=8, IEEE=ieee, num_warps=8 if not ieee else 4, num_stages=3)
         return c
 
-    # Triton's own answer to "which tile for this shape": @triton.autotune over tile
-    # configs, keyed by the shape (FP32 inputs, exact IEEE products).
-    tuned_configs = [triton.Config({"BM": bm, "BN": bn, "BK": bk, "GM": 8}, num_warps=w, num_stages=st)
-                     for (bm, bn, bk, w, st) in [(16, 64, 32, 4, 4), (32, 32, 32, 2, 4), (32, 64, 32, 4, 4),
-                                                 (64, 32, 32, 4, 4), (64, 64, 32, 4, 3), (64, 128, 32, 4, 3),
-                                                 (128, 64, 32, 4, 3), (128, 128, 32, 8, 3), (128, 128, 16, 8, 4),
-                                                 (64, 256, 16, 8, 3)]]
-    matmul_tuned = triton.autotune(configs=tuned_configs, key=["M", "N", "K"])(matmul_kernel)
+    # The best Triton FP32 (IEEE) tile for each shape, found the way a perfect
+    # autotuner would: every config timed with do_bench (the same method as every
+    # other timing here) and the fastest kept. `@triton.autotune` itself picked badly
+    # in some runs (512^3: 0.015 to 0.052 ms across runs), so the search is done here.
+    tile_configs = [(16, 64, 32, 4, 4), (32, 32, 32, 2, 4), (32, 64, 32, 4, 4), (64, 32, 32, 4, 4),
+                    (64, 64, 32, 4, 3), (64, 64, 32, 4, 4), (64, 128, 32, 4, 3), (128, 64, 32, 4, 3),
+                    (128, 128, 32, 8, 3), (128, 128, 16, 8, 4), (64, 256, 16, 8, 3)]
 
-    def triton_matmul_relu_tuned(a, b):
+    def triton_matmul_relu_cfg(a, b, cfg):
+        bm, bn, bk, w, st = cfg
         M, K = a.shape
         _, N = b.shape
         c = torch.empty((M, N), device=a.device, dtype=torch.float32)
-        grid = lambda meta: (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)
-        matmul_tuned[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-                           IEEE=True)
+        grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                            BM=bm, BN=bn, BK=bk, GM=8, IEEE=True, num_warps=w, num_stages=st)
         return c
+
+    def bench_best_triton(op, shape, A, B):
+        best = None
+        for cfg in tile_configs:
+            try:
+                ms = do_bench(lambda: triton_matmul_relu_cfg(A, B, cfg), warmup=25, rep=100, return_mode="median")
+            except Exception as e:  # noqa: a config that does not compile for this shape
+                continue
+            if best is None or ms < best[0]:
+                best = (ms, cfg)
+        if best is not None:
+            rows.append((op, "triton fp32 (ieee) best of 11 configs", shape, best[0]))
+            print(f"peers: {shape} best triton config {best[1]} {best[0]:.4f} ms", flush=True)
 
     def gelu_naive(x):
         return 0.5 * x * (1 + torch.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
@@ -208,7 +221,7 @@ def main():
                 torch.backends.cuda.matmul.allow_tf32 = False
                 bench(op, "cuBLAS fp32 (torch)", shape, lambda: torch.relu(A @ B))
                 bench(op, "triton fp32 (ieee)", shape, lambda: triton_matmul_relu(A, B, True))
-                bench(op, "triton fp32 (ieee) autotuned", shape, lambda: triton_matmul_relu_tuned(A, B))
+                bench_best_triton(op, shape, A, B)
                 if headline(op, shape) and comp("matmul", lambda p, q: torch.relu(p @ q)):
                     bench(op, "torch.compile fp32", shape, lambda: compiled["matmul"](A, B))
                 torch.backends.cuda.matmul.allow_tf32 = True
