@@ -249,11 +249,13 @@ const _: () = {
 /// variant holds a thread's 4-k slice of A in registers (`4·tm` floats), which with
 /// 8-row thread tiles spilled (so did 64x128 and 128x64 tiles of 16x64 warps, at
 /// 128 registers).
-pub const MM_ASYNC_TILES: [MmTile; 4] = [
+pub const MM_ASYNC_TILES: [MmTile; 6] = [
     MmTile::new(64, 64, 16, 32, 2),
     MmTile::new(64, 32, 16, 32, 4),
     MmTile::new(32, 64, 16, 32, 4),
     MmTile::new(32, 32, 16, 32, 8),
+    MmTile::new(16, 64, 16, 32, 8),
+    MmTile::new(16, 128, 16, 64, 8),
 ];
 const _: () = {
     let mut i = 0;

@@ -258,6 +258,8 @@ async_kernels!(
     matmul_relu_async_64x32 = 1,
     matmul_relu_async_32x64 = 2,
     matmul_relu_async_32x32 = 3,
+    matmul_relu_async_16x64 = 4,
+    matmul_relu_async_16x128 = 5,
 );
 
 /// The PTX entry names of the `cp.async` tile kernels, in [`MM_ASYNC_TILES`] order.
@@ -266,4 +268,6 @@ pub const ASYNC_KERNEL_NAMES: [&str; MM_ASYNC_TILES.len()] = [
     "matmul_relu_async_64x32",
     "matmul_relu_async_32x64",
     "matmul_relu_async_32x32",
+    "matmul_relu_async_16x64",
+    "matmul_relu_async_16x128",
 ];

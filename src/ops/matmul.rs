@@ -341,7 +341,9 @@ pub fn matmul(
                 0 => split_launch::<matmul_relu_async_64x64>,
                 1 => split_launch::<matmul_relu_async_64x32>,
                 2 => split_launch::<matmul_relu_async_32x64>,
-                _ => split_launch::<matmul_relu_async_32x32>,
+                3 => split_launch::<matmul_relu_async_32x32>,
+                4 => split_launch::<matmul_relu_async_16x64>,
+                _ => split_launch::<matmul_relu_async_16x128>,
             };
             launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
         }
