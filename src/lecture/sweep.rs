@@ -465,7 +465,7 @@ pub fn plot_all(
 
 /// Bars per matmul shape: our best FP32 kernel's speed relative to the best FP32
 /// peer's (`matmul_shapes.png`; above 1 we are faster). `None` when there are no
-/// matmul rows.
+/// matmul rows, or no shape has both our timing and a peer's.
 fn plot_matmul_shapes(
     rows: &[Row],
     dir: &Path,
@@ -497,6 +497,9 @@ fn plot_matmul_shapes(
             .map(|(i, s)| (i as f64, best(s, false) / best(s, true)))
             .collect(),
     }];
+    if !series[0].points.iter().any(|p| p.1.is_finite()) {
+        return Ok(None); // no peer timings to compare with (CI, the emulator)
+    }
     // Squares as n^3, the rest as m x n x k.
     let labels: Vec<String> = shapes
         .iter()
