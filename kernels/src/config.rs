@@ -144,6 +144,9 @@ pub struct MmTile {
     pub wn: u32,
     /// Launch bounds: blocks per SM that ptxas plans registers for.
     pub min_blocks: u32,
+    /// Shared-memory stages of the `cp.async` variant (3 or 4; the register-staged
+    /// kernel always has 2).
+    pub stages: u32,
 }
 
 impl MmTile {
@@ -154,8 +157,13 @@ impl MmTile {
             bn,
             wm,
             wn,
+            stages: MM_ASYNC_STAGES,
             min_blocks,
         }
+    }
+    /// The same tile with `stages` shared-memory stages in the `cp.async` variant.
+    pub const fn with_stages(self, stages: u32) -> MmTile {
+        MmTile { stages, ..self }
     }
     /// Threads per block: a warp per warp tile.
     pub const fn threads(&self) -> u32 {
@@ -182,9 +190,9 @@ impl MmTile {
         2 * (self.bm + self.bn) * MM_BK * 4
     }
     /// Dynamic shared memory of the `cp.async` variant (`matmul_tiles_async`):
-    /// [`MM_ASYNC_STAGES`] stages of `As[bm][MM_ASYNC_BK]` and `Bs[MM_ASYNC_BK][bn]`.
+    /// `stages` stages of `As[bm][MM_ASYNC_BK]` and `Bs[MM_ASYNC_BK][bn]`.
     pub const fn async_smem_bytes(&self) -> u32 {
-        MM_ASYNC_STAGES * (self.bm + self.bn) * MM_ASYNC_BK * 4
+        self.stages * (self.bm + self.bn) * MM_ASYNC_BK * 4
     }
     /// 16-byte chunks of A each thread copies per step of the `cp.async` variant.
     pub const fn async_a_loads(&self) -> u32 {
@@ -249,13 +257,16 @@ const _: () = {
 /// variant holds a thread's 4-k slice of A in registers (`4·tm` floats), which with
 /// 8-row thread tiles spilled (so did 64x128 and 128x64 tiles of 16x64 warps, at
 /// 128 registers).
-pub const MM_ASYNC_TILES: [MmTile; 6] = [
+pub const MM_ASYNC_TILES: [MmTile; 9] = [
     MmTile::new(64, 64, 16, 32, 2),
     MmTile::new(64, 32, 16, 32, 4),
     MmTile::new(32, 64, 16, 32, 4),
     MmTile::new(32, 32, 16, 32, 8),
     MmTile::new(16, 64, 16, 32, 8),
     MmTile::new(16, 128, 16, 64, 8),
+    MmTile::new(16, 64, 16, 32, 8).with_stages(4),
+    MmTile::new(32, 64, 16, 32, 4).with_stages(4),
+    MmTile::new(64, 64, 16, 32, 2).with_stages(4),
 ];
 const _: () = {
     let mut i = 0;
@@ -268,8 +279,9 @@ const _: () = {
 /// The `cp.async` variant of the tile kernels (`matmul_tiles_async`): depth of one
 /// K step (a 128-byte row of A per tile row: 8 chunks of 16 bytes).
 pub const MM_ASYNC_BK: u32 = 32;
-/// The `cp.async` variant: shared-memory stages (two steps in flight while one is
-/// computed), as Triton's FP32 configs use.
+/// The `cp.async` variant: shared-memory stages by default (two steps in flight while
+/// one is computed); some tiles have 4 (`MmTile::with_stages`), as Triton's best FP32
+/// configs for small squares do.
 pub const MM_ASYNC_STAGES: u32 = 3;
 
 /// Threads per block of the split-K reduction (4 outputs per thread).

@@ -25,7 +25,7 @@
 //! Edges: a chunk that is only partly inside the matrix, or any chunk of an
 //! unaligned operand, is copied as 4-byte pieces (a 16-byte copy with fewer source
 //! bytes still reads 16); pieces outside the matrix or the K slice are zero-filled.
-use crate::config::{MmTile, MM_ASYNC_BK, MM_ASYNC_STAGES, MM_ASYNC_TILES, WARP_SIZE};
+use crate::config::{MmTile, MM_ASYNC_BK, MM_ASYNC_TILES, WARP_SIZE};
 use crate::params::MatmulSplitParams;
 use simt_std::memory::{is_aligned16, store4, store4_first, F32x4};
 use simt_std::pipeline::{commit, copy_async, wait};
@@ -83,11 +83,12 @@ unsafe fn async_body<
     const TN: usize,
     const LA: u32,
     const LB: u32,
+    const STAGES: u32,
 >(
     p: MatmulSplitParams,
 ) {
     const {
-        let t = MmTile::new(BM, BN, WM, WN, 1);
+        let t = MmTile::new(BM, BN, WM, WN, 1).with_stages(STAGES);
         assert!(t.is_valid_async());
         assert!(t.tm() as usize == TM && t.tn() as usize == TN);
         assert!(t.async_a_loads() == LA && t.async_b_loads() == LB);
@@ -123,7 +124,7 @@ unsafe fn async_body<
     // SAFETY (callers): the stage is not read until this group's wait and a barrier.
     let issue = |st: u32| {
         let k0 = k_begin + st * BK;
-        let s_a = smem.add((st % MM_ASYNC_STAGES) as usize * stage);
+        let s_a = smem.add((st % STAGES) as usize * stage);
         let s_b = s_a.add(a_stage);
         if k0 < k_end {
             for i in 0..LA {
@@ -151,17 +152,22 @@ unsafe fn async_body<
 
     let mut acc = [[0.0f32; TN]; TM];
     let steps = (k_end - k_begin).div_ceil(BK);
-    unroll!(2, S => { issue(S as u32); });
-    const { assert!(MM_ASYNC_STAGES == 3) };
+    for st in 0..STAGES - 1 {
+        issue(st);
+    }
     let mut s = 0u32;
     while s < steps {
-        // Step s's copies have landed (at most the next one is in flight) in every
-        // thread, and every thread has finished computing step s-1.
-        wait::<1>();
+        // Step s's copies have landed (at most the next STAGES-2 are in flight) in
+        // every thread, and every thread has finished computing step s-1.
+        if STAGES == 3 {
+            wait::<1>();
+        } else {
+            wait::<2>();
+        }
         sync_threads();
-        // Refill the stage of step s-1 with step s+2.
-        issue(s + 2);
-        let s_a = smem.add((s % MM_ASYNC_STAGES) as usize * stage);
+        // Refill the stage of step s-1 with step s+STAGES-1.
+        issue(s + STAGES - 1);
+        let s_a = smem.add((s % STAGES) as usize * stage);
         let s_b = s_a.add(a_stage);
         unroll!(8, KC => {
             let kc = KC as u32;
@@ -246,6 +252,7 @@ macro_rules! async_kernels {
                         { MM_ASYNC_TILES[$i].tn() as usize },
                         { MM_ASYNC_TILES[$i].async_a_loads() },
                         { MM_ASYNC_TILES[$i].async_b_loads() },
+                        { MM_ASYNC_TILES[$i].stages },
                     >(p)
                 }
             }
@@ -260,6 +267,9 @@ async_kernels!(
     matmul_relu_async_32x32 = 3,
     matmul_relu_async_16x64 = 4,
     matmul_relu_async_16x128 = 5,
+    matmul_relu_async_s4_16x64 = 6,
+    matmul_relu_async_s4_32x64 = 7,
+    matmul_relu_async_s4_64x64 = 8,
 );
 
 /// The PTX entry names of the `cp.async` tile kernels, in [`MM_ASYNC_TILES`] order.
@@ -270,4 +280,7 @@ pub const ASYNC_KERNEL_NAMES: [&str; MM_ASYNC_TILES.len()] = [
     "matmul_relu_async_32x32",
     "matmul_relu_async_16x64",
     "matmul_relu_async_16x128",
+    "matmul_relu_async_s4_16x64",
+    "matmul_relu_async_s4_32x64",
+    "matmul_relu_async_s4_64x64",
 ];

@@ -5,7 +5,8 @@
 //! writes `epilogue(0) = 0` to every element of C (the empty sum), as `torch.mm` does.
 pub use kernels::config::{MmTile, MM_ASYNC_TILES, MM_TILES, SPLITK_MAX};
 use kernels::config::{
-    GEMV_COL_ROWS, GEMV_ROW_COLS, MM_BK, MM_BM, MM_BN, NAIVE_TILE, SPLITK_REDUCE_THREADS,
+    GEMV_COL_ROWS, GEMV_ROW_COLS, MM_ASYNC_STAGES, MM_BK, MM_BM, MM_BN, NAIVE_TILE,
+    SPLITK_REDUCE_THREADS,
 };
 pub use kernels::params::Epilogue;
 use kernels::params::{MatMut, MatRef, MatmulParams, MatmulSplitParams, SplitReduceParams};
@@ -99,6 +100,9 @@ impl MatmulKernel {
                 None => format!("tile#{tile}/k{split_k}"),
             },
             MatmulKernel::TileAsync { tile, split_k } => match MM_ASYNC_TILES.get(tile) {
+                Some(t) if t.stages != MM_ASYNC_STAGES => {
+                    format!("async-s{}-{}x{}/k{split_k}", t.stages, t.bm, t.bn)
+                }
                 Some(t) => format!("async{}x{}/k{split_k}", t.bm, t.bn),
                 None => format!("async#{tile}/k{split_k}"),
             },
@@ -110,22 +114,31 @@ impl MatmulKernel {
     /// Parses a [`label`](Self::label); `None` for anything else.
     pub fn from_label(s: &str) -> Option<MatmulKernel> {
         let split = |r: &str| r.strip_prefix('k')?.parse::<u32>().ok();
-        let tile = |rest: &str, tiles: &[MmTile]| {
+        // A tile `{bm}x{bn}/k{split}` of `tiles` with `stages` stages (any when 0).
+        let tile = |rest: &str, tiles: &[MmTile], stages: u32| {
             let (tile, k) = rest.split_once('/')?;
             let (bm, bn) = tile.split_once('x')?;
             let (bm, bn) = (bm.parse::<u32>().ok()?, bn.parse::<u32>().ok()?);
             Some((
-                tiles.iter().position(|t| t.bm == bm && t.bn == bn)?,
+                tiles.iter().position(|t| {
+                    t.bm == bm && t.bn == bn && (stages == 0 || t.stages == stages)
+                })?,
                 split(k)?,
             ))
         };
-        if let Some((tile, split_k)) = s.strip_prefix("tile").and_then(|r| tile(r, &MM_TILES)) {
+        if let Some((tile, split_k)) = s.strip_prefix("tile").and_then(|r| tile(r, &MM_TILES, 0)) {
             return Some(MatmulKernel::Tile { tile, split_k });
         }
-        if let Some((tile, split_k)) = s
-            .strip_prefix("async")
-            .and_then(|r| tile(r, &MM_ASYNC_TILES))
-        {
+        let async_tile = match s.strip_prefix("async-s") {
+            Some(r) => {
+                let (st, r) = r.split_once('-')?;
+                tile(r, &MM_ASYNC_TILES, st.parse().ok()?)
+            }
+            None => s
+                .strip_prefix("async")
+                .and_then(|r| tile(r, &MM_ASYNC_TILES, MM_ASYNC_STAGES)),
+        };
+        if let Some((tile, split_k)) = async_tile {
             return Some(MatmulKernel::TileAsync { tile, split_k });
         }
         if let Some(k) = s.strip_prefix("gemv-row/") {
@@ -343,7 +356,10 @@ pub fn matmul(
                 2 => split_launch::<matmul_relu_async_32x64>,
                 3 => split_launch::<matmul_relu_async_32x32>,
                 4 => split_launch::<matmul_relu_async_16x64>,
-                _ => split_launch::<matmul_relu_async_16x128>,
+                5 => split_launch::<matmul_relu_async_16x128>,
+                6 => split_launch::<matmul_relu_async_s4_16x64>,
+                7 => split_launch::<matmul_relu_async_s4_32x64>,
+                _ => split_launch::<matmul_relu_async_s4_64x64>,
             };
             launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
         }
