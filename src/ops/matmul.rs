@@ -553,9 +553,9 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 /// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 4 blocks
 ///   per SM (each slice at least 256 of K);
 /// * stage 4 when its 128x128 tiles give every SM a block;
-/// * small products (at most 512 x 512 outputs and K at most 1024): a `cp.async`
-///   tile, 16x64 up to 256 x 256 outputs and 64x32 past that, K split only while the
-///   grid holds fewer blocks than SMs (slices of at least 256);
+/// * small products (at most 512 x 512 outputs and K at most 1024): the 4-stage
+///   `cp.async` 32x64 tile, K split only while the grid holds fewer blocks than SMs
+///   (slices of at least 256);
 /// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
 ///   (slices of at least 192: 1000^3 and 1024^3 tuned to 4 slices, 64x4096x4096 to
 ///   16).
@@ -584,25 +584,20 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     if s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64 >= sms {
         return MatmulKernel::WarpTiled;
     }
-    let find = |tiles: &[MmTile], bm: u32, bn: u32| {
+    let find = |tiles: &[MmTile], bm: u32, bn: u32, stages: u32| {
         tiles
             .iter()
-            .position(|t| t.bm == bm && t.bn == bn)
+            .position(|t| t.bm == bm && t.bn == bn && t.stages == stages)
             .unwrap_or(0)
     };
     if s.m as u64 * s.n as u64 <= 512 * 512 && s.k <= 1024 {
-        let (bm, bn) = if s.m as u64 * s.n as u64 <= 256 * 256 {
-            (16, 64)
-        } else {
-            (64, 32)
-        };
-        let tile = find(&MM_ASYNC_TILES, bm, bn);
+        let tile = find(&MM_ASYNC_TILES, 32, 64, 4);
         return MatmulKernel::TileAsync {
             tile,
             split_k: split_for(tile_blocks(&MM_ASYNC_TILES[tile], s.m, s.n), 1, 256),
         };
     }
-    let tile = find(&MM_TILES, 64, 128);
+    let tile = find(&MM_TILES, 64, 128, MM_ASYNC_STAGES);
     MatmulKernel::Tile {
         tile,
         split_k: split_for(tile_blocks(&MM_TILES[tile], s.m, s.n), 8, 192),
