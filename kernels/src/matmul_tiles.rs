@@ -235,22 +235,14 @@ unsafe fn tile_body<
         assert!(t.tm() as usize == TM && t.tn() as usize == TN);
         assert!(t.a_loads() as usize == LA && t.b_loads() as usize == LB);
     };
-    let (a, b, c, m, n, k, lda, ldb, ldc, relu) = p.mm.unpack();
+    let (a, b, _, m, n, _, lda, ldb, _, _) = p.mm.unpack();
     let t = thread_idx().x;
     let (row0, col0) = (block_idx().y * BM, block_idx().x * BN);
-    let z = block_idx().z;
-    let k_begin = z * p.k_chunk;
-    let k_end = if k - k_begin > p.k_chunk { k_begin + p.k_chunk } else { k };
     // Where this block's sums go: C with the epilogue, or its slice of the partials.
-    let split = !p.partials.is_null();
-    let (out, ldo, relu) = if split {
-        (p.partials.wrapping_add((z * m * n) as usize), n, 0)
-    } else {
-        (c, ldc, relu)
-    };
+    let o = slice_output(&p);
+    let (k_begin, k_end) = (o.k_begin, o.k_end);
     let vec_a = is_aligned16(a) && lda % 4 == 0;
     let vec_b = is_aligned16(b) && ldb % 4 == 0;
-    let vec_o = is_aligned16(out) && ldo % 4 == 0;
     let (warp, lane) = (t / WARP_SIZE, t % WARP_SIZE);
     let (wm, wn) = (warp / (BN / WN), warp % (BN / WN));
     let tl = Tiles::<BM, BN, WM, WN> {
@@ -263,7 +255,7 @@ unsafe fn tile_body<
         row0,
         col0,
         k_end,
-        interior: vec_a && vec_b && vec_o && row0 + BM <= m && col0 + BN <= n,
+        interior: vec_a && vec_b && o.vec_o && row0 + BM <= m && col0 + BN <= n,
         t,
         rm: wm * WM + 4 * (lane / LANES_N),
         cn: wn * WN + 4 * (lane % LANES_N),
@@ -289,30 +281,80 @@ unsafe fn tile_body<
         sync_threads();
         s += 1;
     }
-    // Epilogue: the thread's groups of 4x4 to the output.
+    // SAFETY: kernel contract: the output view as `slice_output` describes it.
+    unsafe {
+        store_tile::<TM, TN>(&acc, &o, m, n, row0 + tl.rm, col0 + tl.cn, tl.interior)
+    };
+}
+
+/// Where one block of a tile kernel sums and writes: its K slice, and C with the
+/// epilogue (one slice) or its slice of the partials (`partials[z·m·n ..]`, dense,
+/// no epilogue).
+pub(crate) struct SliceOutput {
+    pub k_begin: u32,
+    pub k_end: u32,
+    pub out: *mut f32,
+    pub ldo: u32,
+    pub relu: u32,
+    /// The output's rows are 16-byte aligned.
+    pub vec_o: bool,
+}
+
+/// The [`SliceOutput`] of this block (`blockIdx.z` is its K slice).
+#[inline(always)]
+pub(crate) fn slice_output(p: &MatmulSplitParams) -> SliceOutput {
+    let (m, n, k) = (p.mm.c.rows, p.mm.c.cols, p.mm.a.cols);
+    let z = block_idx().z;
+    let k_begin = z * p.k_chunk;
+    let k_end = if k - k_begin > p.k_chunk { k_begin + p.k_chunk } else { k };
+    let (out, ldo, relu) = if p.partials.is_null() {
+        (p.mm.c.ptr, p.mm.c.ld, p.mm.epilogue as u32)
+    } else {
+        (p.partials.wrapping_add((z * m * n) as usize), n, 0)
+    };
+    SliceOutput { k_begin, k_end, out, ldo, relu, vec_o: is_aligned16(out) && ldo % 4 == 0 }
+}
+
+/// The epilogue of the tile kernels: a thread's `TM x TN` sums, groups of 4x4 whose
+/// first is at `(r0, c0)` of the `m x n` output and the others 16 rows and 32 columns
+/// apart, with ReLU if asked, as unchecked 16-byte stores when `unchecked` (the
+/// block's tile lies inside the output, rows aligned) and checked ones otherwise.
+///
+/// # Safety
+/// `o` describes a writable `m x n` output; `unchecked` only as described.
+#[inline(always)]
+pub(crate) unsafe fn store_tile<const TM: usize, const TN: usize>(
+    acc: &[[f32; TN]; TM],
+    o: &SliceOutput,
+    m: u32,
+    n: u32,
+    r0: u32,
+    c0: u32,
+    unchecked: bool,
+) {
     for gi in 0..TM / 4 {
         for r in 0..4 {
             let i = 4 * gi + r;
-            let row = row0 + tl.rm + gi as u32 * 4 * LANES_M + r as u32;
+            let row = r0 + gi as u32 * 4 * LANES_M + r as u32;
             for gj in 0..TN / 4 {
-                let col = col0 + tl.cn + gj as u32 * 4 * LANES_N;
+                let col = c0 + gj as u32 * 4 * LANES_N;
                 let mut v = F32x4 {
                     x: acc[i][4 * gj],
                     y: acc[i][4 * gj + 1],
                     z: acc[i][4 * gj + 2],
                     w: acc[i][4 * gj + 3],
                 };
-                if relu != 0 {
+                if o.relu != 0 {
                     v = v.map(|x| if x > 0.0 { x } else { 0.0 });
                 }
-                let q = out.wrapping_add((row * ldo + col) as usize);
-                if tl.interior {
-                    // SAFETY: interior block: (row, col..col+4) inside the output,
-                    // rows aligned.
+                let q = o.out.wrapping_add((row * o.ldo + col) as usize);
+                if unchecked {
+                    // SAFETY: the block's tile is inside the output: (row, col..col+4)
+                    // is, rows aligned.
                     unsafe { store4(q, v) };
                 } else if row < m && col < n {
                     // SAFETY: row < m; of the columns col.., those below n are written.
-                    unsafe { store4_first(q, v, n - col, vec_o) };
+                    unsafe { store4_first(q, v, n - col, o.vec_o) };
                 }
             }
         }

@@ -27,8 +27,9 @@
 //! unaligned operand, is copied as 4-byte pieces (a 16-byte copy with fewer source
 //! bytes still reads 16); pieces outside the matrix or the K slice are zero-filled.
 use crate::config::{MmTile, MM_ASYNC_BK, MM_ASYNC_TILES, WARP_SIZE};
+use crate::matmul_tiles::{slice_output, store_tile};
 use crate::params::MatmulSplitParams;
-use simt_std::memory::{is_aligned16, store4, store4_first, F32x4};
+use simt_std::memory::{is_aligned16, F32x4};
 use simt_std::pipeline::{commit, copy_async, wait};
 use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::thread::{block_idx, sync_threads, thread_idx};
@@ -97,21 +98,13 @@ unsafe fn async_body<
     };
     const BK: u32 = MM_ASYNC_BK;
     let threads = (BM / WM) * (BN / WN) * WARP_SIZE;
-    let (a, b, c, m, n, k, lda, ldb, ldc, relu) = p.mm.unpack();
+    let (a, b, _, m, n, _, lda, ldb, _, _) = p.mm.unpack();
     let t = thread_idx().x;
     let (row0, col0) = (block_idx().y * BM, block_idx().x * BN);
-    let z = block_idx().z;
-    let k_begin = z * p.k_chunk;
-    let k_end = if k - k_begin > p.k_chunk { k_begin + p.k_chunk } else { k };
-    let split = !p.partials.is_null();
-    let (out, ldo, relu) = if split {
-        (p.partials.wrapping_add((z * m * n) as usize), n, 0)
-    } else {
-        (c, ldc, relu)
-    };
+    let o = slice_output(&p);
+    let (k_begin, k_end) = (o.k_begin, o.k_end);
     let vec_a = is_aligned16(a) && lda % 4 == 0;
     let vec_b = is_aligned16(b) && ldb % 4 == 0;
-    let vec_o = is_aligned16(out) && ldo % 4 == 0;
     let (warp, lane) = (t / WARP_SIZE, t % WARP_SIZE);
     let (wm, wn) = (warp / (BN / WN), warp % (BN / WN));
     let rm = wm * WM + 4 * (lane / LANES_N);
@@ -203,27 +196,9 @@ unsafe fn async_body<
     // Nothing is left in flight past the slice (those groups were empty), but leave
     // no copy pending at exit either.
     wait::<0>();
-    for gi in 0..TM / 4 {
-        for r in 0..4 {
-            let i = 4 * gi + r;
-            let row = row0 + rm + gi as u32 * 4 * LANES_M + r as u32;
-            for gj in 0..TN / 4 {
-                let col = col0 + cn + gj as u32 * 4 * LANES_N;
-                let mut v = F32x4 { x: acc[i][4 * gj], y: acc[i][4 * gj + 1], z: acc[i][4 * gj + 2], w: acc[i][4 * gj + 3] };
-                if relu != 0 {
-                    v = v.map(|x| if x > 0.0 { x } else { 0.0 });
-                }
-                let q = out.wrapping_add((row * ldo + col) as usize);
-                if vec_o && row0 + BM <= m && col0 + BN <= n {
-                    // SAFETY: the block tile is inside the output, rows aligned.
-                    unsafe { store4(q, v) };
-                } else if row < m && col < n {
-                    // SAFETY: row < m; of the columns col.., those below n are written.
-                    unsafe { store4_first(q, v, n - col, vec_o) };
-                }
-            }
-        }
-    }
+    let unchecked = o.vec_o && row0 + BM <= m && col0 + BN <= n;
+    // SAFETY: kernel contract: the output view as `slice_output` describes it.
+    unsafe { store_tile::<TM, TN>(&acc, &o, m, n, row0 + rm, col0 + cn, unchecked) };
 }
 
 /// Declares the `cp.async` kernel of `MM_ASYNC_TILES[$i]`.
