@@ -118,6 +118,7 @@ fn main() -> Result<()> {
         split_max_cols(&gpu)?
     );
     for k in [
+        SoftmaxKernel::Cluster,
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::Split,
         SoftmaxKernel::Online,

@@ -8,7 +8,7 @@
 mod common;
 use common::*;
 use half::{bf16, f16};
-use kernels::hopper_probes::{probe_tma, probe_wgmma};
+use kernels::hopper_probes::{probe_cluster, probe_tma, probe_wgmma, PROBE_CLUSTER_THREADS};
 use kernels::params::Epilogue;
 use kernels::simt_std::tma::swizzle_128b;
 use kernels::simt_std::wgmma::{acc_coords, desc, desc_fields, Swizzle};
@@ -428,4 +428,104 @@ fn wgmma_tf32_matmul_any_strides() {
         Epilogue::None,
     );
     assert!(matches!(e, Err(SimtError::Unsupported(_))), "{e:?}");
+}
+
+/// `probe_cluster` in `mode` over `clusters` clusters of 4; the output.
+fn run_probe_cluster(g: &Gpu, clusters: u32, mode: u32) -> Result<Vec<f32>, SimtError> {
+    let mut out = g.upload(&vec![f32::NAN; 32 * clusters as usize]).unwrap();
+    let cfg = LaunchConfig::new(dim3(4 * clusters, 1, 1), dim3(PROBE_CLUSTER_THREADS, 1, 1));
+    // SAFETY: out holds 8 floats per block; grid.x a multiple of 4.
+    unsafe { g.launch::<probe_cluster>(cfg, (out.ptr_mut(), mode))? };
+    g.synchronize()?;
+    Ok(g.download(&out).unwrap())
+}
+
+#[test]
+fn cluster_blocks_read_each_others_shared_memory() {
+    // On the emulator under every order, and on an H100/H200: the hardware's ranks,
+    // sizes and `mapa` against the definition.
+    for order in [Order::InOrder, Order::Reversed, Order::Random(3)] {
+        let g = gpu();
+        let g = if on_gpu(&g) { g } else { emulator(order) };
+        if !hopper(&g) {
+            return;
+        }
+        let out = run_probe_cluster(&g, 3, 0).unwrap();
+        for b in 0..12u32 {
+            let (rank, first) = (b % 4, b - b % 4);
+            for t in 0..4 {
+                let from = (rank + t) % 4;
+                assert_eq!(
+                    out[(8 * b + t) as usize],
+                    (1000 * (first + from) + from) as f32,
+                    "block {b} reads rank {from}"
+                );
+            }
+            assert_eq!(out[(8 * b + 4) as usize], rank as f32, "rank of block {b}");
+            assert_eq!(out[(8 * b + 5) as usize], 4.0, "cluster size");
+        }
+        if on_gpu(&g) {
+            break;
+        }
+    }
+}
+
+#[test]
+fn emulator_catches_cluster_misuse() {
+    // A block that exits while another still reads its shared memory (no final
+    // cluster barrier): found when the reader runs after the owner finished, as in
+    // the reversed order.
+    let g = emulator(Order::Reversed);
+    match run_probe_cluster(&g, 1, 1) {
+        Err(SimtError::Emulator(EmuError::Panic {
+            kernel, message, ..
+        })) => {
+            assert_eq!(kernel, "probe_cluster");
+            assert!(
+                message.contains("whose threads have all exited"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a read of an exited block, got {other:?}"),
+    }
+    // A block that returns before the cluster barrier: the others would hang.
+    let g = emulator(Order::InOrder);
+    match run_probe_cluster(&g, 1, 2) {
+        Err(SimtError::Emulator(e @ EmuError::ClusterDivergence { .. })) => {
+            let EmuError::ClusterDivergence {
+                kernel,
+                other_block,
+                other_state,
+                ..
+            } = &e
+            else {
+                unreachable!()
+            };
+            assert_eq!(*kernel, "probe_cluster");
+            assert_eq!(other_block.x, 1, "rank 1 left");
+            assert!(other_state.contains("exited"), "{other_state}");
+            assert!(e.to_string().contains("cluster::sync()"), "{e}");
+        }
+        other => panic!("expected a cluster divergence, got {other:?}"),
+    }
+    // A rank outside the cluster.
+    match run_probe_cluster(&g, 1, 3) {
+        Err(SimtError::Emulator(EmuError::Panic { message, .. })) => {
+            assert!(
+                message.contains("cluster::map to rank 4, but the cluster has 4 blocks"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a bad rank, got {other:?}"),
+    }
+    // A grid that is not whole clusters.
+    let mut out = g.upload(&vec![0f32; 48]).unwrap();
+    let cfg = LaunchConfig::new(dim3(6, 1, 1), dim3(PROBE_CLUSTER_THREADS, 1, 1));
+    // SAFETY: refused before launching.
+    match unsafe { g.launch::<probe_cluster>(cfg, (out.ptr_mut(), 0)) } {
+        Err(SimtError::BadLaunch { detail, .. }) => {
+            assert!(detail.contains("multiple of 4"), "{detail}")
+        }
+        other => panic!("expected a bad grid, got {other:?}"),
+    }
 }

@@ -34,8 +34,8 @@ use rust_simt::ops::matmul_tc::{
 };
 use rust_simt::ops::row_sum::row_sum;
 use rust_simt::ops::softmax::{
-    max_cols, softmax_naive, softmax_with, split_async_max_cols, split_max_cols, SoftmaxKernel,
-    REGISTER_MAX_COLS,
+    has_clusters, max_cols, softmax_naive, softmax_with, split_async_max_cols, split_max_cols,
+    SoftmaxKernel, CLUSTER_MAX_COLS, REGISTER_MAX_COLS,
 };
 use rust_simt::{reference, BackendKind, Buffer, Gpu, Layout, SimtError};
 
@@ -429,15 +429,17 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
         SoftmaxKernel::Auto | SoftmaxKernel::Online => true,
         SoftmaxKernel::SharedRow => cols <= max_cols(g),
         SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
+        SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS,
         SoftmaxKernel::Split => cols <= split_max_cols(g).unwrap(),
         SoftmaxKernel::SplitAsync => x_aligned && cols <= split_async_max_cols(g).unwrap(),
     }
 }
 
-const SOFTMAX_KERNELS: [SoftmaxKernel; 6] = [
+const SOFTMAX_KERNELS: [SoftmaxKernel; 7] = [
     SoftmaxKernel::Auto,
     SoftmaxKernel::SharedRow,
     SoftmaxKernel::Registers,
+    SoftmaxKernel::Cluster,
     SoftmaxKernel::Split,
     SoftmaxKernel::SplitAsync,
     SoftmaxKernel::Online,
@@ -488,6 +490,10 @@ fn check_softmax(g: &Gpu, &(ki, xv, yv, vals, seed): &SoftmaxCase) -> Result<(),
         Err(SimtError::TooLarge { .. }) if !takes => return Ok(()),
         // SplitAsync copies 16-byte vectors: a misaligned view is a Shape error.
         Err(SimtError::Shape { .. }) if k == SoftmaxKernel::SplitAsync && !aligned => return Ok(()),
+        // Clusters need Hopper.
+        Err(SimtError::Unsupported(_)) if k == SoftmaxKernel::Cluster && !has_clusters(g) => {
+            return Ok(())
+        }
         Err(e) => return Err(format!("{k:?}: {}", err(e))),
         Ok(()) if !takes => {
             return Err(format!("{k:?} accepted {} columns it cannot take", xv.cols))

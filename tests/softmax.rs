@@ -4,8 +4,8 @@ mod common;
 use common::*;
 use rust_simt::emulator::{EmuConfig, Order};
 use rust_simt::ops::softmax::{
-    max_cols, softmax, softmax_naive, softmax_with, split_async_max_cols, split_max_cols,
-    SoftmaxKernel, REGISTER_MAX_COLS,
+    has_clusters, max_cols, softmax, softmax_naive, softmax_with, split_async_max_cols,
+    split_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS, REGISTER_MAX_COLS,
 };
 use rust_simt::Layout;
 use rust_simt::{reference, Gpu, SimtError};
@@ -22,6 +22,9 @@ fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
     }
     if cols <= REGISTER_MAX_COLS {
         v.push(SoftmaxKernel::Registers);
+    }
+    if cols <= CLUSTER_MAX_COLS && has_clusters(g) {
+        v.push(SoftmaxKernel::Cluster);
     }
     if cols <= split_max_cols(g).unwrap() {
         v.push(SoftmaxKernel::Split);
@@ -398,7 +401,11 @@ fn long_rows_strided() {
     let dense = dense_rows(&buf, rows, cols, ldx);
     let want = reference::softmax(&dense, rows, cols);
     let xb = g.upload(&buf).unwrap();
-    for k in [SoftmaxKernel::Split, SoftmaxKernel::Online] {
+    let mut ks = vec![SoftmaxKernel::Split, SoftmaxKernel::Online];
+    if has_clusters(&g) {
+        ks.push(SoftmaxKernel::Cluster);
+    }
+    for k in ks {
         let mut y = poisoned(&g, rows * ldy);
         softmax_with(
             &g,
@@ -445,8 +452,112 @@ fn split_rows_too_long_for_the_device_are_errors() {
         matches!(e, SimtError::TooLarge { .. }) && e.to_string().contains("Online"),
         "{e}"
     );
+    // Auto: a cluster per row where the device has them, else the online passes;
+    // past the clusters' longest row, the online passes.
+    let want = if has_clusters(&g) {
+        SoftmaxKernel::Cluster
+    } else {
+        SoftmaxKernel::Online
+    };
     assert_eq!(
         rust_simt::ops::softmax::auto_kernel(&g, cols, false).unwrap(),
+        want
+    );
+    assert_eq!(
+        rust_simt::ops::softmax::auto_kernel(&g, CLUSTER_MAX_COLS + 1, false).unwrap(),
         SoftmaxKernel::Online
     );
+}
+
+#[test]
+fn cluster_rows_every_order() {
+    // The cluster kernels (Hopper; the emulator runs a cluster's blocks together):
+    // 2 blocks (up to 32768 columns) and 4 (40000: rank 3 holds no column), a row
+    // whose whole first chunk is -inf (that block's pair is (-inf, 0)), a row of
+    // only -inf (NaN), +-1e30 and a shifted row, under every thread order.
+    for order in [Order::InOrder, Order::Reversed, Order::Random(11)] {
+        let g = gpu_four_sms(order);
+        if !has_clusters(&g) {
+            return;
+        }
+        let (mut r, seed) = rng("softmax cluster rows");
+        for (rows, cols) in [(3, 16385), (5, 40000)] {
+            let mut x = long_rows(&mut r, rows, cols);
+            // Row 1: all of rank 0's chunk and more, but not the whole row.
+            let dead = (16384 + 7).min(cols - 1);
+            x[cols..cols + dead].fill(f32::NEG_INFINITY);
+            let want = reference::softmax(&x, rows, cols);
+            let xb = g.upload(&x).unwrap();
+            let mut y = poisoned(&g, rows * cols);
+            softmax_with(
+                &g,
+                SoftmaxKernel::Cluster,
+                xb.matrix(rows, cols).unwrap(),
+                y.matrix_mut(rows, cols).unwrap(),
+            )
+            .unwrap();
+            let y = g.download(&y).unwrap();
+            assert_close(
+                &format!("softmax Cluster {rows}x{cols}"),
+                seed,
+                &y,
+                &want,
+                RTOL,
+                ATOL,
+                1e-5,
+            );
+            assert!(
+                y[cols..2 * cols].iter().all(|v| !v.is_nan()),
+                "a chunk of only -inf is no NaN"
+            );
+            assert!(
+                y[cols..cols + dead].iter().all(|&v| v == 0.0),
+                "-inf entries: 0"
+            );
+            if rows > 2 {
+                assert!(
+                    y[2 * cols..3 * cols].iter().all(|v| v.is_nan()),
+                    "all -inf row: NaN"
+                );
+            }
+        }
+        // The longest row a cluster takes, and one past it (Auto then takes another kernel).
+        let cols = CLUSTER_MAX_COLS;
+        let x = uniform(&mut r, cols, -10.0, 10.0);
+        let xb = g.upload(&x).unwrap();
+        let mut y = poisoned(&g, cols);
+        softmax_with(
+            &g,
+            SoftmaxKernel::Cluster,
+            xb.matrix(1, cols).unwrap(),
+            y.matrix_mut(1, cols).unwrap(),
+        )
+        .unwrap();
+        assert_close(
+            "softmax Cluster 1x262144",
+            seed,
+            &g.download(&y).unwrap(),
+            &reference::softmax(&x, 1, cols),
+            RTOL,
+            ATOL,
+            1e-5,
+        );
+        let x = uniform(&mut r, cols + 1, -10.0, 10.0);
+        let xb = g.upload(&x).unwrap();
+        let mut y = poisoned(&g, cols + 1);
+        match softmax_with(
+            &g,
+            SoftmaxKernel::Cluster,
+            xb.matrix(1, cols + 1).unwrap(),
+            y.matrix_mut(1, cols + 1).unwrap(),
+        ) {
+            Err(SimtError::TooLarge { detail, .. }) => {
+                assert!(detail.contains("262144"), "{detail}")
+            }
+            other => panic!("expected TooLarge, got {other:?}"),
+        }
+        if on_gpu(&g) {
+            break;
+        }
+    }
 }

@@ -376,6 +376,13 @@ impl Gpu {
         } else {
             None
         };
+        if K::BOUNDS.cluster > 1 && self.props().compute_capability < (9, 0) {
+            return Err(SimtError::Unsupported(format!(
+                "kernel `{}` runs in thread-block clusters, which need compute capability 9.0 (Hopper) and this device is {}; use a kernel without clusters",
+                K::NAME,
+                self.props().sm()
+            )));
+        }
         if K::BOUNDS.cooperative {
             let most = self.resident_blocks(
                 K::MODULE,
@@ -409,6 +416,7 @@ impl Gpu {
                 params,
                 emu,
                 cooperative: K::BOUNDS.cooperative,
+                cluster: K::BOUNDS.cluster,
             };
             // SAFETY: forwarded from this function's contract; `args` outlives the call.
             unsafe { self.dev.backend.launch(&raw) }

@@ -110,6 +110,12 @@ pub(crate) fn validate<K: Kernel>(
             "grid {g:?} is outside 1..2^31-1 x 1..65535 x 1..65535"
         ));
     }
+    let c = K::BOUNDS.cluster;
+    if c > 1 && g.x % c != 0 {
+        return bad(format!(
+            "grid {g:?}: the kernel runs in clusters of {c} blocks along x (#[launch(cluster = {c})]), so grid.x must be a multiple of {c}"
+        ));
+    }
     let shared = K::dynamic_shared_bytes(args);
     if shared > smem_limit as u64 {
         return bad(format!(
@@ -186,4 +192,6 @@ pub(crate) struct RawLaunch<'a> {
     pub emu: EmuEntry,
     /// Every block resident at once (`#[launch(cooperative = true)]`).
     pub cooperative: bool,
+    /// Blocks per cluster along x (`#[launch(cluster = N)]`; 1: none).
+    pub cluster: u32,
 }

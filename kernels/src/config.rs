@@ -40,6 +40,23 @@ pub const SOFTMAX_ASYNC_STAGES: u32 = 2;
 /// Dynamic shared memory of `softmax_split_async`.
 pub const SOFTMAX_ASYNC_SMEM_BYTES: u32 = SOFTMAX_ASYNC_STAGES * SOFTMAX_ASYNC_CHUNK * 4;
 
+/// Softmax of long rows over a thread-block cluster (`softmax_cluster_32k` …
+/// `_256k`, Hopper): threads per block.
+pub const SOFTMAX_CLUSTER_THREADS: u32 = 512;
+/// 16-byte vectors per thread of one slice of a cluster softmax block: a slice is
+/// `4·512·8 = 16384` columns, 32 floats a thread, as `softmax_row_16k`.
+pub const SOFTMAX_CLUSTER_VECS: u32 = 8;
+/// `(blocks per cluster, slices per block)` of `softmax_cluster_32k`, `_64k`,
+/// `_128k`, `_256k`: a row of at most `16384·H·C` columns. Two slices (64 floats a
+/// thread) allow one block per SM, one slice two. Clusters stop at 8 blocks, the
+/// portable size.
+pub const SOFTMAX_CLUSTER_CONFIGS: [(u32, u32); 4] = [(2, 1), (4, 1), (8, 1), (8, 2)];
+/// Columns of one slice of a cluster softmax block.
+pub const SOFTMAX_CLUSTER_SLICE: u32 = 4 * SOFTMAX_CLUSTER_THREADS * SOFTMAX_CLUSTER_VECS;
+/// The longest row of a cluster kernel: the last of `SOFTMAX_CLUSTER_CONFIGS`.
+pub const SOFTMAX_CLUSTER_MAX_COLS: u32 =
+    SOFTMAX_CLUSTER_SLICE * SOFTMAX_CLUSTER_CONFIGS[3].0 * SOFTMAX_CLUSTER_CONFIGS[3].1;
+
 /// Threads per block of the two-pass online softmax (rows longer than the device
 /// holds on chip).
 pub const SOFTMAX_ONLINE_THREADS: u32 = 512;

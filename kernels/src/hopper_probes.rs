@@ -130,3 +130,52 @@ kernel! {
         });
     }
 }
+
+/// Threads per block of [`probe_cluster`].
+pub const PROBE_CLUSTER_THREADS: u32 = 64;
+/// Blocks per cluster of [`probe_cluster`].
+pub const PROBE_CLUSTER_SIZE: u32 = 4;
+
+kernel! {
+    /// Distributed shared memory across a cluster of 4: each block writes
+    /// `1000·blockIdx.x + rank` to a shared slot; after a cluster barrier, thread `t < 4`
+    /// of block `b` reads the slot of rank `(rank + t) % 4` and writes it to
+    /// `out[8b + t]`; thread 4 writes the rank, thread 5 the cluster size. `mode`
+    /// breaks the rules on purpose, for the emulator's checks (on a GPU, modes 1-3
+    /// are undefined or hang): 1 leaves out the final cluster barrier (a block may
+    /// exit while another reads its slot), 2 makes rank 1 return before the first
+    /// barrier, 3 maps a rank outside the cluster.
+    ///
+    /// # Safety
+    /// `out` holds `8·grid.x` floats; `grid.x` a multiple of 4.
+    #[launch(threads = PROBE_CLUSTER_THREADS, cluster = PROBE_CLUSTER_SIZE, target = "sm_90a")]
+    pub unsafe fn probe_cluster(out: *mut f32, mode: u32) {
+        let slot = simt_std::shared_array!(PROBE_CLUSTER_SLOT, f32, 1);
+        let (b, t) = (simt_std::thread::block_idx().x, thread_idx().x);
+        let (rank, size) = (simt_std::cluster::rank(), simt_std::cluster::size());
+        if mode == 2 && rank == 1 {
+            return;
+        }
+        if t == 0 {
+            // SAFETY: this kernel's own slot, read by the cluster after the barrier.
+            unsafe { slot.write((1000 * b + rank) as f32) };
+        }
+        simt_std::cluster::sync();
+        if t < 4 {
+            let from = if mode == 3 { size } else { (rank + t) % size };
+            // SAFETY: (modes 0 and 1) a rank of the cluster; written before the barrier.
+            let v = unsafe { simt_std::cluster::map(slot, from).read() };
+            // SAFETY: out holds 8 floats per block.
+            unsafe { *out.add((8 * b + t) as usize) = v };
+        } else if t == 4 {
+            // SAFETY: as above.
+            unsafe { *out.add((8 * b + 4) as usize) = rank as f32 };
+        } else if t == 5 {
+            // SAFETY: as above.
+            unsafe { *out.add((8 * b + 5) as usize) = size as f32 };
+        }
+        if mode != 1 {
+            simt_std::cluster::sync();
+        }
+    }
+}

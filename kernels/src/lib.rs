@@ -12,6 +12,7 @@
 //! | [`softmax_regs`] | the row in registers: a warp per row (up to 1024 columns), a block per row (up to 16384) |
 //! | [`softmax_split`] | long rows over several cooperating blocks, chunks in registers (one read) |
 //! | [`softmax_split_async`] | long rows over cooperating blocks, chunks staged by `cp.async` (one read, DRAM busy through the waits) |
+//! | [`softmax_cluster`] | long rows over a thread-block cluster: chunks in registers, `(max, sum)` pairs over distributed shared memory (Hopper, sm_90a module) |
 //! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
 //! | [`row_sum`] | blocks per row with atomics, lane groups per row |
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
@@ -34,6 +35,7 @@
 
 pub mod config;
 pub mod params;
+pub mod softmax_parts;
 
 /// Declares modules that are compiled for the host (the emulator) and for every PTX
 /// target except `sm_90a`, whose module holds only the Hopper kernels.
@@ -74,6 +76,6 @@ portable!(
     tf32_prep,
     util,
 );
-hopper!(hopper_probes, matmul_wgmma);
+hopper!(hopper_probes, matmul_wgmma, softmax_cluster);
 
 pub use simt_std;

@@ -31,36 +31,14 @@ use simt_std::math::{exp, rcp};
 use simt_std::memory::{is_aligned16, load4, load4_first, store4, store4_first, F32x4};
 use simt_std::shared::Smem;
 use simt_std::shared_array;
+use crate::softmax_parts::{combine, warp_combine};
 use simt_std::thread::{block_dim, block_idx, thread_idx};
 use simt_std::thread::sync_threads;
-use simt_std::warp::{lane_id, max_nan, shfl_xor_f32, warp_id};
+use simt_std::warp::{lane_id, max_nan, warp_id};
 
 /// 16-byte vectors a thread loads before using the first (the `unroll!`s below
 /// spell out 4).
 const U: usize = 4;
-
-/// Combines two `(max, sum)` pairs: `(M, s1·exp(m1 - M) + s2·exp(m2 - M))` with
-/// `M = max(m1, m2)` (NaN-propagating). `(-inf, 0)` is the identity.
-#[inline(always)]
-pub(crate) fn combine(m1: f32, s1: f32, m2: f32, s2: f32) -> (f32, f32) {
-    let m = max_nan(m1, m2);
-    if m == f32::NEG_INFINITY {
-        return (m, 0.0);
-    }
-    (m, s1 * exp(m1 - m) + s2 * exp(m2 - m))
-}
-
-/// Combines the pairs of the 32 lanes of a warp (every lane gets the result).
-#[inline(always)]
-pub(crate) fn warp_combine(mut m: f32, mut s: f32) -> (f32, f32) {
-    let mut off = 16;
-    while off >= 1 {
-        let (mo, so) = (shfl_xor_f32(m, off), shfl_xor_f32(s, off));
-        (m, s) = combine(m, s, mo, so);
-        off /= 2;
-    }
-    (m, s)
-}
 
 /// Combines the pairs of every thread of the block (every thread gets the result).
 ///

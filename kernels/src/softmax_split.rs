@@ -10,7 +10,7 @@
 //!    to a pair `(m_j, s_j)`: its maximum and `Σ exp(x - m_j)`;
 //! 2. it writes the pair and **publishes** it ([`simt_std::flag`]);
 //! 3. it **waits** for the row's other `splits - 1` pairs, combines all of them
-//!    into `(M, S)` ([`crate::softmax_online::combine`]) and writes
+//!    into `(M, S)` ([`crate::softmax_parts::combine`]) and writes
 //!    `exp(x - m_j) · exp(m_j - M) / S` from its registers.
 //!
 //! Step 3 needs every block of the row resident at once, so the kernel is
@@ -32,7 +32,7 @@
 use crate::config::{SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK};
 use crate::params::SoftmaxSplitParams;
 use crate::softmax_online::row_pair;
-use crate::softmax_regs::Slice;
+use crate::softmax_parts::Slice;
 use simt_std::flag::{publish, wait_eq};
 use simt_std::math::{exp, rcp};
 use simt_std::memory::{is_aligned16, F32x4};

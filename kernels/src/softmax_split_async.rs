@@ -27,7 +27,7 @@
 use crate::config::{SOFTMAX_ASYNC_CHUNK, SOFTMAX_ASYNC_SMEM_BYTES, SOFTMAX_ASYNC_THREADS, SOFTMAX_ASYNC_VECS};
 use crate::params::SoftmaxSplitParams;
 use crate::softmax_online::row_pair;
-use crate::softmax_regs::{mask_tail, Slice};
+use crate::softmax_parts::{mask_tail, Slice};
 use simt_std::flag::{publish, wait_eq};
 use simt_std::math::{exp, rcp};
 use simt_std::memory::{is_aligned16, F32x4};

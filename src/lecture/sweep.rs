@@ -254,6 +254,7 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                     // Each long-row kernel that takes the shape, side by side.
                     if n > softmax::REGISTER_MAX_COLS {
                         for (k, name) in [
+                            (softmax::SoftmaxKernel::Cluster, "rust-simt cluster"),
                             (softmax::SoftmaxKernel::Split, "rust-simt split"),
                             (softmax::SoftmaxKernel::SplitAsync, "rust-simt split-async"),
                             (softmax::SoftmaxKernel::Online, "rust-simt online"),

@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | up to 1024 | a warp per row, the row in registers (`softmax_warp_*`) | 1 read, 1 write |
 //! | up to 16384 | a block per row, the row in registers (`softmax_row_*`) | 1 read, 1 write |
+//! | up to 262144, on Hopper | a cluster of 2-8 blocks per row, chunks in registers, pairs over distributed shared memory (`softmax_cluster_*`) | 1 read, 1 write |
 //! | up to `max_resident_blocks · 16384`, rows 16-byte aligned | chunks of 16384 over cooperating blocks, staged by `cp.async` (`softmax_split_async`) | 1 read, 1 write |
 //! | up to `max_resident_blocks · 8192` | chunks of 8192 over cooperating blocks, loaded into registers (`softmax_split`) | 1 read, 1 write |
 //! | longer | two-pass online softmax (`softmax_online_*`) | 2 reads, 1 write |
@@ -13,10 +14,12 @@
 //! An empty input (no rows or no columns) launches nothing and leaves the (empty)
 //! output as it is, as `torch.softmax` returns an empty tensor.
 use kernels::config::{
-    SOFTMAX_ASYNC_CHUNK, SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS, SOFTMAX_ROW_CONFIGS,
-    SOFTMAX_SPLIT_CHUNK, SOFTMAX_WARP_VECS, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
+    SOFTMAX_ASYNC_CHUNK, SOFTMAX_CLUSTER_CONFIGS, SOFTMAX_CLUSTER_MAX_COLS, SOFTMAX_CLUSTER_SLICE,
+    SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS, SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK,
+    SOFTMAX_WARP_VECS, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
 };
 use kernels::params::{MatMut, MatRef, SoftmaxOnlineParams, SoftmaxSplitParams};
+use kernels::softmax_cluster as kc;
 use kernels::softmax_split as ks;
 use kernels::softmax_split_async as ksa;
 use kernels::{row_sum as rs, softmax as k, softmax_online as ko, softmax_regs as kr};
@@ -35,6 +38,10 @@ pub enum SoftmaxKernel {
     SharedRow,
     /// The row in registers (a warp or a block per row), up to 16384 columns.
     Registers,
+    /// A thread-block cluster of 2 to 8 blocks per row, each chunk in registers,
+    /// the blocks' `(max, sum)` pairs combined through distributed shared memory:
+    /// up to [`CLUSTER_MAX_COLS`] columns, on Hopper (the `sm_90a` module).
+    Cluster,
     /// Chunks of 8192 columns over cooperating blocks, any row the device holds on
     /// chip ([`split_max_cols`]).
     Split,
@@ -54,6 +61,15 @@ pub fn max_cols(gpu: &Gpu) -> usize {
 /// The longest row of a register-resident kernel: the last of `SOFTMAX_ROW_CONFIGS`.
 pub const REGISTER_MAX_COLS: usize =
     4 * (SOFTMAX_ROW_CONFIGS[3].0 * SOFTMAX_ROW_CONFIGS[3].1) as usize;
+
+/// The longest row of [`SoftmaxKernel::Cluster`]: 8 blocks of 32768 columns.
+pub const CLUSTER_MAX_COLS: usize = SOFTMAX_CLUSTER_MAX_COLS as usize;
+
+/// Whether this device runs [`SoftmaxKernel::Cluster`] (thread-block clusters: the
+/// Hopper module loads, an H100 or H200, and the emulator).
+pub fn has_clusters(gpu: &Gpu) -> bool {
+    gpu.can_load(&ptx::sm90a::MODULE)
+}
 
 /// The longest row [`SoftmaxKernel::Split`] takes on this device: one chunk of 8192
 /// columns per block the device holds at once.
@@ -119,6 +135,8 @@ fn split_async_capacity(gpu: &Gpu) -> Result<u32> {
 pub fn auto_kernel(gpu: &Gpu, cols: usize, aligned: bool) -> Result<SoftmaxKernel> {
     Ok(if cols <= REGISTER_MAX_COLS {
         SoftmaxKernel::Registers
+    } else if cols <= CLUSTER_MAX_COLS && has_clusters(gpu) {
+        SoftmaxKernel::Cluster
     } else if aligned && cols <= split_async_max_cols(gpu)? {
         SoftmaxKernel::SplitAsync
     } else if cols <= split_max_cols(gpu)? {
@@ -242,6 +260,52 @@ pub fn softmax_with(
                         "register-resident",
                         "use SoftmaxKernel::Auto",
                     ))
+                }
+            }
+        }
+        SoftmaxKernel::Cluster => {
+            if !has_clusters(gpu) {
+                return Err(SimtError::Unsupported(format!(
+                    "SoftmaxKernel::Cluster needs thread-block clusters (compute capability 9.0, the sm_90a module) and this device is {}; use SoftmaxKernel::Auto",
+                    gpu.props().sm()
+                )));
+            }
+            let Some(i) = SOFTMAX_CLUSTER_CONFIGS
+                .iter()
+                .position(|&(c, h)| n <= (SOFTMAX_CLUSTER_SLICE * h * c) as usize)
+            else {
+                return Err(too_long(
+                    CLUSTER_MAX_COLS,
+                    "cluster",
+                    "use SoftmaxKernel::Auto",
+                ));
+            };
+            let c = SOFTMAX_CLUSTER_CONFIGS[i].0;
+            let grid = fits_u32(op, "rows * cluster size", rows as usize * c as usize)?;
+            if grid > i32::MAX as u32 {
+                return Err(SimtError::TooLarge {
+                    op,
+                    detail: format!(
+                        "{grid} blocks (rows x {c}); split the rows into several calls"
+                    ),
+                });
+            }
+            unsafe fn launch<K: Kernel<Args = (*const f32, *mut f32, u32, u32, u32, u32)>>(
+                gpu: &Gpu,
+                grid: u32,
+                args: K::Args,
+            ) -> Result<()> {
+                // SAFETY: forwarded.
+                unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(grid, 1, 1)), args) }
+            }
+            // SAFETY: views checked on this Gpu; rows no longer than the kernel's
+            // cluster holds (config i); grid = rows · its cluster size.
+            unsafe {
+                match i {
+                    0 => launch::<kc::softmax_cluster_32k>(gpu, grid, args),
+                    1 => launch::<kc::softmax_cluster_64k>(gpu, grid, args),
+                    2 => launch::<kc::softmax_cluster_128k>(gpu, grid, args),
+                    _ => launch::<kc::softmax_cluster_256k>(gpu, grid, args),
                 }
             }
         }

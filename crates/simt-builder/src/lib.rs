@@ -415,9 +415,11 @@ fn dep_info_sources(d: &str) -> Vec<String> {
     out
 }
 
-/// Turns `// simt:launch_bounds NAME THREADS MIN_BLOCKS` markers (left by
+/// Turns `// simt:launch_bounds NAME THREADS MIN_BLOCKS [CLUSTER]` markers (left by
 /// `simt_std::kernel!`) into `.maxntid`/`.minnctapersm` directives on the entry,
-/// for kernels that declare `min_blocks`.
+/// for kernels that declare `min_blocks`, and `.explicitcluster` /
+/// `.reqnctapercluster CLUSTER, 1, 1` for kernels that declare a cluster of more
+/// than one block.
 pub fn apply_launch_bounds(ptx: &str) -> Result<String, Error> {
     let mut out = ptx.to_string();
     for line in ptx.lines() {
@@ -425,12 +427,23 @@ pub fn apply_launch_bounds(ptx: &str) -> Result<String, Error> {
             continue;
         };
         let f: Vec<&str> = rest.split_whitespace().collect();
-        let [name, threads, blocks] = f[..] else {
-            return Err(Error::Ptx(format!(
-                "malformed launch-bounds marker: {line}"
-            )));
+        let (name, threads, blocks, cluster) = match f[..] {
+            [name, threads, blocks] => (name, threads, blocks, "1"),
+            [name, threads, blocks, cluster] => (name, threads, blocks, cluster),
+            _ => {
+                return Err(Error::Ptx(format!(
+                    "malformed launch-bounds marker: {line}"
+                )))
+            }
         };
-        if blocks == "0" {
+        let mut directives = String::new();
+        if blocks != "0" {
+            directives += &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}");
+        }
+        if cluster != "1" {
+            directives += &format!("\n.explicitcluster\n.reqnctapercluster {cluster}, 1, 1");
+        }
+        if directives.is_empty() {
             continue;
         }
         let entry = out.find(&format!(".entry {name}(")).ok_or_else(|| {
@@ -443,10 +456,7 @@ pub fn apply_launch_bounds(ptx: &str) -> Result<String, Error> {
                 .find("\n)")
                 .ok_or_else(|| Error::Ptx(format!("no parameter list for `{name}`")))?
             + 2;
-        out.insert_str(
-            close,
-            &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}"),
-        );
+        out.insert_str(close, &directives);
     }
     Ok(out)
 }
@@ -482,6 +492,20 @@ mod tests {
         assert!(
             apply_launch_bounds("// simt:launch_bounds c 1 1\n").is_err(),
             "a marker naming no kernel"
+        );
+    }
+
+    #[test]
+    fn cluster_directives() {
+        let ptx = "// simt:launch_bounds a 512 1 4\n// simt:launch_bounds b 128 0 2\n// simt:launch_bounds c 64 0 1\n.visible .entry a(\n)\n{\n}\n.visible .entry b(\n)\n{\n}\n.visible .entry c(\n)\n{\n}\n";
+        let out = apply_launch_bounds(ptx).unwrap();
+        assert!(out.contains(
+            ".entry a(\n)\n.maxntid 512, 1, 1\n.minnctapersm 1\n.explicitcluster\n.reqnctapercluster 4, 1, 1\n{"
+        ));
+        assert!(out.contains(".entry b(\n)\n.explicitcluster\n.reqnctapercluster 2, 1, 1\n{"));
+        assert!(
+            out.contains(".entry c(\n)\n{"),
+            "a cluster of 1 is no cluster"
         );
     }
 

@@ -95,6 +95,19 @@ pub trait ThreadEnv {
     /// Suspends until the global `u32` at `flag` holds `value` (read with acquire
     /// ordering); another block of the launch sets it.
     fn flag_wait(&self, flag: *const u32, value: u32);
+    /// This block's rank in its cluster.
+    fn cluster_rank(&self) -> u32;
+    /// Blocks per cluster (1 without clusters).
+    fn cluster_size(&self) -> u32;
+    /// Barrier over every thread of the cluster.
+    fn cluster_sync(&self);
+    /// The address of `p` (in this block's shared memory) in block `rank`'s shared
+    /// memory; an error (a panic naming the thread) if `p` is not shared memory of
+    /// this block or `rank` is outside the cluster.
+    fn cluster_map(&self, p: *const u8, rank: u32) -> *mut u8;
+    /// Checks that block `rank` of the cluster has not exited (a panic otherwise):
+    /// called before every distributed-shared-memory access.
+    fn cluster_access(&self, rank: u32);
 }
 
 thread_local! {

@@ -27,6 +27,7 @@
 //! | [`convert`] | bf16, f16 and tf32 conversions with the hardware's rounding | sm_80+ |
 //! | [`swizzle`] | XOR swizzles and bank arithmetic | any |
 //! | [`atomic`] | f32 atomic add | sm_20+ |
+//! | [`cluster`] | thread-block clusters: rank, cluster barrier, distributed shared memory | sm_90 |
 //!
 //! A kernel crate's `lib.rs` starts with
 //! `#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]`:
@@ -45,6 +46,7 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
 }
 
 pub mod atomic;
+pub mod cluster;
 pub mod convert;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu;
@@ -98,6 +100,9 @@ pub struct LaunchBounds {
     /// all resident at once (`cuLaunchCooperativeKernel`; on the emulator, one worker
     /// per block), and a grid larger than the device holds is refused.
     pub cooperative: bool,
+    /// Blocks per thread-block cluster along x (1: no clusters; [`cluster`]): the
+    /// PTX entry requires it (`.reqnctapercluster`), `grid.x` must be a multiple.
+    pub cluster: u32,
 }
 
 impl LaunchBounds {
@@ -107,6 +112,7 @@ impl LaunchBounds {
         min_blocks_per_sm: 0,
         target: None,
         cooperative: false,
+        cluster: 1,
     };
 
     /// Exactly `(threads, 1, 1)`.
@@ -144,6 +150,10 @@ impl LaunchBounds {
             ..self
         }
     }
+    /// Clusters of `n` blocks along x (see [`cluster`]).
+    pub const fn cluster(self, n: u32) -> Self {
+        LaunchBounds { cluster: n, ..self }
+    }
     /// At least `n` blocks per SM.
     pub const fn min_blocks(self, n: u32) -> Self {
         LaunchBounds {
@@ -168,6 +178,14 @@ impl LaunchBounds {
             "a kernel's #[launch(..)] must declare threads, block or max_threads"
         );
         assert!(t >= 1 && t <= 1024, "a block has 1 to 1024 threads");
+        assert!(
+            self.cluster >= 1 && self.cluster <= 8,
+            "a cluster has 1 to 8 blocks (the portable sizes)"
+        );
+        assert!(
+            !(self.cooperative && self.cluster > 1),
+            "a kernel is cooperative or clustered, not both"
+        );
         self
     }
 }
@@ -266,6 +284,7 @@ macro_rules! kernel_params {
 /// | `min_blocks = B` | launch bounds: ptxas plans registers for `B` blocks per SM |
 /// | `shared = EXPR` | dynamic shared bytes, an expression of the parameters |
 /// | `cooperative = true` | blocks wait on each other ([`flag`]): every block is resident at once, a grid larger than the device holds is refused |
+/// | `cluster = N` | thread-block clusters of `N` blocks along x ([`cluster`], sm_90): the PTX entry requires them, `grid.x` is a multiple of `N` |
 /// | `target = "sm_90a"` | built only into the module of that PTX target (declare the kernel under `#[cfg]`s that keep it out of the others); a launch elsewhere is an `Unsupported` error |
 ///
 /// ```ignore
@@ -326,9 +345,10 @@ macro_rules! kernel {
         // The launch bounds travel to the builder as a comment in the PTX module.
         #[cfg(target_arch = "nvptx64")]
         ::core::arch::global_asm!(
-            concat!("// simt:launch_bounds ", stringify!($name), " {t} {b}"),
+            concat!("// simt:launch_bounds ", stringify!($name), " {t} {b} {c}"),
             t = const <$name as $crate::Kernel>::BOUNDS.max_block_threads(),
             b = const <$name as $crate::Kernel>::BOUNDS.min_blocks_per_sm,
+            c = const <$name as $crate::Kernel>::BOUNDS.cluster,
         );
     };
     (
@@ -364,6 +384,9 @@ macro_rules! __launch_key {
     ($b:ident, cooperative, $v:expr) => {
         $b.cooperative($v)
     };
+    ($b:ident, cluster, $v:expr) => {
+        $b.cluster($v)
+    };
     ($b:ident, shared, $v:expr) => {
         $b
     };
@@ -371,7 +394,7 @@ macro_rules! __launch_key {
         compile_error!(concat!(
             "unknown #[launch] key `",
             stringify!($other),
-            "`: use threads, block, max_threads, min_blocks, shared, target or cooperative"
+            "`: use threads, block, max_threads, min_blocks, shared, target, cooperative or cluster"
         ))
     };
 }

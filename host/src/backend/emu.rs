@@ -112,6 +112,7 @@ impl Backend for EmuBackend {
             shared_bytes: l.shared_bytes,
             entry: l.emu,
             cooperative: l.cooperative,
+            cluster: l.cluster.max(1),
         };
         // SAFETY: forwarded from `Gpu::launch`.
         let ran = unsafe { emulator::run(launch, &self.cfg) };

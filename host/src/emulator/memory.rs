@@ -19,6 +19,8 @@ pub(crate) enum Event {
     Wgmma(WgmmaOp),
     /// A global flag wait: the flag's address and the awaited value.
     FlagWait(usize, u32),
+    /// `cluster::sync`.
+    ClusterBarrier,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -30,6 +32,7 @@ pub(crate) enum State {
     MbarWait(usize, u32),
     Wgmma(WgmmaOp),
     FlagWait(usize, u32),
+    ClusterBarrier,
     Done,
 }
 
@@ -59,6 +62,44 @@ impl BlockMem {
         (self.dynamic.as_ptr() as usize, self.dynamic_bytes)
     }
 
+    /// The block's static shared array `key` of `bytes` bytes, made (poisoned) on
+    /// first use.
+    pub(crate) fn static_array(&self, key: usize, bytes: usize) -> *mut u8 {
+        let mut st = self.statics.borrow_mut();
+        if let Some((_, b, buf)) = st.iter().find(|(k, _, _)| *k == key) {
+            assert_eq!(*b, bytes, "one shared array declared with two sizes");
+            return buf.as_ptr() as *mut u8;
+        }
+        let buf = vec![POISON; bytes.div_ceil(16)].into_boxed_slice();
+        let p = buf.as_ptr() as *mut u8;
+        st.push((key, bytes, buf));
+        p
+    }
+
+    /// Which shared array of this block `addr` is in, and where.
+    pub(crate) fn locate(&self, addr: usize) -> Option<Region> {
+        let d = self.dynamic.as_ptr() as usize;
+        if addr >= d && addr < d + self.dynamic_bytes {
+            return Some(Region::Dynamic(addr - d));
+        }
+        self.statics.borrow().iter().find_map(|(key, bytes, buf)| {
+            let p = buf.as_ptr() as usize;
+            (addr >= p && addr < p + bytes).then(|| Region::Static {
+                key: *key,
+                bytes: *bytes,
+                off: addr - p,
+            })
+        })
+    }
+
+    /// The address of `r` in this block's shared memory.
+    pub(crate) fn resolve(&self, r: Region) -> *mut u8 {
+        match r {
+            Region::Dynamic(off) => (self.dynamic.as_ptr() as *mut u8).wrapping_add(off),
+            Region::Static { key, bytes, off } => self.static_array(key, bytes).wrapping_add(off),
+        }
+    }
+
     /// Whether `addr..addr + len` lies inside one of the block's shared arrays.
     pub(crate) fn contains(&self, addr: usize, len: usize) -> bool {
         let within = |p: usize, bytes: usize| addr >= p && addr + len <= p + bytes;
@@ -71,6 +112,25 @@ impl BlockMem {
     }
 }
 
+/// A place in a block's shared memory, the same in every block of a cluster.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Region {
+    Dynamic(usize),
+    Static {
+        key: usize,
+        bytes: usize,
+        off: usize,
+    },
+}
+
+/// The blocks of one cluster (one block without clusters), as their threads see
+/// them: each block's shared memory, index and threads still running.
+pub(crate) struct ClusterInfo {
+    pub(crate) mems: Vec<*const BlockMem>,
+    pub(crate) bids: Vec<Dim3>,
+    pub(crate) alive: Vec<Cell<usize>>,
+}
+
 /// One emulated thread's view of the launch.
 pub(crate) struct Ctx {
     pub(crate) tid: Dim3,
@@ -79,6 +139,9 @@ pub(crate) struct Ctx {
     pub(crate) gdim: Dim3,
     pub(crate) yielder: Cell<*const Yielder<u32, Event>>,
     pub(crate) mem: *const BlockMem,
+    /// This block's rank in its cluster, and the cluster.
+    pub(crate) rank: u32,
+    pub(crate) cluster: *const ClusterInfo,
     /// Async copies issued but not committed, and committed groups, oldest first.
     /// The registers a completed warp matrix operation returns to this lane.
     pub(crate) warp_out: Cell<[u32; 4]>,
@@ -94,6 +157,11 @@ pub(crate) struct AsyncCopy {
 }
 
 impl Ctx {
+    fn cluster(&self) -> &ClusterInfo {
+        // SAFETY: the cluster outlives every coroutine of its blocks.
+        unsafe { &*self.cluster }
+    }
+
     pub(crate) fn suspend(&self, e: Event) -> u32 {
         // SAFETY: set by the coroutine's entry before any kernel code runs, and valid
         // for the coroutine's whole life; device calls only happen inside it.
@@ -126,16 +194,7 @@ impl ThreadEnv for Ctx {
     }
     fn static_shared(&self, key: usize, bytes: usize) -> *mut u8 {
         // SAFETY: the block memory outlives every coroutine of the block.
-        let mem = unsafe { &*self.mem };
-        let mut st = mem.statics.borrow_mut();
-        if let Some((_, b, buf)) = st.iter().find(|(k, _, _)| *k == key) {
-            assert_eq!(*b, bytes, "one shared array declared with two sizes");
-            return buf.as_ptr() as *mut u8;
-        }
-        let buf = vec![POISON; bytes.div_ceil(16)].into_boxed_slice();
-        let p = buf.as_ptr() as *mut u8;
-        st.push((key, bytes, buf));
-        p
+        unsafe { &*self.mem }.static_array(key, bytes)
     }
     fn dynamic_shared(&self) -> (*mut u8, usize) {
         // SAFETY: as above.
@@ -171,6 +230,41 @@ impl ThreadEnv for Ctx {
     }
     fn flag_wait(&self, flag: *const u32, value: u32) {
         self.suspend(Event::FlagWait(flag as usize, value));
+    }
+    fn cluster_rank(&self) -> u32 {
+        self.rank
+    }
+    fn cluster_size(&self) -> u32 {
+        self.cluster().mems.len() as u32
+    }
+    fn cluster_sync(&self) {
+        self.suspend(Event::ClusterBarrier);
+    }
+    fn cluster_map(&self, p: *const u8, rank: u32) -> *mut u8 {
+        let c = self.cluster();
+        assert!(
+            (rank as usize) < c.mems.len(),
+            "cluster::map to rank {rank}, but the cluster has {} blocks (ranks 0..{})",
+            c.mems.len(),
+            c.mems.len()
+        );
+        // SAFETY: the block memories outlive every coroutine of the cluster.
+        let (mine, theirs) = unsafe { (&*self.mem, &*c.mems[rank as usize]) };
+        let region = mine.locate(p as usize).unwrap_or_else(|| {
+            panic!("cluster::map of {p:?}, which is not in this block's shared memory (map takes an Smem of this block)")
+        });
+        theirs.resolve(region)
+    }
+    fn cluster_access(&self, rank: u32) {
+        let c = self.cluster();
+        if c.alive[rank as usize].get() == 0 {
+            let b = c.bids[rank as usize];
+            panic!(
+                "accesses the shared memory of block ({}, {}, {}) (rank {rank} of the cluster), whose threads have all exited: \
+                 on a GPU that memory is gone. End the kernel with cluster::sync() after the last remote access",
+                b.x, b.y, b.z
+            );
+        }
     }
     fn tma_load(&self, dst: *mut u8, map: *const u8, coords: [i32; 2], bar: *mut u8) {
         self.tma_load_impl(dst, map, coords, bar)

@@ -22,7 +22,10 @@
 //! Blocks run concurrently on the workers, as on a GPU: blocks that communicate
 //! other than through atomics and [flags](simt_std::flag) are a bug there and here.
 //! A cooperative launch (blocks that wait on each other's flags) runs every block
-//! at once, one worker each; the emulated device holds one block per worker.
+//! at once, one worker each; the emulated device holds one block per worker. The
+//! blocks of a [cluster](simt_std::cluster) run together on one worker, their
+//! threads scheduled as one set: a block barrier waits for its block, a cluster
+//! barrier for every thread of the cluster.
 //!
 //! The parts: [`scheduler`] runs a block's coroutines between synchronisation
 //! points and releases barriers; [`warp`] completes warp collectives (shuffles);
@@ -163,6 +166,16 @@ pub enum EmuError {
         kernel: &'static str,
         detail: String,
     },
+    /// A cluster barrier (`cluster::sync`) that not every thread of the cluster
+    /// reached.
+    ClusterDivergence {
+        kernel: &'static str,
+        block: Dim3,
+        waiting: Dim3,
+        other_block: Dim3,
+        other: Dim3,
+        other_state: &'static str,
+    },
     /// Could not allocate emulator resources.
     Resources(String),
 }
@@ -181,6 +194,15 @@ impl fmt::Display for EmuError {
                 d(*block),
                 d(*waiting),
                 d(*other)
+            ),
+            EmuError::ClusterDivergence { kernel, block, waiting, other_block, other, other_state } => write!(
+                f,
+                "kernel `{kernel}`: thread {} of block {} waits at cluster::sync() but thread {} of block {} {other_state}; \
+                 every thread of every block of a cluster must reach the same cluster barrier (check early returns and branches around it)",
+                d(*waiting),
+                d(*block),
+                d(*other),
+                d(*other_block)
             ),
             EmuError::ShuffleDivergence { kernel, block, warp, detail } => {
                 write!(f, "kernel `{kernel}`, block {}, warp {warp}: {detail}", d(*block))
@@ -237,6 +259,9 @@ pub(crate) struct EmuLaunch {
     pub entry: EmuEntry,
     /// Every block gets its own worker (its blocks wait on each other's flags).
     pub cooperative: bool,
+    /// Blocks per cluster along x (1: none); a cluster's blocks run together on one
+    /// worker.
+    pub cluster: u32,
 }
 
 /// Kernel entry and arguments moved to worker threads.
@@ -259,6 +284,10 @@ pub(crate) unsafe fn run(launch: EmuLaunch, cfg: &EmuConfig) -> Result<(), EmuEr
     fault::install();
     let EmuLaunch { grid, block, .. } = launch;
     let blocks = grid.x as usize * grid.y as usize * grid.z as usize;
+    // The host checked that grid.x is a multiple of the cluster, so cluster `c`'s
+    // blocks are the consecutive linear indices `c·csize ..+csize`.
+    let csize = launch.cluster.max(1) as usize;
+    let units = blocks / csize;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let first_err: Mutex<Option<EmuError>> = Mutex::new(None);
@@ -268,32 +297,29 @@ pub(crate) unsafe fn run(launch: EmuLaunch, cfg: &EmuConfig) -> Result<(), EmuEr
     let workers = if launch.cooperative {
         blocks
     } else {
-        cfg.workers.min(blocks).max(1)
+        cfg.workers.min(units).max(1)
     };
     let work = || {
         // Coroutine stacks are mmap'd; reuse them across launches (a fresh mmap per
         // emulated thread costs ~30 us, more than most kernels' work).
         let mut pool: Vec<DefaultStack> = {
             let mut g = STACKS.lock().unwrap();
-            let keep = g.len().saturating_sub(block_threads(block));
+            let keep = g.len().saturating_sub(block_threads(block) * csize);
             g.split_off(keep)
         };
         loop {
             if stop.load(AtOrd::Relaxed) {
                 break;
             }
-            let b = next.fetch_add(1, AtOrd::Relaxed);
-            if b >= blocks {
+            let u = next.fetch_add(1, AtOrd::Relaxed);
+            if u >= units {
                 break;
             }
-            let bid = Dim3 {
-                x: (b % grid.x as usize) as u32,
-                y: ((b / grid.x as usize) % grid.y as usize) as u32,
-                z: (b / (grid.x as usize * grid.y as usize)) as u32,
-            };
             let l = shared;
             // SAFETY: forwarded from this function's contract.
-            if let Err(e) = unsafe { scheduler::run_block(l.0, bid, b as u64, cfg, &mut pool) } {
+            if let Err(e) =
+                unsafe { scheduler::run_cluster(l.0, (u * csize) as u64, csize, cfg, &mut pool) }
+            {
                 stop.store(true, AtOrd::Relaxed);
                 first_err.lock().unwrap().get_or_insert(e);
                 break;

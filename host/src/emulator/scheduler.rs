@@ -14,7 +14,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use simt_std::emu::{self, ThreadEnv};
 use simt_std::Dim3;
 
-use super::memory::{BlockMem, Ctx, Event, State};
+use super::memory::{BlockMem, ClusterInfo, Ctx, Event, State};
 use super::{hopper, warp, EmuConfig, EmuError, EmuLaunch, Order};
 use crate::launch::EmuEntry;
 
@@ -61,15 +61,36 @@ impl Drop for EnvGuard {
     }
 }
 
-/// Runs one block to completion: its threads as coroutines, scheduled in
-/// `cfg.order` between synchronisation points.
+/// The index of block `linear` of a grid `dim`.
+pub(super) fn block_of(linear: u64, dim: Dim3) -> Dim3 {
+    let (x, y) = (dim.x as u64, dim.y as u64);
+    Dim3 {
+        x: (linear % x) as u32,
+        y: ((linear / x) % y) as u32,
+        z: (linear / (x * y)) as u32,
+    }
+}
+
+/// What another thread is doing, for a divergence error.
+fn doing(s: &State) -> &'static str {
+    match s {
+        State::Done => "has exited without reaching it",
+        State::Barrier => "waits at sync_threads()",
+        State::ClusterBarrier => "waits at cluster::sync()",
+        _ => "waits at a warp or warpgroup collective (shuffle, mma, ldmatrix, wgmma)",
+    }
+}
+
+/// Runs one cluster of `csize` consecutive blocks (linear indices `first..`; one
+/// block without clusters) to completion: the threads of all its blocks as
+/// coroutines, scheduled together in `cfg.order` between synchronisation points.
 ///
 /// # Safety
 /// As [`run`](super::run).
-pub(super) unsafe fn run_block(
+pub(super) unsafe fn run_cluster(
     launch: EmuLaunch,
-    bid: Dim3,
-    block_linear: u64,
+    first: u64,
+    csize: usize,
     cfg: &EmuConfig,
     pool: &mut Vec<DefaultStack>,
 ) -> Result<(), EmuError> {
@@ -81,16 +102,28 @@ pub(super) unsafe fn run_block(
         entry,
         ..
     } = launch;
-    let n = (bdim.x * bdim.y * bdim.z) as usize;
-    let mem = BlockMem::new(shared_bytes as usize);
-    let ctxs: Box<[Ctx]> = (0..n as u32)
+    let per = (bdim.x * bdim.y * bdim.z) as usize;
+    let n = per * csize;
+    let mems: Box<[BlockMem]> = (0..csize)
+        .map(|_| BlockMem::new(shared_bytes as usize))
+        .collect();
+    let cluster = ClusterInfo {
+        mems: mems.iter().map(|m| m as *const BlockMem).collect(),
+        bids: (0..csize as u64)
+            .map(|b| block_of(first + b, grid))
+            .collect(),
+        alive: (0..csize).map(|_| Cell::new(per)).collect(),
+    };
+    let ctxs: Box<[Ctx]> = (0..n)
         .map(|i| Ctx {
-            tid: unlinear(i, bdim),
-            bid,
+            tid: unlinear((i % per) as u32, bdim),
+            bid: cluster.bids[i / per],
             bdim,
             gdim: grid,
             yielder: Cell::new(std::ptr::null()),
-            mem: &mem,
+            mem: &mems[i / per],
+            rank: (i / per) as u32,
+            cluster: &cluster,
             warp_out: Cell::new([0; 4]),
             copies: RefCell::new((Vec::new(), VecDeque::new())),
         })
@@ -121,7 +154,7 @@ pub(super) unsafe fn run_block(
         order.reverse();
     }
     let mut rng = match cfg.order {
-        Order::Random(s) => Some(Rng(s ^ block_linear.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)),
+        Order::Random(s) => Some(Rng(s ^ first.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)),
         _ => None,
     };
     let _guard = EnvGuard;
@@ -154,7 +187,7 @@ pub(super) unsafe fn run_block(
                 };
                 return Err(EmuError::MemoryFault {
                     kernel,
-                    block: bid,
+                    block: ctxs[t].bid,
                     thread: ctxs[t].tid,
                     address: f.addr as u64,
                     detail,
@@ -162,6 +195,9 @@ pub(super) unsafe fn run_block(
             }
             match r {
                 Ok(CoroutineResult::Yield(Event::Barrier)) => state[t] = State::Barrier,
+                Ok(CoroutineResult::Yield(Event::ClusterBarrier)) => {
+                    state[t] = State::ClusterBarrier
+                }
                 Ok(CoroutineResult::Yield(Event::Shfl(m, v, a))) => state[t] = State::Shfl(m, v, a),
                 Ok(CoroutineResult::Yield(Event::Warp(op))) => state[t] = State::Warp(op),
                 Ok(CoroutineResult::Yield(Event::MbarWait(b, p))) => {
@@ -173,6 +209,8 @@ pub(super) unsafe fn run_block(
                 }
                 Ok(CoroutineResult::Return(())) => {
                     state[t] = State::Done;
+                    let a = &cluster.alive[t / per];
+                    a.set(a.get() - 1);
                     pool.push(cos[t].take().unwrap().into_stack());
                 }
                 Err(p) => {
@@ -183,7 +221,7 @@ pub(super) unsafe fn run_block(
                         .unwrap_or_else(|| "non-string panic".into());
                     return Err(EmuError::Panic {
                         kernel,
-                        block: bid,
+                        block: ctxs[t].bid,
                         thread: ctxs[t].tid,
                         message,
                     });
@@ -196,9 +234,9 @@ pub(super) unsafe fn run_block(
         // Warp shuffles whose 32 lanes are all there, wgmma regions whose warpgroup is,
         // and mbarrier waits whose phase completed (landing its TMA copies).
         let mut progressed = false;
-        for s in state.iter_mut() {
+        for (t, s) in state.iter_mut().enumerate() {
             if let State::MbarWait(b, p) = *s {
-                if mem.hopper.wait_ready(b, p) {
+                if mems[t / per].hopper.wait_ready(b, p) {
                     *s = State::Run(0);
                     progressed = true;
                 }
@@ -212,8 +250,18 @@ pub(super) unsafe fn run_block(
                 }
             }
         }
-        progressed |= warp::complete_collectives(kernel, bid, &ctxs, &mem, &mut state)?;
-        progressed |= hopper::complete_wgmma(kernel, bid, &ctxs, &mut state)?;
+        for (b, mem) in mems.iter().enumerate() {
+            let r = b * per..(b + 1) * per;
+            let bid = cluster.bids[b];
+            progressed |= warp::complete_collectives(
+                kernel,
+                bid,
+                &ctxs[r.clone()],
+                mem,
+                &mut state[r.clone()],
+            )?;
+            progressed |= hopper::complete_wgmma(kernel, bid, &ctxs[r.clone()], &mut state[r])?;
+        }
         if progressed {
             flag_since = None;
             continue;
@@ -231,7 +279,7 @@ pub(super) unsafe fn run_block(
             };
             return Err(EmuError::Hang {
                 kernel,
-                block: bid,
+                block: ctxs[t].bid,
                 thread: ctxs[t].tid,
                 detail: format!(
                     "waited {:.0} s for the flag at {f:#x} to hold {v} (it holds {}): the block that publishes it never ran or never published. \
@@ -242,20 +290,31 @@ pub(super) unsafe fn run_block(
                 ),
             });
         }
-        // The barrier.
-        let at_barrier = state.iter().filter(|s| matches!(s, State::Barrier)).count();
-        if at_barrier == n {
-            flag_since = None;
+        // The block barriers, then the cluster barrier.
+        let mut released = false;
+        for b in 0..csize {
+            let r = b * per..(b + 1) * per;
+            if state[r.clone()].iter().all(|s| matches!(s, State::Barrier)) {
+                state[r].iter_mut().for_each(|s| *s = State::Run(0));
+                released = true;
+            }
+        }
+        if state.iter().all(|s| matches!(s, State::ClusterBarrier)) {
             state.iter_mut().for_each(|s| *s = State::Run(0));
+            released = true;
+        }
+        if released {
+            flag_since = None;
             continue;
         }
         if let Some(t) = state.iter().position(|s| matches!(s, State::MbarWait(..))) {
             let State::MbarWait(b, p) = state[t] else {
                 unreachable!()
             };
+            let mem = &mems[t / per];
             return Err(EmuError::Hang {
                 kernel,
-                block: bid,
+                block: ctxs[t].bid,
                 thread: ctxs[t].tid,
                 detail: format!(
                     "waits for the phase of parity {p} of the mbarrier at shared window address {:#x} ({})",
@@ -264,25 +323,44 @@ pub(super) unsafe fn run_block(
                 ),
             });
         }
-        let waiting = state
+        if let Some(w) = state.iter().position(|s| matches!(s, State::Barrier)) {
+            let b = w / per;
+            let other = (b * per..(b + 1) * per)
+                .find(|&t| !matches!(state[t], State::Barrier))
+                .expect("a block whose every thread waits at the barrier was released above");
+            return Err(EmuError::BarrierDivergence {
+                kernel,
+                block: ctxs[w].bid,
+                waiting: ctxs[w].tid,
+                other: ctxs[other].tid,
+                other_state: doing(&state[other]),
+            });
+        }
+        if let Some(w) = state
             .iter()
-            .position(|s| matches!(s, State::Barrier))
-            .unwrap();
-        let other = state
+            .position(|s| matches!(s, State::ClusterBarrier))
+        {
+            let other = (0..n)
+                .find(|&t| !matches!(state[t], State::ClusterBarrier))
+                .expect("a cluster whose every thread waits at the barrier was released above");
+            return Err(EmuError::ClusterDivergence {
+                kernel,
+                block: ctxs[w].bid,
+                waiting: ctxs[w].tid,
+                other_block: ctxs[other].bid,
+                other: ctxs[other].tid,
+                other_state: doing(&state[other]),
+            });
+        }
+        let t = state
             .iter()
-            .position(|s| !matches!(s, State::Barrier))
-            .unwrap();
-        let other_state = if matches!(state[other], State::Done) {
-            "has exited without reaching it"
-        } else {
-            "waits at a warp or warpgroup collective (shuffle, mma, ldmatrix, wgmma)"
-        };
-        return Err(EmuError::BarrierDivergence {
+            .position(|s| !matches!(s, State::Done))
+            .expect("not every thread is done");
+        return Err(EmuError::Hang {
             kernel,
-            block: bid,
-            waiting: ctxs[waiting].tid,
-            other: ctxs[other].tid,
-            other_state,
+            block: ctxs[t].bid,
+            thread: ctxs[t].tid,
+            detail: format!("is stuck in {:?}", state[t]),
         });
     }
 }
