@@ -1,7 +1,9 @@
 //! Row sum for rows of any length (tiles, shuffles, shared memory, atomics across splits).
 mod common;
 use common::*;
-use rust_simt::ops::row_sum::{plan, row_sum};
+use rust_simt::ops::row_sum::{
+    auto_kernel, plan, row_sum, row_sum_with, stream_splits, RowSumKernel,
+};
 use rust_simt::Layout;
 use rust_simt::{reference, SimtError};
 
@@ -10,25 +12,37 @@ fn check(rows: usize, cols: usize, ld: usize, lo: f32, hi: f32) {
     let (mut r, seed) = rng("row_sum");
     let x = uniform(&mut r, (rows - 1) * ld + cols, lo, hi);
     let xb = g.upload(&x).unwrap();
-    let mut out = poisoned(&g, rows);
-    row_sum(
-        &g,
-        xb.matrix_strided(Layout::strided(rows, cols, ld)).unwrap(),
-        &mut out,
-    )
-    .unwrap();
     let want = reference::row_sum(&x, rows, cols, ld);
     // f32 accumulation of `cols` terms: error grows ~ sqrt(cols)·eps·Σ|x|
     let atol = 1e-6 * (cols as f64).sqrt() * (hi.abs().max(lo.abs()) as f64) + 1e-6;
-    assert_close(
-        &format!("row_sum {rows}x{cols} ld {ld}"),
-        seed,
-        &g.download(&out).unwrap(),
-        &want,
-        1e-5,
-        atol,
-        1e-5,
-    );
+    // Every kernel that takes the shape, each into a freshly poisoned output.
+    let mut kernels = vec![
+        RowSumKernel::Auto,
+        RowSumKernel::Blocks,
+        RowSumKernel::Stream,
+    ];
+    if cols <= kernels::config::WARP_ROW_MAX_COLS as usize {
+        kernels.push(RowSumKernel::Warp);
+    }
+    for k in kernels {
+        let mut out = poisoned(&g, rows);
+        row_sum_with(
+            &g,
+            k,
+            xb.matrix_strided(Layout::strided(rows, cols, ld)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        assert_close(
+            &format!("row_sum {k:?} {rows}x{cols} ld {ld}"),
+            seed,
+            &g.download(&out).unwrap(),
+            &want,
+            1e-5,
+            atol,
+            1e-5,
+        );
+    }
 }
 
 #[test]
@@ -69,6 +83,30 @@ fn few_long_rows_split_across_blocks() {
     );
     check(2, cols, cols, -1.0, 1.0);
     check(3, cols + 3, cols + 5, 0.0, 1.0);
+    // The striding kernel: whole tiles, the row's partial last tile, the floats past
+    // the last whole vector (cols % 4 != 0) and misaligned rows (ld odd).
+    assert!(stream_splits(&g, 2, cols) > 1);
+    for (rows, cols, ld) in [
+        (2, 2048 * 3 + 5, 2048 * 3 + 5),
+        (3, 2048 * 7 + 1, 2048 * 7 + 4),
+        (1, 100_003, 100_003),
+    ] {
+        check(rows, cols, ld, -2.0, 3.0);
+    }
+}
+
+#[test]
+fn auto_picks_by_shape() {
+    let g = gpu();
+    assert_eq!(auto_kernel(1 << 20, 16), RowSumKernel::Warp);
+    assert_eq!(auto_kernel(4, 1 << 26), RowSumKernel::Stream);
+    assert_eq!(auto_kernel(4, 1 << 20), RowSumKernel::Blocks);
+    let x = g.alloc::<f32>(2048).unwrap();
+    let mut out = g.alloc::<f32>(1).unwrap();
+    match row_sum_with(&g, RowSumKernel::Warp, x.matrix(1, 2048).unwrap(), &mut out) {
+        Err(SimtError::TooLarge { detail, .. }) => assert!(detail.contains("Auto"), "{detail}"),
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
 }
 
 #[test]

@@ -64,6 +64,16 @@ pub const SOFTMAX_ONLINE_THREADS: u32 = 512;
 /// Threads per block of the row reductions (row max, row sum).
 pub const ROW_REDUCE_THREADS: u32 = 256;
 
+/// Row sum of few, very long rows (`row_sum_stream`): threads per block, and
+/// 16-byte loads in flight per thread (one tile of a block is
+/// `ROW_STREAM_THREADS·ROW_STREAM_UNROLL` vectors). Measured best of 2-8 loads and
+/// 256-512 threads in a CUDA C++ probe on the H100 (2026-11-23).
+pub const ROW_STREAM_THREADS: u32 = 512;
+/// See [`ROW_STREAM_THREADS`] (the kernel unrolls exactly 4).
+pub const ROW_STREAM_UNROLL: u32 = 4;
+/// Blocks per SM the host gives `row_sum_stream` in all (split over the rows).
+pub const ROW_STREAM_BLOCKS_PER_SM: u32 = 8;
+
 /// Naive matmul: a `NAIVE_TILE x NAIVE_TILE` block, one thread per output.
 pub const NAIVE_TILE: u32 = 16;
 

@@ -1,11 +1,31 @@
 //! Row sums of rows of any length. No rows: nothing to write, no launch; rows of
 //! no columns sum to 0 (as `torch.sum`), written by a fill.
-use kernels::config::{ROW_REDUCE_THREADS, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE};
-use kernels::{row_sum as k, util};
+use kernels::config::{
+    ROW_REDUCE_THREADS, ROW_STREAM_BLOCKS_PER_SM, ROW_STREAM_THREADS, ROW_STREAM_UNROLL,
+    WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
+};
+use kernels::{row_sum as k, row_sum_stream as ks, util};
 use simt::{dim3, Buffer, Gpu, LaunchConfig, MatrixRef, Result, SimtError};
 
 use super::check_ref;
 use crate::ptx;
+
+/// The row-sum kernels, for [`row_sum_with`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowSumKernel {
+    /// By shape ([`auto_kernel`]): `Warp` up to `WARP_ROW_MAX_COLS` columns,
+    /// `Stream` for at most [`STREAM_MAX_ROWS`] rows of at least 2^26 floats in all
+    /// (the regime its design was measured in), else `Blocks`.
+    Auto,
+    /// A group of 1-32 lanes per row (`row_sum_warp`): rows up to
+    /// `WARP_ROW_MAX_COLS` columns.
+    Warp,
+    /// Blocks per row, each a contiguous chunk ([`plan`], `row_sum`): any row.
+    Blocks,
+    /// Blocks striding over few, long rows, read-only loads (`row_sum_stream`):
+    /// any row.
+    Stream,
+}
 
 /// How [`row_sum`] splits the work: `(splits per row, columns per split)`.
 ///
@@ -31,10 +51,45 @@ pub fn lanes_per_row(cols: usize) -> u32 {
         .clamp(1, WARP_SIZE as usize) as u32
 }
 
-/// `out[r] = Σ_c x[r, c]`: up to `WARP_ROW_MAX_COLS` columns a group of 1-32 lanes
-/// per row (`row_sum_warp`), else blocks per row as [`plan`] says. `out` holds
-/// `x.rows()` floats.
+/// Blocks per row of `row_sum_stream`: `ROW_STREAM_BLOCKS_PER_SM` per SM in all,
+/// split over the rows, and no more than the row has tiles.
+pub fn stream_splits(gpu: &Gpu, rows: usize, cols: usize) -> u32 {
+    let want = ROW_STREAM_BLOCKS_PER_SM as usize * gpu.props().sms.max(1) as usize;
+    let tile = 4 * (ROW_STREAM_THREADS * ROW_STREAM_UNROLL) as usize;
+    want.div_ceil(rows.max(1))
+        .min(cols.div_ceil(tile))
+        .clamp(1, 65535) as u32
+}
+
+/// Rows up to which [`RowSumKernel::Auto`] takes the striding kernel (with at
+/// least 2^26 floats in all): few enough that every row gets many blocks.
+pub const STREAM_MAX_ROWS: usize = 128;
+
+/// The kernel [`RowSumKernel::Auto`] runs for this shape.
+pub fn auto_kernel(rows: usize, cols: usize) -> RowSumKernel {
+    if cols <= WARP_ROW_MAX_COLS as usize {
+        RowSumKernel::Warp
+    } else if rows * cols >= 1 << 26 && rows <= STREAM_MAX_ROWS {
+        RowSumKernel::Stream
+    } else {
+        RowSumKernel::Blocks
+    }
+}
+
+/// `out[r] = Σ_c x[r, c]`, the kernel chosen by shape ([`RowSumKernel::Auto`]).
+/// `out` holds `x.rows()` floats.
 pub fn row_sum(gpu: &Gpu, x: MatrixRef<'_, f32>, out: &mut Buffer<f32>) -> Result<()> {
+    row_sum_with(gpu, RowSumKernel::Auto, x, out)
+}
+
+/// [`row_sum`] with a chosen kernel; [`RowSumKernel::Warp`] on rows longer than
+/// `WARP_ROW_MAX_COLS` is a `TooLarge` error.
+pub fn row_sum_with(
+    gpu: &Gpu,
+    kernel: RowSumKernel,
+    x: MatrixRef<'_, f32>,
+    out: &mut Buffer<f32>,
+) -> Result<()> {
     let op = "row_sum";
     let (rows, cols, ld) = check_ref(gpu, op, "x", &x)?;
     gpu.check(op, "out", out)?;
@@ -57,7 +112,17 @@ pub fn row_sum(gpu: &Gpu, x: MatrixRef<'_, f32>, out: &mut Buffer<f32>) -> Resul
             )
         };
     }
-    if cols <= WARP_ROW_MAX_COLS {
+    let kernel = match kernel {
+        RowSumKernel::Auto => auto_kernel(rows as usize, cols as usize),
+        k => k,
+    };
+    if kernel == RowSumKernel::Warp && cols > WARP_ROW_MAX_COLS {
+        return Err(SimtError::TooLarge {
+            op,
+            detail: format!("rows of {cols} columns; RowSumKernel::Warp takes at most {WARP_ROW_MAX_COLS}; use RowSumKernel::Auto"),
+        });
+    }
+    if kernel == RowSumKernel::Warp {
         // Short rows: a group of lanes per row (about one lane per 16-byte vector,
         // 1 to 32), no barriers.
         let group = lanes_per_row(cols as usize);
@@ -69,7 +134,10 @@ pub fn row_sum(gpu: &Gpu, x: MatrixRef<'_, f32>, out: &mut Buffer<f32>) -> Resul
             gpu.launch::<k::row_sum_warp>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld, group))
         };
     }
-    let (splits, chunk) = plan(gpu, x.rows(), x.cols());
+    let (splits, chunk) = match kernel {
+        RowSumKernel::Stream => (stream_splits(gpu, x.rows(), x.cols()), 0),
+        _ => plan(gpu, x.rows(), x.cols()),
+    };
     let blocks = rows as u64 * splits as u64;
     if blocks > i32::MAX as u64 {
         return Err(SimtError::TooLarge {
@@ -86,10 +154,18 @@ pub fn row_sum(gpu: &Gpu, x: MatrixRef<'_, f32>, out: &mut Buffer<f32>) -> Resul
             )?
         };
     }
-    let cfg = LaunchConfig::for_kernel::<k::row_sum>(dim3(blocks as u32, 1, 1));
-    // SAFETY: view checked; out holds rows floats, zeroed above when splits > 1.
+    let grid = dim3(blocks as u32, 1, 1);
+    // SAFETY: view checked; out holds rows floats, zeroed above when splits > 1; x
+    // is not written by this launch (the stream kernel's read-only loads); grid =
+    // rows · splits.
     unsafe {
-        gpu.launch::<k::row_sum>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld, splits, chunk))
+        if kernel == RowSumKernel::Stream {
+            let cfg = LaunchConfig::for_kernel::<ks::row_sum_stream>(grid);
+            gpu.launch::<ks::row_sum_stream>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld, splits))
+        } else {
+            let cfg = LaunchConfig::for_kernel::<k::row_sum>(grid);
+            gpu.launch::<k::row_sum>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld, splits, chunk))
+        }
     }
 }
 

@@ -69,6 +69,41 @@ pub unsafe fn load4(p: *const f32) -> F32x4 {
     unsafe { *(p as *const F32x4) }
 }
 
+/// Loads 4 consecutive `f32` through the non-coherent read-only path
+/// (`ld.global.nc.v4.f32`, what CUDA C++ emits for a `const __restrict__` pointer).
+///
+/// For data no thread writes during the kernel, this path is faster for streaming
+/// reads: on the H100 (2026-11-23, a CUDA C++ probe of a 1 GiB row sum, 512
+/// threads, 4 loads in flight each) the same kernel read at 2941 GB/s with
+/// streaming (`.cs`) loads and at 3051 GB/s with `.nc` ones.
+///
+/// # Safety
+/// As [`load4`], and nothing writes `p..p+4` during the kernel (the read-only path
+/// is not coherent with the kernel's own stores: an in-place kernel must use
+/// [`load4`]).
+#[inline(always)]
+pub unsafe fn load4_nc(p: *const f32) -> F32x4 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (x, y, z, w): (f32, f32, f32, f32);
+        // SAFETY: caller's contract (valid, aligned, read-only during the kernel).
+        // `pure, readonly`: LLVM may schedule it like an ordinary load.
+        unsafe {
+            core::arch::asm!(
+                "ld.global.nc.v4.f32 {{{x}, {y}, {z}, {w}}}, [{p}];",
+                x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+                p = in(reg64) p, options(pure, readonly, nostack)
+            )
+        };
+        F32x4 { x, y, z, w }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: caller's contract.
+    unsafe {
+        load4(p)
+    }
+}
+
 /// Stores 4 consecutive `f32` starting at `p` (`st.v4.f32`).
 ///
 /// # Safety
