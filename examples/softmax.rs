@@ -113,7 +113,7 @@ fn main() -> Result<()> {
     let mut y = gpu.upload(&vec![f32::NAN; rows * cols])?;
     println!(
         "\n{rows} x {cols}: softmax picks {:?} (split kernels take rows up to {} / {} columns here)",
-        auto_kernel(&gpu, cols, true)?,
+        auto_kernel(&gpu, rows, cols, true)?,
         split_async_max_cols(&gpu)?,
         split_max_cols(&gpu)?
     );

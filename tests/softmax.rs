@@ -460,11 +460,11 @@ fn split_rows_too_long_for_the_device_are_errors() {
         SoftmaxKernel::Online
     };
     assert_eq!(
-        rust_simt::ops::softmax::auto_kernel(&g, cols, false).unwrap(),
+        rust_simt::ops::softmax::auto_kernel(&g, 1, cols, false).unwrap(),
         want
     );
     assert_eq!(
-        rust_simt::ops::softmax::auto_kernel(&g, CLUSTER_MAX_COLS + 1, false).unwrap(),
+        rust_simt::ops::softmax::auto_kernel(&g, 1, CLUSTER_MAX_COLS + 1, false).unwrap(),
         SoftmaxKernel::Online
     );
 }

@@ -45,6 +45,8 @@ use simt_std::kernel;
 
 /// 16-byte vectors per thread of one [`Slice`]: 16384 columns per 512-thread block.
 const V: usize = SOFTMAX_CLUSTER_VECS as usize;
+/// Threads per block.
+const T: usize = SOFTMAX_CLUSTER_THREADS as usize;
 
 /// A block's chunk in registers: one slice of 16384 columns, or two.
 ///
@@ -131,7 +133,7 @@ impl Chunk for (Slice<V>, Slice<V>) {
 /// writable for `cols <= 16384·SLICES·C` columns; `scratch` is 64 floats, `pair`
 /// and `row` 2 floats each of this kernel's shared memory.
 #[inline(always)]
-unsafe fn cluster_row<K: Chunk>(
+unsafe fn cluster_row<K: Chunk, const C: usize>(
     x: *const f32,
     y: *mut f32,
     rows: u32,
@@ -142,10 +144,13 @@ unsafe fn cluster_row<K: Chunk>(
     pair: Smem<f32>,
     row: Smem<f32>,
 ) {
-    let c = cluster::size() as usize;
+    // The cluster size and the block are the kernel's contract: constants, so no
+    // division at run time and immediate offsets for the vectors.
+    debug_assert!(cluster::size() as usize == C && block_dim().x as usize == T);
+    let c = C;
     let r = block_idx().x as usize / c;
     debug_assert!(r < rows as usize, "softmax_cluster: grid.x must be rows · cluster size");
-    let (t, lanes, n) = (thread_idx().x as usize, block_dim().x as usize, cols as usize);
+    let (t, lanes, n) = (thread_idx().x as usize, T, cols as usize);
     let first = (cluster::rank() as usize * 4 * lanes * V * K::SLICES).min(n);
     // SAFETY: r < rows (grid.x = rows · C).
     let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
@@ -218,7 +223,7 @@ macro_rules! cluster_kernel {
                 let row = shared_array!($row, f32, 2);
                 // SAFETY: the kernel's contract, forwarded; the arrays are this kernel's own.
                 unsafe {
-                    cluster_row::<$chunk>(x, y, rows, cols, ld_x, ld_y, scratch, pair, row)
+                    cluster_row::<$chunk, { SOFTMAX_CLUSTER_CONFIGS[$i].0 as usize }>(x, y, rows, cols, ld_x, ld_y, scratch, pair, row)
                 }
             }
         }

@@ -53,17 +53,20 @@ unsafe fn warp_row<const V: usize>(x: *const f32, y: *mut f32, rows: u32, cols: 
     unsafe { s.store_scaled(yr, 0, n, lane, 32, is_aligned16(yr), inv) };
 }
 
-/// A block per row, `V` vectors per thread: the body of `softmax_row_*`.
+/// A block per row of `T` threads, `V` vectors per thread: the body of
+/// `softmax_row_*`. (`T` a constant rather than `blockDim.x`: the vectors' offsets
+/// become immediates, and fewer registers stay live across the loads.)
 ///
 /// # Safety
 /// As the kernels': row `blockIdx.x < rows` of `x` readable and of `y` writable for
 /// `cols <= 4·blockDim.x·V` columns; `scratch` is 64 floats of this kernel's shared
 /// memory.
 #[inline(always)]
-unsafe fn block_row<const V: usize>(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32, scratch: Smem<f32>) {
+unsafe fn block_row<const T: usize, const V: usize>(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32, scratch: Smem<f32>) {
     let r = block_idx().x as usize;
     debug_assert!(r < rows as usize, "softmax_row: grid.x must be rows");
-    let (t, lanes, n) = (thread_idx().x as usize, block_dim().x as usize, cols as usize);
+    debug_assert!(block_dim().x as usize == T, "softmax_row: the block is the kernel's contract");
+    let (t, lanes, n) = (thread_idx().x as usize, T, cols as usize);
     // SAFETY: r < rows (grid.x = rows).
     let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
     // SAFETY: row r holds `cols` floats (contract).
@@ -127,7 +130,7 @@ macro_rules! row_kernel {
             pub unsafe fn $name(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32) {
                 let scratch = shared_array!($scratch, f32, 64);
                 // SAFETY: the kernel's contract, forwarded; scratch is this kernel's own.
-                unsafe { block_row::<{ SOFTMAX_ROW_CONFIGS[$i].1 as usize }>(x, y, rows, cols, ld_x, ld_y, scratch) }
+                unsafe { block_row::<{ SOFTMAX_ROW_CONFIGS[$i].0 as usize }, { SOFTMAX_ROW_CONFIGS[$i].1 as usize }>(x, y, rows, cols, ld_x, ld_y, scratch) }
             }
         }
     };
@@ -135,5 +138,5 @@ macro_rules! row_kernel {
 
 row_kernel!(softmax_row_2k, 0, "2048", SOFTMAX_ROW_2K_SCRATCH);
 row_kernel!(softmax_row_4k, 1, "4096", SOFTMAX_ROW_4K_SCRATCH);
-row_kernel!(softmax_row_8k, 2, "8192", SOFTMAX_ROW_8K_SCRATCH);
+row_kernel!(softmax_row_8k, 2, "8192", SOFTMAX_ROW_8K_SCRATCH, 4);
 row_kernel!(softmax_row_16k, 3, "16384", SOFTMAX_ROW_16K_SCRATCH);

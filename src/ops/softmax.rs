@@ -6,10 +6,14 @@
 //! |---|---|---|
 //! | up to 1024 | a warp per row, the row in registers (`softmax_warp_*`) | 1 read, 1 write |
 //! | up to 16384 | a block per row, the row in registers (`softmax_row_*`) | 1 read, 1 write |
-//! | up to 262144, on Hopper | a cluster of 2-8 blocks per row, chunks in registers, pairs over distributed shared memory (`softmax_cluster_*`) | 1 read, 1 write |
+//! | up to 262144, on Hopper, rows enough for a cluster per SM or more | a cluster of 2-8 blocks per row, chunks in registers, pairs over distributed shared memory (`softmax_cluster_*`) | 1 read, 1 write |
+//! | longer, the input 16 MiB to L2's size | two-pass online softmax (`softmax_online_*`): the second read hits L2 | 1 read (+1 from L2), 1 write |
+//! | up to `max_resident_blocks · 8192`, fewer chunks than SMs | chunks of 8192 over cooperating blocks, loaded into registers (`softmax_split`) | 1 read, 1 write |
 //! | up to `max_resident_blocks · 16384`, rows 16-byte aligned | chunks of 16384 over cooperating blocks, staged by `cp.async` (`softmax_split_async`) | 1 read, 1 write |
-//! | up to `max_resident_blocks · 8192` | chunks of 8192 over cooperating blocks, loaded into registers (`softmax_split`) | 1 read, 1 write |
-//! | longer | two-pass online softmax (`softmax_online_*`) | 2 reads, 1 write |
+//! | up to `max_resident_blocks · 8192` | `softmax_split` | 1 read, 1 write |
+//! | longer | two-pass online softmax | 2 reads, 1 write |
+//!
+//! [`auto_kernel`] says why, with the measurements.
 //!
 //! An empty input (no rows or no columns) launches nothing and leaves the (empty)
 //! output as it is, as `torch.softmax` returns an empty tensor.
@@ -130,13 +134,44 @@ fn split_async_capacity(gpu: &Gpu) -> Result<u32> {
     gpu.max_resident_blocks::<ksa::softmax_split_async>(&(p,))
 }
 
-/// Which kernel [`SoftmaxKernel::Auto`] runs for rows of `cols` columns, whose
-/// starts are 16-byte aligned or not (`aligned`: the pointer and the row stride).
-pub fn auto_kernel(gpu: &Gpu, cols: usize, aligned: bool) -> Result<SoftmaxKernel> {
+/// The blocks per cluster [`SoftmaxKernel::Cluster`] gives rows of `cols` columns
+/// (`None` past [`CLUSTER_MAX_COLS`]).
+pub fn cluster_size(cols: usize) -> Option<u32> {
+    SOFTMAX_CLUSTER_CONFIGS
+        .iter()
+        .find(|&&(c, h)| cols <= (SOFTMAX_CLUSTER_SLICE * h * c) as usize)
+        .map(|&(c, _)| c)
+}
+
+/// Which kernel [`SoftmaxKernel::Auto`] runs for `rows` rows of `cols` columns,
+/// whose starts are 16-byte aligned or not (`aligned`: the pointer and the row
+/// stride). Fitted to the H100 runs of 2026-11-22 and -23 (docs/PERFORMANCE.md):
+///
+/// * a cluster per row where there are clusters enough to fill the SMs (256 x 65536
+///   and 64 x 262144: 0.060 / 0.070 ms against 0.075 / 0.073 for the best split
+///   kernel);
+/// * with fewer rows, the split kernel in registers (1 x 100000: 0.0074-0.0088 ms,
+///   cluster 0.0080-0.0093, staged split 0.0095-0.0104);
+/// * the two online passes when the input fits in L2, so that their second read hits
+///   it, and is no toy (8 x 2^20: 0.0419-0.0440 ms, staged split 0.0456-0.0458);
+/// * else the staged split kernel for aligned rows, the register one for others,
+///   the online passes past what the device holds on chip.
+pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result<SoftmaxKernel> {
+    let sms = gpu.props().sms.max(1) as usize;
+    let bytes = rows.saturating_mul(cols).saturating_mul(4);
+    let fits_l2 = bytes >= 16 << 20 && bytes <= gpu.props().l2_bytes as usize;
     Ok(if cols <= REGISTER_MAX_COLS {
         SoftmaxKernel::Registers
-    } else if cols <= CLUSTER_MAX_COLS && has_clusters(gpu) {
+    } else if has_clusters(gpu)
+        && cluster_size(cols).is_some_and(|c| rows.saturating_mul(c as usize) >= sms)
+    {
         SoftmaxKernel::Cluster
+    } else if fits_l2 {
+        SoftmaxKernel::Online
+    } else if rows.saturating_mul(cols.div_ceil(SOFTMAX_SPLIT_CHUNK as usize)) < sms
+        && cols <= split_max_cols(gpu)?
+    {
+        SoftmaxKernel::Split
     } else if aligned && cols <= split_async_max_cols(gpu)? {
         SoftmaxKernel::SplitAsync
     } else if cols <= split_max_cols(gpu)? {
@@ -189,7 +224,7 @@ pub fn softmax_with(
     let n = cols as usize;
     let aligned = x.ptr() as usize % 16 == 0 && ld_x % 4 == 0;
     let kernel = match kernel {
-        SoftmaxKernel::Auto => auto_kernel(gpu, n, aligned)?,
+        SoftmaxKernel::Auto => auto_kernel(gpu, rows as usize, n, aligned)?,
         k => k,
     };
     let too_long = |limit: usize, name: &str, use_: &str| SimtError::TooLarge {
