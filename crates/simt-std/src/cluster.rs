@@ -27,10 +27,13 @@
 //!    block must not exit while another may still access its shared memory: end
 //!    with a [`sync`] after the last remote access.
 //!
-//! Numbers (H100, 2026-11-23, one block of 512 threads per cluster rank, the
-//! softmax of `kernels::softmax_cluster`): a row of 65536 floats over a cluster of 4
-//! blocks exchanges 4 `(max, sum)` pairs with 2 cluster syncs, and 256 such rows ran
-//! at 83% of copy bandwidth, where the same split over global flags ran at 59%.
+//! Numbers (H100, 2026-11-23, rust-simt's docs/PERFORMANCE.md, "Clusters"): the
+//! softmax of `kernels::softmax_cluster` spreads a row of 65536 floats over a cluster
+//! of 4 blocks of 512 threads, which exchange 4 `(max, sum)` pairs between 2 cluster
+//! barriers; 256 such rows took 0.0600 ms, 74% of copy bandwidth, where the same
+//! split over global flags and a cooperative launch took 0.0748 ms (59%). Each
+//! `sync` is `MEMBAR.ALL.GPU` + `UCGABAR_ARV` + `UCGABAR_WAIT` in SASS, as CUDA C++'s
+//! `cluster.sync()`.
 //!
 //! The emulator runs the blocks of a cluster together on one worker: the cluster
 //! barrier releases when every thread of every block of the cluster waits at it
