@@ -17,6 +17,8 @@ import argparse, sys, time
 LONG_SOFTMAX = ["256x65536", "64x262144", "8x1048576", "1x100000", "4x3000017"]
 # Matmul shapes past the squares (issue 13): decode-style rows and columns, few rows,
 # short K, a ragged size. The same list as src/lecture/sweep.rs's MATMUL_SHAPES.
+# Row sums of odd shapes. The same list as src/lecture/sweep.rs's ODD_ROW_SUM.
+ODD_ROW_SUM = ["4x16777217", "4194304x3", "1x1", "1025x1025"]
 MATMUL_SHAPES = ["1x8192x8192", "8192x1x8192", "64x4096x4096", "4096x4096x64", "1000x1000x1000"]
 
 def shapes(op, quick):
@@ -26,7 +28,7 @@ def shapes(op, quick):
                 "matmul": ["64x64x64", "128x128x128", "1x256x256", "100x1x64", "96x80x300"]}[op]
     return {"gelu": [str(n) for n in p2(16, 27)],
             "softmax": [f"4096x{n}" for n in p2(7, 14)] + LONG_SOFTMAX,
-            "row_sum": [f"4x{c}" for c in p2(16, 26, 2)] + [f"{(1 << 24) // c}x{c}" for c in (16, 64, 256, 1024)],
+            "row_sum": [f"4x{c}" for c in p2(16, 26, 2)] + [f"{(1 << 24) // c}x{c}" for c in (16, 64, 256, 1024)] + ODD_ROW_SUM,
             "matmul": [f"{n}x{n}x{n}" for n in p2(8, 13)] + MATMUL_SHAPES}[op]
 
 def main():
@@ -213,7 +215,7 @@ def main():
             elif op == "row_sum":
                 x = torch.rand(d[0], d[1], device="cuda", generator=g) * 2 - 1
                 bench(op, "torch builtin", shape, lambda: x.sum(dim=1))
-                if headline(op, shape) and comp("row_sum", lambda t: t.sum(dim=1)):
+                if (headline(op, shape) or shape in ODD_ROW_SUM) and comp("row_sum", lambda t: t.sum(dim=1)):
                     bench(op, "torch.compile", shape, lambda: compiled["row_sum"](x))
             elif op == "matmul":
                 A = torch.rand(d[0], d[2], device="cuda", generator=g) * 2 - 1

@@ -138,6 +138,12 @@ pub const LONG_SOFTMAX: [&str; 5] = [
     "4x3000017",
 ];
 
+/// Row sums of odd shapes: rows of 2^k + 1 columns (every row but the first
+/// misaligned for 16-byte loads), millions of rows of a few columns, a single
+/// element, and a square of 2^k + 1. The same list as `scripts/peers.py`'s
+/// `ODD_ROW_SUM`.
+pub const ODD_ROW_SUM: [&str; 4] = ["4x16777217", "4194304x3", "1x1", "1025x1025"];
+
 /// Matmul shapes past the squares: one row times a matrix (decoding), one column, a
 /// few rows, a short K, and a ragged size. The same list as `scripts/peers.py`'s
 /// `MATMUL_SHAPES`.
@@ -188,6 +194,7 @@ pub fn shapes(op: &str, quick: bool) -> Vec<String> {
                     .iter()
                     .map(|c| format!("{}x{c}", (1usize << 24) / c)),
             );
+            v.extend(ODD_ROW_SUM.iter().map(|s| s.to_string()));
             v
         }
         ("row_sum", true) => vec!["4x16384".into(), "1024x16".into()],
