@@ -8,7 +8,9 @@
 mod common;
 use common::*;
 use half::{bf16, f16};
-use kernels::hopper_probes::{probe_cluster, probe_tma, probe_wgmma, PROBE_CLUSTER_THREADS};
+use kernels::hopper_probes::{
+    probe_cluster, probe_tma, probe_tma_store, probe_wgmma, PROBE_CLUSTER_THREADS,
+};
 use kernels::params::Epilogue;
 use kernels::simt_std::tma::swizzle_128b;
 use kernels::simt_std::wgmma::{acc_coords, desc, desc_fields, Swizzle};
@@ -527,5 +529,84 @@ fn emulator_catches_cluster_misuse() {
             assert!(detail.contains("multiple of 4"), "{detail}")
         }
         other => panic!("expected a bad grid, got {other:?}"),
+    }
+}
+
+/// `probe_tma_store` of a 32 x 32 box at `(x, y)` into a poisoned 40 x 70 f32 matrix
+/// (row stride 72); the whole buffer after the launch.
+fn run_tma_store(
+    g: &Gpu,
+    swizzle: TmaSwizzle,
+    x: i32,
+    y: i32,
+    mode: u32,
+) -> Result<Vec<f32>, SimtError> {
+    let (rows, cols, ld) = (40usize, 70usize, 72usize);
+    let mut out = g.upload(&vec![f32::NAN; rows * ld]).unwrap();
+    let map = TensorMap::tiled(
+        g,
+        out.matrix_strided(Layout::strided(rows, cols, ld)).unwrap(),
+        32,
+        32,
+        swizzle,
+    )
+    .unwrap();
+    let swz = u32::from(swizzle == TmaSwizzle::B128);
+    // SAFETY: an f32 map with a 32 x 32 box (128-byte rows).
+    unsafe {
+        g.launch::<probe_tma_store>(
+            LaunchConfig::new(dim3(1, 1, 1), dim3(128, 1, 1)),
+            (map.ptr(), x, y, swz, 5000.0, mode),
+        )?
+    };
+    g.synchronize()?;
+    let _ = &mut out;
+    Ok(g.download(&out).unwrap())
+}
+
+#[test]
+fn tma_store_writes_the_box_inside_the_matrix_only() {
+    // Plain and 128-byte swizzled tiles; a box half outside the matrix (columns
+    // 48..80 of 70, rows 16..48 of 40) and one at a negative corner: only elements
+    // inside the matrix are written, the row padding and the rest keep their poison.
+    let g = probe_device();
+    for swizzle in [TmaSwizzle::None, TmaSwizzle::B128] {
+        for (x, y) in [(48, 16), (-8, -4), (0, 0)] {
+            let out = run_tma_store(&g, swizzle, x, y, 0).unwrap();
+            for gy in 0..40i32 {
+                for gx in 0..72i32 {
+                    let v = out[(gy * 72 + gx) as usize];
+                    let (r, c) = (gy - y, gx - x);
+                    if gx < 70 && (0..32).contains(&r) && (0..32).contains(&c) {
+                        assert_eq!(
+                            v,
+                            5000.0 + (100 * r + c) as f32,
+                            "{swizzle:?} box at ({x}, {y}): element ({gy}, {gx})"
+                        );
+                    } else {
+                        assert!(v.is_nan(), "{swizzle:?} box at ({x}, {y}): ({gy}, {gx}) written outside the box or the matrix");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn emulator_catches_tma_store_misuse() {
+    let g = probe_device();
+    // Rewriting the source before the wait: the emulator reads the source when the
+    // wait covers the store, so the late bytes land (a race on a GPU).
+    let out = run_tma_store(&g, TmaSwizzle::None, 0, 0, 1).unwrap();
+    assert_eq!(out[0], -1.0, "the store read its source at the wait");
+    // Exiting before the wait.
+    match run_tma_store(&g, TmaSwizzle::None, 0, 0, 2) {
+        Err(SimtError::Emulator(EmuError::Panic {
+            kernel, message, ..
+        })) => {
+            assert_eq!(kernel, "probe_tma_store");
+            assert!(message.contains("TMA store(s) not waited for"), "{message}");
+        }
+        other => panic!("expected an exit with a store in flight, got {other:?}"),
     }
 }

@@ -79,7 +79,8 @@ pub struct TensorMap<T> {
 impl<T: TmaElement> TensorMap<T> {
     /// A map of `m`'s matrix (row-major, `rows x cols`, row stride `ld`) whose copies
     /// move boxes of `box_rows x box_cols` elements. Elements of a box outside the
-    /// matrix arrive as zeros.
+    /// matrix arrive as zeros; a TMA store (`simt_std::tma::store_2d`) through the
+    /// same map writes only the elements inside it.
     pub fn tiled(
         gpu: &Gpu,
         m: MatrixRef<'_, T>,

@@ -179,3 +179,55 @@ kernel! {
         }
     }
 }
+
+kernel! {
+    /// A TMA store of a 32 x 32 f32 box from shared memory to `map`'s matrix at
+    /// `(x, y)`: the 128 threads write element `(r, c)` of the box as
+    /// `base + 100·r + c` into a 1024-byte aligned tile (at its 128-byte swizzled
+    /// place when `swizzled`), fence the writes for the async proxy, and thread 0
+    /// stores, commits and waits. `mode` breaks the rules on purpose, for the
+    /// emulator's checks: 1 overwrites the tile with -1 before the wait (the copy
+    /// may still read it: on a GPU a race, on the emulator the late bytes are what
+    /// lands), 2 exits without waiting.
+    ///
+    /// # Safety
+    /// `map` is a tensor map of an f32 matrix with a 32 x 32 box (128-byte rows when
+    /// `swizzled`, and its swizzle then 128 bytes).
+    #[launch(threads = 128, shared = PROBE_SMEM, target = "sm_90a")]
+    pub unsafe fn probe_tma_store(map: *const TensorMap, x: i32, y: i32, swizzled: u32, base: f32, mode: u32) {
+        let raw = dynamic_shared::<u8>();
+        let tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
+        let t = thread_idx().x;
+        let mut i = t;
+        while i < 1024 {
+            let (r, c) = (i / 32, i % 32);
+            let lin = r * 128 + c * 4;
+            let at = if swizzled != 0 { tma::swizzle_128b(tile.window_addr() + lin) - tile.window_addr() } else { lin };
+            // SAFETY: inside the 4 KiB box of this block's shared memory.
+            unsafe { tile.add(at as usize).cast::<f32>().write(base + (100 * r + c) as f32) };
+            i += 128;
+        }
+        tma::fence_proxy_async();
+        sync_threads();
+        if t == 0 {
+            // SAFETY: the map (caller); a 1024-byte aligned source of the box's size,
+            // written and fenced before the barrier above.
+            unsafe {
+                tma::prefetch(map);
+                tma::store_2d(tile, map, x, y);
+            }
+            tma::store_commit();
+            if mode == 1 {
+                let mut k = 0;
+                while k < 1024 {
+                    // SAFETY: inside the box (the rule broken on purpose: see the doc).
+                    unsafe { tile.add(4 * k).cast::<f32>().write(-1.0) };
+                    k += 1;
+                }
+            }
+            if mode != 2 {
+                tma::store_wait::<0>();
+            }
+        }
+    }
+}

@@ -95,6 +95,14 @@ pub trait ThreadEnv {
     /// Suspends until the global `u32` at `flag` holds `value` (read with acquire
     /// ordering); another block of the launch sets it.
     fn flag_wait(&self, flag: *const u32, value: u32);
+    /// A TMA store of `map`'s box at `coords` from shared `src`: queued, performed
+    /// (source read, global written) by the [`bulk_wait`](ThreadEnv::bulk_wait)
+    /// that covers its group.
+    fn tma_store(&self, src: *const u8, map: *const u8, coords: [i32; 2]);
+    /// Closes the queued TMA stores into a bulk group.
+    fn bulk_commit(&self);
+    /// Performs every committed bulk group except the `pending` newest.
+    fn bulk_wait(&self, pending: usize);
     /// This block's rank in its cluster.
     fn cluster_rank(&self) -> u32;
     /// Blocks per cluster (1 without clusters).

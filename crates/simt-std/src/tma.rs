@@ -18,6 +18,14 @@
 //! aligned for row 0 to start the pattern. `wgmma`'s descriptors
 //! ([`crate::wgmma`]) apply the same function when reading, so the two agree.
 //!
+//! The way back is a **TMA store** ([`store_2d`]): one thread hands the copy engine a
+//! staged tile of shared memory and the box it goes to; the engine writes the
+//! elements that lie inside the matrix. Stores complete in *bulk groups*
+//! ([`store_commit`], [`store_wait_read`], [`store_wait`]), not on an mbarrier. The
+//! emulator reads a store's source when the wait that covers it runs, so a kernel
+//! that rewrites the tile before waiting stores the late bytes, and a block that
+//! exits with a store not waited for is an error naming the kernel and thread.
+//!
 //! The map travels to the kernel as a pointer to global memory: stock Rust cannot
 //! mark a by-value parameter `__grid_constant__`, and the address of a by-value
 //! parameter copy would not be one TMA can use. The producer thread calls
@@ -91,6 +99,79 @@ pub unsafe fn load_2d<T>(dst: Smem<T>, map: *const TensorMap, x: i32, y: i32, ba
         [x, y],
         bar.ptr() as *mut u8,
     );
+}
+
+/// Copies a box of shared memory at `src` to the box at element coordinates
+/// `(x, y)` of `map`'s matrix in global memory
+/// (`cp.async.bulk.tensor.2d.global.shared::cta.bulk_group`): the way back of
+/// [`load_2d`], for an epilogue that has staged its tile in shared memory. The
+/// layout in shared memory is the map's (swizzled or not, as for a load); elements
+/// of the box outside the matrix are not written, so ragged edges need no checks.
+///
+/// The copy runs asynchronously: it reads `src` at some point until a
+/// [`store_wait_read`] covers it, and its writes are visible once a [`store_wait`]
+/// covers it. So, in the thread that issued it: [`store_commit`] after the stores
+/// of a group, [`store_wait_read`] before `src` is written again, [`store_wait`]
+/// (or `store_wait_read`, for shared memory's sake) before the block exits.
+///
+/// # Safety
+/// `map` as for [`prefetch`] (called before); `src` is shared memory of the box's
+/// size, 128-byte aligned (1024-byte for the 128-byte swizzle), whose contents the
+/// block wrote before a [`fence_proxy_async`] and a barrier, and does not write
+/// again until a [`store_wait_read`] covers this copy.
+#[inline(always)]
+pub unsafe fn store_2d<T>(src: Smem<T>, map: *const TensorMap, x: i32, y: i32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
+            m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, s = in(reg32) src.addr(),
+            options(nostack)
+        )
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().tma_store(src.ptr() as *const u8, map as *const u8, [x, y]);
+}
+
+/// Closes this thread's TMA stores issued since the last commit into a bulk group
+/// (`cp.async.bulk.commit_group`).
+#[inline(always)]
+pub fn store_commit() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: no operands.
+    unsafe {
+        core::arch::asm!("cp.async.bulk.commit_group;", options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().bulk_commit();
+}
+
+/// Waits until at most `N` of this thread's committed store groups may still read
+/// their shared-memory source (`cp.async.bulk.wait_group.read N`): the sources of
+/// the others may be written again.
+#[inline(always)]
+pub fn store_wait_read<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: an immediate operand; waits only.
+    unsafe {
+        core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().bulk_wait(N as usize);
+}
+
+/// Waits until at most `N` of this thread's committed store groups are incomplete
+/// (`cp.async.bulk.wait_group N`): the writes of the others are done.
+#[inline(always)]
+pub fn store_wait<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: an immediate operand; waits only.
+    unsafe {
+        core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().bulk_wait(N as usize);
 }
 
 /// Makes this thread's ordinary shared-memory writes visible to the asynchronous

@@ -198,6 +198,45 @@ impl Ctx {
         mem(self).hopper.wait_ready(key, parity)
     }
 
+    /// The box `map` describes at `coords`, against this block's shared memory at
+    /// `smem` (checked: aligned for the swizzle, inside the dynamic shared memory).
+    fn tma_box(&self, smem: *const u8, map: *const u8, coords: [i32; 2], what: &str) -> TmaBox {
+        // SAFETY: the kernel's contract makes `map` a readable, 64-byte aligned map.
+        let w: [u64; 16] = unsafe { std::ptr::read(map as *const [u64; 16]) };
+        assert!(
+            w[0] == TENSOR_MAP_MAGIC,
+            "{what} with a pointer that is no tensor map made by simt::TensorMap for the emulator"
+        );
+        let b = TmaBox {
+            gaddr: w[1] as usize,
+            dims: [w[2] as i64, w[3] as i64],
+            stride: w[4] as usize,
+            boxdim: [w[5] as usize, w[6] as usize],
+            eb: w[7] as usize,
+            swizzled: w[8] == 128,
+            coords,
+            wa: self.window_addr(smem),
+        };
+        let need = if b.swizzled { 1024 } else { 128 };
+        assert!(
+            b.wa % need == 0,
+            "{what}: shared memory at window address {:#x} is not {need}-byte aligned{}",
+            b.wa,
+            if b.swizzled {
+                " (the 128-byte swizzle needs 1024-byte aligned tiles)"
+            } else {
+                ""
+            }
+        );
+        assert!(
+            self.window_ptr(b.wa, b.bytes()).is_some(),
+            "{what}: a box of {} bytes at shared window address {:#x} runs past the block's dynamic shared memory",
+            b.bytes(),
+            b.wa
+        );
+        b
+    }
+
     pub(crate) fn tma_load_impl(
         &self,
         dst: *mut u8,
@@ -205,64 +244,16 @@ impl Ctx {
         coords: [i32; 2],
         bar: *mut u8,
     ) {
-        // SAFETY: the kernel's contract makes `map` a readable, 64-byte aligned map.
-        let w: [u64; 16] = unsafe { std::ptr::read(map as *const [u64; 16]) };
-        assert!(
-            w[0] == TENSOR_MAP_MAGIC,
-            "cp.async.bulk.tensor with a pointer that is no tensor map made by simt::TensorMap for the emulator"
-        );
-        let (gaddr, dim0, dim1, stride, box0, box1, eb, swz) = (
-            w[1] as usize,
-            w[2] as i64,
-            w[3] as i64,
-            w[4] as usize,
-            w[5] as usize,
-            w[6] as usize,
-            w[7] as usize,
-            w[8],
-        );
-        let row = box0 * eb;
-        let bytes = row * box1;
-        let wa = self.window_addr(dst);
-        let need = if swz == 128 { 1024 } else { 128 };
-        assert!(
-            wa % need == 0,
-            "TMA destination at shared window address {wa:#x} is not {need}-byte aligned{}",
-            if swz == 128 {
-                " (the 128-byte swizzle needs 1024-byte aligned tiles)"
-            } else {
-                ""
-            }
-        );
-        assert!(
-            self.window_ptr(wa, bytes).is_some(),
-            "TMA box of {bytes} bytes at shared window address {wa:#x} runs past the block's dynamic shared memory"
-        );
+        let b = self.tma_box(dst, map, coords, "cp.async.bulk.tensor (load)");
+        let bytes = b.bytes();
         let key = self.bar_key(bar, "cp.async.bulk.tensor");
         let mut image = vec![0u8; bytes];
-        for r in 0..box1 {
-            let gy = coords[1] as i64 + r as i64;
-            for c in 0..box0 {
-                let gx = coords[0] as i64 + c as i64;
-                let lin = (r * row + c * eb) as u32;
-                let at = if swz == 128 {
-                    (swizzle_128b(wa + lin) - wa) as usize
-                } else {
-                    lin as usize
-                };
-                if gx >= 0 && gx < dim0 && gy >= 0 && gy < dim1 {
-                    let src = gaddr + gy as usize * stride + gx as usize * eb;
-                    // SAFETY: inside the matrix the map describes (checked when it was made).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            src as *const u8,
-                            image.as_mut_ptr().add(at),
-                            eb,
-                        )
-                    };
-                }
-            }
-        }
+        b.each(|at, src| {
+            // SAFETY: inside the matrix the map describes (checked when it was made).
+            unsafe {
+                std::ptr::copy_nonoverlapping(src as *const u8, image.as_mut_ptr().add(at), b.eb)
+            };
+        });
         // Until the copy lands, the destination reads as poison.
         // SAFETY: checked above to lie in this block's dynamic shared memory.
         unsafe { std::ptr::write_bytes(dst, 0xFF, bytes) };
@@ -272,6 +263,102 @@ impl Ctx {
         });
         b.copies.push((dst as usize, image));
     }
+}
+
+impl Ctx {
+    pub(crate) fn tma_store_impl(&self, src: *const u8, map: *const u8, coords: [i32; 2]) {
+        let b = self.tma_box(src, map, coords, "cp.async.bulk.tensor (store)");
+        self.bulk.borrow_mut().0.push(BulkStore {
+            src: src as usize,
+            b,
+        });
+    }
+
+    pub(crate) fn bulk_commit_impl(&self) {
+        let mut q = self.bulk.borrow_mut();
+        let group = std::mem::take(&mut q.0);
+        q.1.push_back(group);
+    }
+
+    /// Performs every committed group but the `pending` newest: reads the source
+    /// now (so a kernel that rewrote it before waiting stores the new bytes) and
+    /// writes the elements of the box that lie inside the matrix.
+    pub(crate) fn bulk_wait_impl(&self, pending: usize) {
+        let mut q = self.bulk.borrow_mut();
+        while q.1.len() > pending {
+            for st in q.1.pop_front().unwrap() {
+                st.b.each(|at, dst| {
+                    // SAFETY: the source box lies in this block's dynamic shared memory
+                    // (checked when issued); the destination inside the matrix.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            (st.src + at) as *const u8,
+                            dst as *mut u8,
+                            st.b.eb,
+                        )
+                    };
+                });
+            }
+        }
+    }
+
+    /// TMA stores issued or committed and not yet waited for, if any: a block
+    /// must not exit while the copy engine may still read its shared memory.
+    pub(crate) fn bulk_outstanding(&self) -> usize {
+        let q = self.bulk.borrow();
+        q.0.len() + q.1.iter().map(|g| g.len()).sum::<usize>()
+    }
+}
+
+/// One TMA box as a copy sees it: the decoded map, the box's coordinates and its
+/// shared-window address.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TmaBox {
+    gaddr: usize,
+    dims: [i64; 2],
+    stride: usize,
+    boxdim: [usize; 2],
+    eb: usize,
+    swizzled: bool,
+    coords: [i32; 2],
+    wa: u32,
+}
+
+impl TmaBox {
+    fn bytes(&self) -> usize {
+        self.boxdim[0] * self.eb * self.boxdim[1]
+    }
+
+    /// Calls `f(offset in shared memory, global address)` for every element of the
+    /// box inside the matrix; the offset has the swizzle applied.
+    fn each(&self, mut f: impl FnMut(usize, usize)) {
+        let row = self.boxdim[0] * self.eb;
+        for r in 0..self.boxdim[1] {
+            let gy = self.coords[1] as i64 + r as i64;
+            for c in 0..self.boxdim[0] {
+                let gx = self.coords[0] as i64 + c as i64;
+                if gx < 0 || gx >= self.dims[0] || gy < 0 || gy >= self.dims[1] {
+                    continue;
+                }
+                let lin = (r * row + c * self.eb) as u32;
+                let at = if self.swizzled {
+                    (swizzle_128b(self.wa + lin) - self.wa) as usize
+                } else {
+                    lin as usize
+                };
+                f(
+                    at,
+                    self.gaddr + gy as usize * self.stride + gx as usize * self.eb,
+                );
+            }
+        }
+    }
+}
+
+/// One TMA store: performed when a bulk wait covers its group.
+pub(crate) struct BulkStore {
+    src: usize,
+    b: TmaBox,
 }
 
 fn fields(d: u64, what: &str) -> Result<(u32, u32, u32), String> {

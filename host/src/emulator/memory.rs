@@ -146,6 +146,11 @@ pub(crate) struct Ctx {
     /// The registers a completed warp matrix operation returns to this lane.
     pub(crate) warp_out: Cell<[u32; 4]>,
     pub(crate) copies: RefCell<(Vec<AsyncCopy>, VecDeque<Vec<AsyncCopy>>)>,
+    /// TMA stores issued but not committed, and committed bulk groups, oldest first.
+    pub(crate) bulk: RefCell<(
+        Vec<super::hopper::BulkStore>,
+        VecDeque<Vec<super::hopper::BulkStore>>,
+    )>,
 }
 
 /// One `cp.async`: performed when a `wait` covers its group.
@@ -230,6 +235,15 @@ impl ThreadEnv for Ctx {
     }
     fn flag_wait(&self, flag: *const u32, value: u32) {
         self.suspend(Event::FlagWait(flag as usize, value));
+    }
+    fn tma_store(&self, src: *const u8, map: *const u8, coords: [i32; 2]) {
+        self.tma_store_impl(src, map, coords)
+    }
+    fn bulk_commit(&self) {
+        self.bulk_commit_impl()
+    }
+    fn bulk_wait(&self, pending: usize) {
+        self.bulk_wait_impl(pending)
     }
     fn cluster_rank(&self) -> u32 {
         self.rank

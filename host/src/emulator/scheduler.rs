@@ -126,6 +126,7 @@ pub(super) unsafe fn run_cluster(
             cluster: &cluster,
             warp_out: Cell::new([0; 4]),
             copies: RefCell::new((Vec::new(), VecDeque::new())),
+            bulk: RefCell::new((Vec::new(), VecDeque::new())),
         })
         .collect();
     let mut cos: Vec<Option<Coroutine<u32, Event, (), DefaultStack>>> = Vec::with_capacity(n);
@@ -208,6 +209,18 @@ pub(super) unsafe fn run_cluster(
                     state[t] = State::FlagWait(f, v)
                 }
                 Ok(CoroutineResult::Return(())) => {
+                    let open = ctxs[t].bulk_outstanding();
+                    if open > 0 {
+                        return Err(EmuError::Panic {
+                            kernel,
+                            block: ctxs[t].bid,
+                            thread: ctxs[t].tid,
+                            message: format!(
+                                "exits with {open} TMA store(s) not waited for: the copy engine may still read the block's shared memory. \
+                                 Commit them (tma::store_commit) and wait (tma::store_wait_read::<0> or store_wait::<0>) before the block ends"
+                            ),
+                        });
+                    }
                     state[t] = State::Done;
                     let a = &cluster.alive[t / per];
                     a.set(a.get() - 1);
