@@ -1,30 +1,103 @@
-//! Tunes `MatmulKernel::Auto` ahead of time, like running a `@triton.autotune`d
-//! kernel once per shape: every candidate is timed on each shape, the winner is
-//! written to the tuning cache, and a table shows the winner against the heuristic
-//! (what `Auto` runs when a shape was never tuned).
+//! Tunes `MatmulKernel::Auto` and `SoftmaxKernel::Auto` (rows past the register
+//! kernels) ahead of time, like running a `@triton.autotune`d kernel once per shape:
+//! every candidate is timed on each shape, the winner is written to the tuning
+//! cache, and a table shows the winner against the heuristic (what `Auto` runs when
+//! a shape was never tuned).
 //!
 //! ```text
-//! cargo run --release --example tune                       # the benchmark sweep's shapes
-//! cargo run --release --example tune -- 1x4096x4096 333x777x555
+//! cargo run --release --example tune                       # the benchmark sweeps' shapes
+//! cargo run --release --example tune -- 1x4096x4096 333x777x555 64x262144
 //! ```
+//!
+//! `MxNxK` is a matmul, `ROWSxCOLS` a softmax.
 //!
 //! The cache is `$SIMT_TUNE_CACHE`, else `~/.cache/rust-simt/tune.json` (see
 //! `rust_simt::tune`); later runs of any program pick the tuned kernels from it. On
 //! the emulator it runs too, on small shapes, but timings there are host times.
 use rust_simt::ops::matmul::{auto_candidates, auto_heuristic, auto_key, matmul, Epilogue, Shape};
-use rust_simt::tune::{self, Timing};
-use rust_simt::{BackendKind, Result};
+use rust_simt::ops::softmax;
+use rust_simt::tune::{self, Entry, Key, Timing};
+use rust_simt::{BackendKind, Gpu, Result};
+
+/// Writes one tuned key to the cache.
+fn save(key: &Key, entry: Entry) -> Result<()> {
+    tune::with_cache(|cache| {
+        cache.insert(key, entry);
+        cache.save()
+    })
+    .map_err(|e| {
+        rust_simt::SimtError::Unsupported(format!(
+            "writing the tuning cache: {e}; set SIMT_TUNE_CACHE to a writable file"
+        ))
+    })
+}
+
+/// Tunes the softmax of each `ROWSxCOLS` shape whose rows are past the register
+/// kernels; prints a table like the matmul one.
+fn tune_softmax(g: &Gpu, shapes: &[String], timing: Timing) -> Result<()> {
+    let shapes: Vec<(usize, usize)> = shapes
+        .iter()
+        .filter_map(|s| {
+            let d: Vec<usize> = s.split('x').filter_map(|v| v.parse().ok()).collect();
+            match d[..] {
+                [r, c] if c > softmax::REGISTER_MAX_COLS && r > 0 => Some((r, c)),
+                _ => None,
+            }
+        })
+        .collect();
+    if shapes.is_empty() {
+        return Ok(());
+    }
+    println!("\nSoftmax, rows past the register kernels:");
+    println!("| shape | candidates | tuned choice | ms | heuristic | ms | heuristic / tuned |");
+    println!("|---|---|---|---|---|---|---|");
+    for (rows, cols) in shapes {
+        let x = g.upload(&vec![0.5f32; rows * cols])?;
+        let mut y = g.alloc::<f32>(rows * cols)?;
+        let cands = softmax::long_row_candidates(g, cols, true)?;
+        let (best, entry) = tune::tune(g, &cands, timing, |k| {
+            softmax::softmax_with(g, k, x.matrix(rows, cols)?, y.matrix_mut(rows, cols)?)
+        })?;
+        let h = softmax::auto_kernel(g, rows, cols, true)?;
+        let ms_of = |k: softmax::SoftmaxKernel| {
+            entry
+                .timings
+                .iter()
+                .find(|t| t.0 == k.label())
+                .map_or(f64::NAN, |t| t.1)
+        };
+        let (tb, th) = (ms_of(best), ms_of(h));
+        println!(
+            "| {rows}x{cols} | {} | {} | {tb:.4} | {} | {th:.4} | {:.2}x |",
+            cands.len(),
+            best.label(),
+            h.label(),
+            th / tb
+        );
+        save(&softmax::auto_key(g, rows, cols, true), entry)?;
+    }
+    println!("Cached: `SoftmaxKernel::Auto` now runs the tuned choice for these shapes' buckets.");
+    Ok(())
+}
 
 fn main() -> Result<()> {
     let g = rust_simt::gpu()?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let on_gpu = g.kind() == BackendKind::Cuda;
-    let shapes: Vec<String> = if !args.is_empty() {
-        args
+    let (shapes, softmax_shapes): (Vec<String>, Vec<String>) = if !args.is_empty() {
+        args.iter()
+            .cloned()
+            .partition(|s| s.split('x').count() == 3)
     } else if on_gpu {
-        rust_simt::sweep::shapes("matmul", false)
+        (
+            rust_simt::sweep::shapes("matmul", false),
+            rust_simt::sweep::shapes("softmax", false),
+        )
     } else {
-        rust_simt::sweep::shapes("matmul", true)
+        (
+            rust_simt::sweep::shapes("matmul", true),
+            rust_simt::sweep::shapes("softmax", true),
+        )
     };
     println!(
         "Tuning matmul (FP32) on {} into {}",
@@ -81,18 +154,10 @@ fn main() -> Result<()> {
                 th / tb
             )
         });
-        tune::with_cache(|cache| {
-            cache.insert(&auto_key(&g, shape), entry);
-            cache.save()
-        })
-        .map_err(|e| {
-            rust_simt::SimtError::Unsupported(format!(
-                "writing the tuning cache: {e}; set SIMT_TUNE_CACHE to a writable file"
-            ))
-        })?;
+        save(&auto_key(&g, shape), entry)?;
         pb.inc(1);
     }
     pb.finish_and_clear();
     println!("Cached: `MatmulKernel::Auto` now runs the tuned choice for these shapes' buckets.");
-    Ok(())
+    tune_softmax(&g, &softmax_shapes, timing)
 }

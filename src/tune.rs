@@ -2,8 +2,9 @@
 //! configurations, a key of shape buckets, and the fastest candidate per key cached
 //! on disk.
 //!
-//! An op that supports it (today [`MatmulKernel::Auto`](crate::ops::matmul::MatmulKernel::Auto))
-//! asks [`choose`] for a configuration with
+//! An op that supports it ([`MatmulKernel::Auto`](crate::ops::matmul::MatmulKernel::Auto),
+//! and [`SoftmaxKernel::Auto`](crate::ops::softmax::SoftmaxKernel::Auto) for rows
+//! past the register kernels) asks [`choose`] for a configuration with
 //!
 //! * a [`Key`]: the device's name, the op, the element type and the shape's bucket
 //!   (each size rounded up to a power of two, plus flags such as alignment), so one
@@ -24,8 +25,9 @@
 //! wins. Tuning a shape ahead of time is `cargo run --release --example tune`.
 //!
 //! The cache is JSON at `$SIMT_TUNE_CACHE`, else `$XDG_CACHE_HOME/rust-simt/tune.json`,
-//! else `~/.cache/rust-simt/tune.json`. It records the hash of the PTX module it was
-//! tuned with: a rebuilt module (a kernel changed) starts an empty cache. A file that
+//! else `~/.cache/rust-simt/tune.json`. It records the hash of the PTX modules it was
+//! tuned with (the portable one and the Hopper one): a rebuilt module (a kernel
+//! changed) starts an empty cache. A file that
 //! cannot be read or parsed is set aside with a warning, never an error.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -96,6 +98,15 @@ pub trait Config: Copy + PartialEq + std::fmt::Debug {
     fn label(&self) -> String;
     /// Parses a [`label`](Config::label).
     fn from_label(s: &str) -> Option<Self>;
+}
+
+impl Config for crate::ops::softmax::SoftmaxKernel {
+    fn label(&self) -> String {
+        crate::ops::softmax::SoftmaxKernel::label(*self).to_string()
+    }
+    fn from_label(s: &str) -> Option<Self> {
+        crate::ops::softmax::SoftmaxKernel::from_label(s)
+    }
 }
 
 impl Config for crate::ops::matmul::MatmulKernel {
@@ -310,7 +321,11 @@ pub fn with_cache<R>(f: impl FnOnce(&mut Cache) -> R) -> R {
     let c = g.get_or_insert_with(|| {
         let (c, warning) = Cache::load(
             &Cache::default_path(),
-            &module_hash(crate::ptx::MODULE.ptx()),
+            &module_hash(&format!(
+                "{}{}",
+                crate::ptx::MODULE.ptx(),
+                crate::ptx::sm90a::MODULE.ptx()
+            )),
         );
         if let Some(w) = warning {
             warn_once(&w);
@@ -401,6 +416,18 @@ pub fn tune<C: Config>(
         None => Err(first_err
             .unwrap_or_else(|| crate::SimtError::Unsupported("tune: no candidates".into()))),
     }
+}
+
+/// [`choose`] without tuning: the cached winner for `key` where the mode allows one
+/// and `valid` accepts it, else the heuristic. For calls that must not run the op
+/// more than once (an in-place softmax: each run would change its input).
+pub fn lookup<C: Config>(gpu: &Gpu, key: &Key, heuristic: C, valid: impl Fn(C) -> bool) -> C {
+    if gpu.kind() == BackendKind::Emulator || Mode::from_env() == Mode::Off {
+        return heuristic;
+    }
+    with_cache(|c| c.get(key).and_then(|e| C::from_label(&e.choice)))
+        .filter(|&c| valid(c))
+        .unwrap_or(heuristic)
 }
 
 /// The configuration to run for `key`: see the module docs for how the mode

@@ -369,3 +369,53 @@ fn tune_times_every_candidate() {
         "{r:?}"
     );
 }
+
+#[test]
+fn softmax_long_rows_tune_too() {
+    // The softmax's long-row kernels through the same tuner: labels round-trip, the
+    // candidates are the long-row kernels that take the shape, every one is timed,
+    // the winner computes the softmax.
+    use rust_simt::ops::softmax::{auto_key, long_row_candidates, softmax_with, SoftmaxKernel};
+    for k in SoftmaxKernel::ALL {
+        assert_eq!(
+            <SoftmaxKernel as Config>::from_label(&Config::label(&k)),
+            Some(k)
+        );
+    }
+    assert_eq!(SoftmaxKernel::from_label("tiles"), None);
+    let g: Gpu = gpu();
+    let (rows, cols) = (3, 20_000);
+    let cands = long_row_candidates(&g, cols, true).unwrap();
+    assert!(cands.contains(&SoftmaxKernel::Online) && !cands.contains(&SoftmaxKernel::Registers));
+    assert_eq!(
+        auto_key(&g, rows, cols, true).as_str(),
+        format!("{}|softmax|f32|rows=4|cols=32768|aligned", g.props().name)
+    );
+    let (mut r, seed) = rng("tune softmax");
+    let x = uniform(&mut r, rows * cols, -5.0, 5.0);
+    let xb = g.upload(&x).unwrap();
+    let mut y = poisoned(&g, rows * cols);
+    let (best, e) = tune::tune(&g, &cands, Timing { warmup: 0, reps: 1 }, |k| {
+        softmax_with(&g, k, xb.matrix(rows, cols)?, y.matrix_mut(rows, cols)?)
+    })
+    .unwrap();
+    assert_eq!(e.timings.len(), cands.len());
+    let mut y = poisoned(&g, rows * cols);
+    softmax_with(
+        &g,
+        best,
+        xb.matrix(rows, cols).unwrap(),
+        y.matrix_mut(rows, cols).unwrap(),
+    )
+    .unwrap();
+    let want = reference::softmax(&x, rows, cols);
+    assert_close(
+        "tuned softmax",
+        seed,
+        &g.download(&y).unwrap(),
+        &want,
+        1e-5,
+        1e-7,
+        1e-5,
+    );
+}

@@ -13,7 +13,10 @@
 //! | up to `max_resident_blocks · 8192` | `softmax_split` | 1 read, 1 write |
 //! | longer | two-pass online softmax | 2 reads, 1 write |
 //!
-//! [`auto_kernel`] says why, with the measurements.
+//! [`auto_kernel`] says why, with the measurements. Past the register kernels,
+//! `Auto` also asks the autotuner ([`crate::tune`], key [`auto_key`]): a cached
+//! winner for the shape's bucket replaces the heuristic, and `SIMT_TUNE=1` times
+//! [`long_row_candidates`] on a miss (never for an in-place call).
 //!
 //! An empty input (no rows or no columns) launches nothing and leaves the (empty)
 //! output as it is, as `torch.softmax` returns an empty tensor.
@@ -73,6 +76,75 @@ pub const CLUSTER_MAX_COLS: usize = SOFTMAX_CLUSTER_MAX_COLS as usize;
 /// Hopper module loads, an H100 or H200, and the emulator).
 pub fn has_clusters(gpu: &Gpu) -> bool {
     gpu.can_load(&ptx::sm90a::MODULE)
+}
+
+impl SoftmaxKernel {
+    /// Every kernel, in the order of the enum.
+    pub const ALL: [SoftmaxKernel; 7] = [
+        SoftmaxKernel::Auto,
+        SoftmaxKernel::SharedRow,
+        SoftmaxKernel::Registers,
+        SoftmaxKernel::Cluster,
+        SoftmaxKernel::Split,
+        SoftmaxKernel::SplitAsync,
+        SoftmaxKernel::Online,
+    ];
+
+    /// A stable text form (the tuning cache's).
+    pub fn label(self) -> &'static str {
+        match self {
+            SoftmaxKernel::Auto => "auto",
+            SoftmaxKernel::SharedRow => "shared-row",
+            SoftmaxKernel::Registers => "registers",
+            SoftmaxKernel::Cluster => "cluster",
+            SoftmaxKernel::Split => "split",
+            SoftmaxKernel::SplitAsync => "split-async",
+            SoftmaxKernel::Online => "online",
+        }
+    }
+
+    /// Parses a [`label`](Self::label).
+    pub fn from_label(s: &str) -> Option<SoftmaxKernel> {
+        SoftmaxKernel::ALL.into_iter().find(|k| k.label() == s)
+    }
+}
+
+/// Whether `kernel` takes rows of `cols` columns on this device (`aligned`: 16-byte
+/// aligned row starts); `Auto` takes every row.
+pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Result<bool> {
+    Ok(match kernel {
+        SoftmaxKernel::Auto | SoftmaxKernel::Online => true,
+        SoftmaxKernel::SharedRow => cols <= max_cols(gpu),
+        SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
+        SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS && has_clusters(gpu),
+        SoftmaxKernel::Split => cols <= split_max_cols(gpu)?,
+        SoftmaxKernel::SplitAsync => aligned && cols <= split_async_max_cols(gpu)?,
+    })
+}
+
+/// What the autotuner times for rows past the register kernels: every long-row
+/// kernel that takes `cols` columns here (`Cluster`, `Split`, `SplitAsync`, `Online`).
+pub fn long_row_candidates(gpu: &Gpu, cols: usize, aligned: bool) -> Result<Vec<SoftmaxKernel>> {
+    let mut v = Vec::new();
+    for k in [
+        SoftmaxKernel::Cluster,
+        SoftmaxKernel::Split,
+        SoftmaxKernel::SplitAsync,
+        SoftmaxKernel::Online,
+    ] {
+        if takes(gpu, k, cols, aligned)? {
+            v.push(k);
+        }
+    }
+    Ok(v)
+}
+
+/// The tuning key of a softmax of `rows x cols` (both bucketed to powers of two).
+pub fn auto_key(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> crate::tune::Key {
+    crate::tune::Key::new(gpu, "softmax", "f32")
+        .dim("rows", rows)
+        .dim("cols", cols)
+        .flag("aligned", aligned)
 }
 
 /// The longest row [`SoftmaxKernel::Split`] takes on this device: one chunk of 8192
@@ -224,7 +296,26 @@ pub fn softmax_with(
     let n = cols as usize;
     let aligned = x.ptr() as usize % 16 == 0 && ld_x % 4 == 0;
     let kernel = match kernel {
-        SoftmaxKernel::Auto => auto_kernel(gpu, rows as usize, n, aligned)?,
+        SoftmaxKernel::Auto => {
+            let h = auto_kernel(gpu, rows as usize, n, aligned)?;
+            if h == SoftmaxKernel::Registers {
+                h
+            } else {
+                // Long rows: the autotuner's cached choice (or, with SIMT_TUNE=1, a
+                // timing of the candidates); never tuned in place, where every run
+                // would change the input.
+                let key = auto_key(gpu, rows as usize, n, aligned);
+                let valid = |k| takes(gpu, k, n, aligned).unwrap_or(false);
+                if x.ptr() as usize == y.ptr_mut() as usize {
+                    crate::tune::lookup(gpu, &key, h, valid)
+                } else {
+                    let cands = long_row_candidates(gpu, n, aligned)?;
+                    crate::tune::choose(gpu, &key, &cands, h, valid, |k| {
+                        softmax_with(gpu, k, x, y.reborrow())
+                    })?
+                }
+            }
+        }
         k => k,
     };
     let too_long = |limit: usize, name: &str, use_: &str| SimtError::TooLarge {
