@@ -418,11 +418,21 @@ pub fn tune<C: Config>(
     }
 }
 
+/// The mode [`choose`] works in on `gpu`: [`Mode::from_env`], and always
+/// [`Mode::Off`] on the emulator (its timings are host times).
+pub fn mode(gpu: &Gpu) -> Mode {
+    if gpu.kind() == BackendKind::Emulator {
+        Mode::Off
+    } else {
+        Mode::from_env()
+    }
+}
+
 /// [`choose`] without tuning: the cached winner for `key` where the mode allows one
 /// and `valid` accepts it, else the heuristic. For calls that must not run the op
 /// more than once (an in-place softmax: each run would change its input).
 pub fn lookup<C: Config>(gpu: &Gpu, key: &Key, heuristic: C, valid: impl Fn(C) -> bool) -> C {
-    if gpu.kind() == BackendKind::Emulator || Mode::from_env() == Mode::Off {
+    if mode(gpu) == Mode::Off {
         return heuristic;
     }
     with_cache(|c| c.get(key).and_then(|e| C::from_label(&e.choice)))
@@ -443,11 +453,7 @@ pub fn choose<C: Config>(
     valid: impl Fn(C) -> bool,
     run: impl FnMut(C) -> Result<()>,
 ) -> Result<C> {
-    let mode = if gpu.kind() == BackendKind::Emulator {
-        Mode::Off
-    } else {
-        Mode::from_env()
-    };
+    let mode = mode(gpu);
     if mode == Mode::Off {
         return Ok(heuristic);
     }

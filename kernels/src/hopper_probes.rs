@@ -144,7 +144,8 @@ kernel! {
     /// breaks the rules on purpose, for the emulator's checks (on a GPU, modes 1-3
     /// are undefined or hang): 1 leaves out the final cluster barrier (a block may
     /// exit while another reads its slot), 2 makes rank 1 return before the first
-    /// barrier, 3 maps a rank outside the cluster.
+    /// barrier, 3 maps a rank outside the cluster, 4 reads a neighbour's slot before
+    /// the first barrier (the neighbour may not have started).
     ///
     /// # Safety
     /// `out` holds `8·grid.x` floats; `grid.x` a multiple of 4.
@@ -159,6 +160,12 @@ kernel! {
         if t == 0 {
             // SAFETY: this kernel's own slot, read by the cluster after the barrier.
             unsafe { slot.write((1000 * b + rank) as f32) };
+        }
+        if mode == 4 && t == 0 {
+            // SAFETY: none: the rule broken on purpose (see the doc).
+            let v = unsafe { simt_std::cluster::map(slot, (rank + 1) % size).read() };
+            // SAFETY: out holds 8 floats per block.
+            unsafe { *out.add((8 * b + 6) as usize) = v };
         }
         simt_std::cluster::sync();
         if t < 4 {

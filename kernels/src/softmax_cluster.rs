@@ -160,6 +160,7 @@ unsafe fn cluster_row<K: Chunk, const C: usize>(
     let m = unsafe { block_reduce_once(s.max(), scratch, max_nan, f32::NEG_INFINITY) };
     // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
     let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
+    // SAFETY: as the first reduction, on the second half of scratch.
     let sum = unsafe { block_reduce_once(s.exp_sum(m_safe), scratch.add(32), |a, b| a + b, 0.0) };
     if t == 0 {
         // SAFETY: this kernel's own 2 floats, read by the cluster after the sync.

@@ -305,8 +305,11 @@ pub fn softmax_with(
                 // timing of the candidates); never tuned in place, where every run
                 // would change the input.
                 let key = auto_key(gpu, rows as usize, n, aligned);
-                let valid = |k| takes(gpu, k, n, aligned).unwrap_or(false);
-                if x.ptr() as usize == y.ptr_mut() as usize {
+                let valid =
+                    |k| k != SoftmaxKernel::Auto && takes(gpu, k, n, aligned).unwrap_or(false);
+                let in_place = x.ptr() as usize == y.ptr_mut() as usize;
+                // The candidates (and their residency queries) only when tuning.
+                if in_place || crate::tune::mode(gpu) != crate::tune::Mode::Tune {
                     crate::tune::lookup(gpu, &key, h, valid)
                 } else {
                     let cands = long_row_candidates(gpu, n, aligned)?;

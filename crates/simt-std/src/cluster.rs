@@ -38,10 +38,13 @@
 //! The emulator runs the blocks of a cluster together on one worker: the cluster
 //! barrier releases when every thread of every block of the cluster waits at it
 //! (one that exited or waits at another barrier is an error naming both), shared
-//! memory of every block starts as NaN poison, a [`map`] of memory that is not
-//! this block's shared memory or to a rank outside the cluster is an error, and a
-//! [`Remote`] access to a block whose threads have all exited (rule 2) is an error
-//! naming the kernel, the block and the thread.
+//! memory of every block starts as NaN poison, and these are errors naming the
+//! kernel, the block and the thread: a [`map`] of memory that is not this block's
+//! shared memory or to a rank outside the cluster; a [`Remote`] access before the
+//! cluster's first [`sync`] (the other blocks may not have started), outside the
+//! target's shared arrays, or to a block whose threads have all exited; and a block
+//! that exits while another accessed its shared memory after the last [`sync`] it
+//! passed (rule 2, whatever order the threads ran in).
 use crate::shared::Smem;
 
 /// This block's rank in its cluster, `0..size()` (`%cluster_ctarank`).
@@ -78,7 +81,11 @@ pub fn size() -> u32 {
 
 /// Barrier over every thread of the cluster, with release/acquire ordering of
 /// shared and global memory (rule 1). Every thread of every block of the cluster
-/// must reach it; in uniform control flow (the instructions are `.aligned`).
+/// must reach it, in uniform control flow: the instructions are `.aligned`, and a
+/// warp whose threads reach it on different paths is undefined behaviour on the
+/// GPU. (The hardware also lets it go when the only missing threads have exited;
+/// the emulator reports that as a divergence, as it does for `sync_threads`: a
+/// block that leaves early is almost always a bug in a cluster kernel.)
 #[inline(always)]
 pub fn sync() {
     #[cfg(target_arch = "nvptx64")]
@@ -171,8 +178,8 @@ impl Remote<f32> {
         }
         #[cfg(not(target_arch = "nvptx64"))]
         {
-            crate::emu::env().cluster_access(self.rank);
-            // SAFETY: caller's contract; the emulator checked that the block is alive.
+            crate::emu::env().cluster_access(self.rank, self.ptr as *const u8, 4);
+            // SAFETY: caller's contract; the emulator checked the block and the bounds.
             unsafe { self.ptr.read_volatile() }
         }
     }
@@ -191,8 +198,8 @@ impl Remote<f32> {
         };
         #[cfg(not(target_arch = "nvptx64"))]
         {
-            crate::emu::env().cluster_access(self.rank);
-            // SAFETY: caller's contract; the emulator checked that the block is alive.
+            crate::emu::env().cluster_access(self.rank, self.ptr as *const u8, 4);
+            // SAFETY: caller's contract; the emulator checked the block and the bounds.
             unsafe { self.ptr.write_volatile(v) }
         }
     }

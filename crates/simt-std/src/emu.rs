@@ -101,7 +101,11 @@ pub trait ThreadEnv {
     fn tma_store(&self, src: *const u8, map: *const u8, coords: [i32; 2]);
     /// Closes the queued TMA stores into a bulk group.
     fn bulk_commit(&self);
-    /// Performs every committed bulk group except the `pending` newest.
+    /// Every committed bulk group except the `pending` newest has read its source
+    /// (the emulator checks the source is as it was when the store was issued).
+    fn bulk_wait_read(&self, pending: usize);
+    /// Every committed bulk group except the `pending` newest is complete (its
+    /// global writes done).
     fn bulk_wait(&self, pending: usize);
     /// This block's rank in its cluster.
     fn cluster_rank(&self) -> u32;
@@ -113,9 +117,10 @@ pub trait ThreadEnv {
     /// memory; an error (a panic naming the thread) if `p` is not shared memory of
     /// this block or `rank` is outside the cluster.
     fn cluster_map(&self, p: *const u8, rank: u32) -> *mut u8;
-    /// Checks that block `rank` of the cluster has not exited (a panic otherwise):
-    /// called before every distributed-shared-memory access.
-    fn cluster_access(&self, rank: u32);
+    /// Checks a distributed-shared-memory access of `bytes` at `p` in block `rank`'s
+    /// shared memory (a panic naming the rule otherwise): after the first cluster
+    /// barrier, to a block that has not exited, inside its shared arrays.
+    fn cluster_access(&self, rank: u32, p: *const u8, bytes: usize);
 }
 
 thread_local! {

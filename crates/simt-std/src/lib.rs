@@ -186,6 +186,10 @@ impl LaunchBounds {
             !(self.cooperative && self.cluster > 1),
             "a kernel is cooperative or clustered, not both"
         );
+        assert!(
+            self.cluster == 1 || self.target.is_some(),
+            "a kernel with clusters (sm_90+) needs target = \"sm_90a\": in the portable module its directives would break every kernel"
+        );
         self
     }
 }

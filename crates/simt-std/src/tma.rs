@@ -22,9 +22,12 @@
 //! staged tile of shared memory and the box it goes to; the engine writes the
 //! elements that lie inside the matrix. Stores complete in *bulk groups*
 //! ([`store_commit`], [`store_wait_read`], [`store_wait`]), not on an mbarrier. The
-//! emulator reads a store's source when the wait that covers it runs, so a kernel
-//! that rewrites the tile before waiting stores the late bytes, and a block that
-//! exits with a store not waited for is an error naming the kernel and thread.
+//! emulator takes a store's source when it is issued (so a tile stored before it
+//! is complete stores what was there), checks at the wait that covers it that the
+//! source was not written meanwhile (an error otherwise: on a GPU the engine may
+//! read either), writes global memory at [`store_wait`] (or when the block exits,
+//! after a [`store_wait_read`]), and refuses a block that exits with a store whose
+//! source read no wait covered.
 //!
 //! The map travels to the kernel as a pointer to global memory: stock Rust cannot
 //! mark a by-value parameter `__grid_constant__`, and the address of a by-value
@@ -158,7 +161,7 @@ pub fn store_wait_read<const N: u32>() {
         core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack))
     };
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::env().bulk_wait(N as usize);
+    crate::emu::env().bulk_wait_read(N as usize);
 }
 
 /// Waits until at most `N` of this thread's committed store groups are incomplete

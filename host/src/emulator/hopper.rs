@@ -268,45 +268,61 @@ impl Ctx {
 impl Ctx {
     pub(crate) fn tma_store_impl(&self, src: *const u8, map: *const u8, coords: [i32; 2]) {
         let b = self.tma_box(src, map, coords, "cp.async.bulk.tensor (store)");
+        // The engine may read the source any time until a wait covers the store: take
+        // it now (a tile stored before it is complete stores what was there) and
+        // check at the wait that nobody wrote it meanwhile.
+        // SAFETY: the box lies in this block's dynamic shared memory (checked above).
+        let image = unsafe { std::slice::from_raw_parts(src, b.bytes()) }.to_vec();
         self.bulk.borrow_mut().0.push(BulkStore {
             src: src as usize,
             b,
+            image,
         });
     }
 
     pub(crate) fn bulk_commit_impl(&self) {
         let mut q = self.bulk.borrow_mut();
         let group = std::mem::take(&mut q.0);
-        q.1.push_back(group);
+        q.1.push_back((false, group));
     }
 
-    /// Performs every committed group but the `pending` newest: reads the source
-    /// now (so a kernel that rewrote it before waiting stores the new bytes) and
-    /// writes the elements of the box that lie inside the matrix.
-    pub(crate) fn bulk_wait_impl(&self, pending: usize) {
+    /// Every committed group but the `pending` newest: its source checked against
+    /// what it was at issue (read done); with `complete`, its global writes done too.
+    pub(crate) fn bulk_wait_impl(&self, pending: usize, complete: bool) {
         let mut q = self.bulk.borrow_mut();
-        while q.1.len() > pending {
-            for st in q.1.pop_front().unwrap() {
-                st.b.each(|at, dst| {
-                    // SAFETY: the source box lies in this block's dynamic shared memory
-                    // (checked when issued); the destination inside the matrix.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            (st.src + at) as *const u8,
-                            dst as *mut u8,
-                            st.b.eb,
-                        )
-                    };
-                });
+        let covered = q.1.len().saturating_sub(pending);
+        for (read, group) in q.1.iter_mut().take(covered) {
+            if !*read {
+                for st in group.iter() {
+                    st.check_source();
+                }
+                *read = true;
+            }
+        }
+        if complete {
+            for (_, group) in q.1.drain(..covered) {
+                group.iter().for_each(BulkStore::write);
             }
         }
     }
 
-    /// TMA stores issued or committed and not yet waited for, if any: a block
-    /// must not exit while the copy engine may still read its shared memory.
-    pub(crate) fn bulk_outstanding(&self) -> usize {
-        let q = self.bulk.borrow();
-        q.0.len() + q.1.iter().map(|g| g.len()).sum::<usize>()
+    /// At the block's exit: the count of stores whose source read no wait covered
+    /// (an error), else the writes of the read-waited ones, done now (the hardware
+    /// completes them) and 0.
+    pub(crate) fn bulk_finish(&self) -> usize {
+        let mut q = self.bulk.borrow_mut();
+        let unread = q.0.len()
+            + q.1
+                .iter()
+                .filter(|(r, _)| !r)
+                .map(|(_, g)| g.len())
+                .sum::<usize>();
+        if unread == 0 {
+            for (_, group) in q.1.drain(..) {
+                group.iter().for_each(BulkStore::write);
+            }
+        }
+        unread
     }
 }
 
@@ -355,10 +371,40 @@ impl TmaBox {
     }
 }
 
-/// One TMA store: performed when a bulk wait covers its group.
+/// One TMA store: its box, its source and the source's bytes when it was issued.
 pub(crate) struct BulkStore {
     src: usize,
     b: TmaBox,
+    image: Vec<u8>,
+}
+
+impl BulkStore {
+    fn check_source(&self) {
+        // SAFETY: the source box lies in this block's dynamic shared memory, which
+        // outlives its threads (checked when the store was issued).
+        let now = unsafe { std::slice::from_raw_parts(self.src as *const u8, self.image.len()) };
+        assert!(
+            now == &self.image[..],
+            "the shared memory a TMA store reads (window address {:#x}, {} bytes) was written after the store was issued and before a \
+             store_wait_read covered it: on a GPU the engine may read either. Wait (tma::store_wait_read) before writing the tile again",
+            self.b.wa,
+            self.image.len()
+        );
+    }
+
+    fn write(&self) {
+        self.b.each(|at, dst| {
+            // SAFETY: the destination is inside the matrix the map describes (checked
+            // when it was made); the image holds the box.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.image.as_ptr().add(at),
+                    dst as *mut u8,
+                    self.b.eb,
+                )
+            };
+        });
+    }
 }
 
 fn fields(d: u64, what: &str) -> Result<(u32, u32, u32), String> {

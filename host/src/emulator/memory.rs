@@ -129,6 +129,11 @@ pub(crate) struct ClusterInfo {
     pub(crate) mems: Vec<*const BlockMem>,
     pub(crate) bids: Vec<Dim3>,
     pub(crate) alive: Vec<Cell<usize>>,
+    /// Cluster barriers released so far.
+    pub(crate) epoch: Cell<u32>,
+    /// Per block: the latest epoch in which another block accessed its shared
+    /// memory (it must pass a cluster barrier after that before it exits).
+    pub(crate) touched: Vec<Cell<Option<u32>>>,
 }
 
 /// One emulated thread's view of the launch.
@@ -147,9 +152,10 @@ pub(crate) struct Ctx {
     pub(crate) warp_out: Cell<[u32; 4]>,
     pub(crate) copies: RefCell<(Vec<AsyncCopy>, VecDeque<Vec<AsyncCopy>>)>,
     /// TMA stores issued but not committed, and committed bulk groups, oldest first.
+    #[allow(clippy::type_complexity)]
     pub(crate) bulk: RefCell<(
         Vec<super::hopper::BulkStore>,
-        VecDeque<Vec<super::hopper::BulkStore>>,
+        VecDeque<(bool, Vec<super::hopper::BulkStore>)>,
     )>,
 }
 
@@ -242,8 +248,11 @@ impl ThreadEnv for Ctx {
     fn bulk_commit(&self) {
         self.bulk_commit_impl()
     }
+    fn bulk_wait_read(&self, pending: usize) {
+        self.bulk_wait_impl(pending, false)
+    }
     fn bulk_wait(&self, pending: usize) {
-        self.bulk_wait_impl(pending)
+        self.bulk_wait_impl(pending, true)
     }
     fn cluster_rank(&self) -> u32 {
         self.rank
@@ -269,15 +278,38 @@ impl ThreadEnv for Ctx {
         });
         theirs.resolve(region)
     }
-    fn cluster_access(&self, rank: u32) {
+    fn cluster_access(&self, rank: u32, p: *const u8, bytes: usize) {
         let c = self.cluster();
-        if c.alive[rank as usize].get() == 0 {
-            let b = c.bids[rank as usize];
+        let r = rank as usize;
+        let b = c.bids[r];
+        if c.epoch.get() == 0 {
+            panic!(
+                "accesses the shared memory of block ({}, {}, {}) (rank {rank} of the cluster) before the cluster's first cluster::sync(): \
+                 that block may not have started on a GPU. Sync the cluster before the first remote access",
+                b.x, b.y, b.z
+            );
+        }
+        if c.alive[r].get() == 0 {
             panic!(
                 "accesses the shared memory of block ({}, {}, {}) (rank {rank} of the cluster), whose threads have all exited: \
                  on a GPU that memory is gone. End the kernel with cluster::sync() after the last remote access",
                 b.x, b.y, b.z
             );
+        }
+        // SAFETY: the block memories outlive every coroutine of the cluster.
+        let theirs = unsafe { &*c.mems[r] };
+        assert!(
+            theirs.contains(p as usize, bytes),
+            "a remote access of {bytes} bytes at {p:?} lies outside the shared arrays of block ({}, {}, {}) (rank {rank})",
+            b.x,
+            b.y,
+            b.z
+        );
+        if rank != self.rank {
+            let t = &c.touched[r];
+            t.set(Some(
+                t.get().map_or(c.epoch.get(), |e| e.max(c.epoch.get())),
+            ));
         }
     }
     fn tma_load(&self, dst: *mut u8, map: *const u8, coords: [i32; 2], bar: *mut u8) {

@@ -113,6 +113,8 @@ pub(super) unsafe fn run_cluster(
             .map(|b| block_of(first + b, grid))
             .collect(),
         alive: (0..csize).map(|_| Cell::new(per)).collect(),
+        epoch: Cell::new(0),
+        touched: (0..csize).map(|_| Cell::new(None)).collect(),
     };
     let ctxs: Box<[Ctx]> = (0..n)
         .map(|i| Ctx {
@@ -209,7 +211,7 @@ pub(super) unsafe fn run_cluster(
                     state[t] = State::FlagWait(f, v)
                 }
                 Ok(CoroutineResult::Return(())) => {
-                    let open = ctxs[t].bulk_outstanding();
+                    let open = ctxs[t].bulk_finish();
                     if open > 0 {
                         return Err(EmuError::Panic {
                             kernel,
@@ -224,6 +226,18 @@ pub(super) unsafe fn run_cluster(
                     state[t] = State::Done;
                     let a = &cluster.alive[t / per];
                     a.set(a.get() - 1);
+                    // The block's last thread: nobody may still be reading its shared
+                    // memory, i.e. no remote access to it since its last cluster barrier.
+                    if a.get() == 0 && cluster.touched[t / per].get() >= Some(cluster.epoch.get()) {
+                        return Err(EmuError::Panic {
+                            kernel,
+                            block: ctxs[t].bid,
+                            thread: ctxs[t].tid,
+                            message: "the block exits while another block of its cluster accessed its shared memory after the last cluster::sync() \
+                                      this block passed: on a GPU that memory may be gone before the access. End with cluster::sync() after the last remote access"
+                                .into(),
+                        });
+                    }
                     pool.push(cos[t].take().unwrap().into_stack());
                 }
                 Err(p) => {
@@ -314,6 +328,7 @@ pub(super) unsafe fn run_cluster(
         }
         if state.iter().all(|s| matches!(s, State::ClusterBarrier)) {
             state.iter_mut().for_each(|s| *s = State::Run(0));
+            cluster.epoch.set(cluster.epoch.get() + 1);
             released = true;
         }
         if released {
