@@ -101,6 +101,7 @@ fn auto_picks_by_shape() {
     assert_eq!(auto_kernel(1 << 20, 16), RowSumKernel::Warp);
     assert_eq!(auto_kernel(4, 1 << 26), RowSumKernel::Stream);
     assert_eq!(auto_kernel(4, 1 << 20), RowSumKernel::Blocks);
+    assert_eq!(auto_kernel(4, 1 << 22), RowSumKernel::Stream);
     let x = g.alloc::<f32>(2048).unwrap();
     let mut out = g.alloc::<f32>(1).unwrap();
     match row_sum_with(&g, RowSumKernel::Warp, x.matrix(1, 2048).unwrap(), &mut out) {

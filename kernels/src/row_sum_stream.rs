@@ -21,7 +21,9 @@
 //! in the same run (3.7% faster). The host gives the kernel
 //! `ROW_STREAM_BLOCKS_PER_SM` blocks per SM, split evenly over the rows.
 //!
-//! Rows whose start is not 16-byte aligned take scalar loads, in the same tiles.
+//! A row whose start is not 16-byte aligned (a row stride that is not a multiple of
+//! 4 floats) sums its first 1-3 floats apart; the rest of it is aligned and streams
+//! the same way.
 use crate::config::{ROW_STREAM_THREADS, ROW_STREAM_UNROLL};
 use simt_std::atomic::atomic_add_f32;
 use simt_std::memory::{is_aligned16, load4_nc, F32x4};
@@ -53,8 +55,8 @@ kernel! {
     ///
     /// # Thread Mapping
     /// Block `b` takes row `b / splits` as member `j = b % splits`: tiles
-    /// `j, j + splits, …` of `512·4` vectors (2048 floats when unaligned); thread `t`
-    /// reads vectors `t, t + 512, t + 1024, t + 1536` of each tile.
+    /// `j, j + splits, …` of `512·4` vectors (after the 0-3 floats that align the
+    /// row); thread `t` reads vectors `t, t + 512, t + 1024, t + 1536` of each tile.
     #[launch(threads = ROW_STREAM_THREADS)]
     pub unsafe fn row_sum_stream(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, splits: u32) {
         let scratch = shared_array!(ROW_STREAM_SCRATCH, f32, 32);
@@ -67,45 +69,51 @@ kernel! {
         let row = unsafe { x.add(r * ld as usize) };
         let mut acc = [0.0f32; U];
         let tile = T * U;
-        if is_aligned16(row) {
-            let n4 = n / 4;
-            let mut i = part * tile;
-            // Whole tiles: 4 loads, no checks between them.
-            while i + tile <= n4 {
-                let mut v = [F32x4::default(); U];
-                unroll!(4, K => {
-                    // SAFETY: vector i + K·T + t < n4 lies in the row; aligned row.
-                    v[K] = unsafe { load4_nc(row.add(4 * (i + K * T + t))) };
-                });
-                unroll!(4, K => {
-                    acc[K] += sum4(v[K]);
-                });
-                i += s * tile;
-            }
-            // The row's last, partial tile (one block has it).
-            let mut k = i + t;
-            while k < n4 && k < i + tile {
-                // SAFETY: k < n4.
-                acc[0] += sum4(unsafe { load4_nc(row.add(4 * k)) });
-                k += T;
-            }
-            // Floats past the last whole vector.
-            if part == 0 && 4 * n4 + t < n {
-                // SAFETY: inside the row.
-                acc[1] += unsafe { *row.add(4 * n4 + t) };
-            }
+        // A row that starts off a 16-byte boundary (a row stride that is not a multiple
+        // of 4 floats): its first 1-3 floats go scalar (block 0 of the row), the rest
+        // is 16-byte aligned and streams like any other row.
+        let head = if row as usize % 4 == 0 {
+            ((16 - row as usize % 16) % 16 / 4).min(n)
         } else {
-            let mut c = part * tile;
-            while c < n {
-                let end = (c + tile).min(n);
-                let mut k = c + t;
-                while k < end {
-                    // SAFETY: k < cols.
-                    acc[0] += unsafe { *row.add(k) };
-                    k += T;
-                }
-                c += s * tile;
-            }
+            n // not even 4-byte aligned (never for an f32 slice): all scalar
+        };
+        if part == 0 && t < head {
+            // SAFETY: t < head <= n.
+            acc[2] += unsafe { *row.add(t) };
+        }
+        // SAFETY: head <= n: the aligned body of the row.
+        let body = unsafe { row.add(head) };
+        let n = n - head;
+        debug_assert!(n == 0 || is_aligned16(body));
+        let n4 = n / 4;
+        let mut i = part * tile;
+        // Whole tiles: 4 loads, no checks between them.
+        while i + tile <= n4 {
+            // One base and immediate offsets (as CUDA C++ compiles it), rather than an
+            // address computed per load.
+            // SAFETY: vector i + t lies in the body.
+            let p = unsafe { body.add(4 * (i + t)) };
+            let mut v = [F32x4::default(); U];
+            unroll!(4, K => {
+                // SAFETY: vector i + K·T + t < n4 lies in the body; aligned.
+                v[K] = unsafe { load4_nc(p.add(4 * K * T)) };
+            });
+            unroll!(4, K => {
+                acc[K] += sum4(v[K]);
+            });
+            i += s * tile;
+        }
+        // The row's last, partial tile (one block has it).
+        let mut k = i + t;
+        while k < n4 && k < i + tile {
+            // SAFETY: k < n4.
+            acc[0] += sum4(unsafe { load4_nc(body.add(4 * k)) });
+            k += T;
+        }
+        // Floats past the last whole vector.
+        if part == 0 && 4 * n4 + t < n {
+            // SAFETY: inside the body.
+            acc[1] += unsafe { *body.add(4 * n4 + t) };
         }
         let total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
         // SAFETY: scratch is this kernel's own; every thread calls.

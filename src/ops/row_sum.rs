@@ -14,8 +14,8 @@ use crate::ptx;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RowSumKernel {
     /// By shape ([`auto_kernel`]): `Warp` up to `WARP_ROW_MAX_COLS` columns,
-    /// `Stream` for at most [`STREAM_MAX_ROWS`] rows of at least 2^26 floats in all
-    /// (the regime its design was measured in), else `Blocks`.
+    /// `Stream` for at most [`STREAM_MAX_ROWS`] rows of at least 2^24 floats in all
+    /// (where it was measured ahead of `Blocks`), else `Blocks`.
     Auto,
     /// A group of 1-32 lanes per row (`row_sum_warp`): rows up to
     /// `WARP_ROW_MAX_COLS` columns.
@@ -62,14 +62,14 @@ pub fn stream_splits(gpu: &Gpu, rows: usize, cols: usize) -> u32 {
 }
 
 /// Rows up to which [`RowSumKernel::Auto`] takes the striding kernel (with at
-/// least 2^26 floats in all): few enough that every row gets many blocks.
+/// least 2^24 floats in all): few enough that every row gets many blocks.
 pub const STREAM_MAX_ROWS: usize = 128;
 
 /// The kernel [`RowSumKernel::Auto`] runs for this shape.
 pub fn auto_kernel(rows: usize, cols: usize) -> RowSumKernel {
     if cols <= WARP_ROW_MAX_COLS as usize {
         RowSumKernel::Warp
-    } else if rows * cols >= 1 << 26 && rows <= STREAM_MAX_ROWS {
+    } else if rows * cols >= 1 << 24 && rows <= STREAM_MAX_ROWS {
         RowSumKernel::Stream
     } else {
         RowSumKernel::Blocks
