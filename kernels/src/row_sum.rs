@@ -120,21 +120,11 @@ unsafe fn group_range_sum(row: *const f32, len: usize, sub: usize, group: usize)
         acc += (v.x + v.y) + (v.z + v.w);
         c += 4 * group;
     }
-    // The scalar rest (misaligned rows, and the last 0-3 floats): 4 independent
-    // loads per step, each predicated, so they are all in flight before the adds
-    // (one load then one add per step waited a full memory latency per float).
     let mut c = len4 + sub;
     while c < len {
-        let mut a = [0.0f32; 4];
-        simt_std::unroll!(4, J => {
-            let cj = c + J * group;
-            if cj < len {
-                // SAFETY: cj < len.
-                a[J] = unsafe { *row.add(cj) };
-            }
-        });
-        acc += (a[0] + a[1]) + (a[2] + a[3]);
-        c += 4 * group;
+        // SAFETY: c < len.
+        acc += unsafe { *row.add(c) };
+        c += group;
     }
     acc
 }

@@ -182,21 +182,11 @@ pub(crate) unsafe fn reduce_range(
         let a = unsafe { load4(xr.add(start + c)) };
         acc = op(acc, op(op(a.x, a.y), op(a.z, a.w)));
     }
-    // The scalar rest (misaligned rows, the last 0-3 floats): 4 independent,
-    // predicated loads per step, all in flight before they are combined.
     let mut c = len4 + t;
     while c < len {
-        let mut a = [identity; 4];
-        simt_std::unroll!(4, J => {
-            let cj = c + J * threads;
-            if cj < len {
-                // SAFETY: cj < len.
-                a[J] = unsafe { *xr.add(start + cj) };
-            }
-        });
-        acc = op(acc, op(a[0], a[1]));
-        acc2 = op(acc2, op(a[2], a[3]));
-        c += 4 * threads;
+        // SAFETY: c < len.
+        acc = op(acc, unsafe { *xr.add(start + c) });
+        c += threads;
     }
     op(acc, acc2)
 }
