@@ -219,11 +219,12 @@ pub fn cluster_size(cols: usize) -> Option<u32> {
 /// whose starts are 16-byte aligned or not (`aligned`: the pointer and the row
 /// stride). Fitted to the H100 runs of 2026-11-22 and -23 (docs/PERFORMANCE.md):
 ///
-/// * a cluster per row where there are clusters enough to fill the SMs (256 x 65536
-///   and 64 x 262144: 0.060 / 0.070 ms against 0.075 / 0.073 for the best split
-///   kernel);
-/// * with fewer rows, the split kernel in registers (1 x 100000: 0.0074-0.0088 ms,
-///   cluster 0.0080-0.0093, staged split 0.0095-0.0104);
+/// * a cluster per row wherever one holds the row (H100, commit 12a7cf9: 256 x
+///   65536 0.0535 ms, 64 x 262144 0.0613, 1 x 100000 0.0067, against 0.0706, 0.0673
+///   and 0.0070 for the best split kernel);
+/// * rows too long for a cluster, or no clusters: the split kernel in registers
+///   when the row's chunks are fewer than the SMs (1 x 100000 without clusters:
+///   0.0070-0.0088 ms, staged split 0.0084-0.0104);
 /// * the two online passes when the input fits in L2, so that their second read hits
 ///   it, and is no toy (8 x 2^20: 0.0419-0.0440 ms, staged split 0.0456-0.0458);
 /// * else the staged split kernel for aligned rows, the register one for others,
@@ -234,9 +235,7 @@ pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result
     let fits_l2 = bytes >= 16 << 20 && bytes <= gpu.props().l2_bytes as usize;
     Ok(if cols <= REGISTER_MAX_COLS {
         SoftmaxKernel::Registers
-    } else if has_clusters(gpu)
-        && cluster_size(cols).is_some_and(|c| rows.saturating_mul(c as usize) >= sms)
-    {
+    } else if has_clusters(gpu) && cluster_size(cols).is_some() {
         SoftmaxKernel::Cluster
     } else if fits_l2 {
         SoftmaxKernel::Online
