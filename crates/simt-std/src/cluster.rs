@@ -30,8 +30,8 @@
 //! Numbers (H100, 2026-11-23, rust-simt's docs/PERFORMANCE.md, "Clusters"): the
 //! softmax of `kernels::softmax_cluster` spreads a row of 65536 floats over a cluster
 //! of 4 blocks of 512 threads, which exchange 4 `(max, sum)` pairs between 2 cluster
-//! barriers; 256 such rows took 0.0600 ms, 74% of copy bandwidth, where the same
-//! split over global flags and a cooperative launch took 0.0748 ms (59%). Each
+//! barriers; 256 such rows took 0.0535 ms, 83% of copy bandwidth, where the same
+//! split over global flags and a cooperative launch took 0.0713 ms (62%). Each
 //! `sync` is `MEMBAR.ALL.GPU` + `UCGABAR_ARV` + `UCGABAR_WAIT` in SASS, as CUDA C++'s
 //! `cluster.sync()`.
 //!
