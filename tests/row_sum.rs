@@ -2,7 +2,7 @@
 mod common;
 use common::*;
 use rust_simt::ops::row_sum::{
-    auto_kernel, plan, row_sum, row_sum_with, stream_splits, RowSumKernel,
+    auto_kernel, plan, row_sum, row_sum_with, stream_splits, tiny_takes, RowSumKernel,
 };
 use rust_simt::Layout;
 use rust_simt::{reference, SimtError};
@@ -21,6 +21,9 @@ fn check(rows: usize, cols: usize, ld: usize, lo: f32, hi: f32) {
         RowSumKernel::Blocks,
         RowSumKernel::Stream,
     ];
+    if tiny_takes(&xb.matrix_strided(Layout::strided(rows, cols, ld)).unwrap()) {
+        kernels.push(RowSumKernel::Tiny);
+    }
     if cols <= kernels::config::WARP_ROW_MAX_COLS as usize {
         kernels.push(RowSumKernel::Warp);
     }
@@ -166,4 +169,28 @@ fn empty_rows_sum_to_zero() {
         .profile(|| row_sum(&g, x.matrix(0, 5)?, &mut none))
         .unwrap();
     assert!(launches.is_empty());
+}
+
+#[test]
+fn tiny_rows_four_per_thread() {
+    // Rows of 1-3 columns: whole groups of 4 rows and the 1-3 rows past them, and a
+    // view that starts off a 16-byte boundary (Tiny refuses it, Auto takes another
+    // kernel).
+    for cols in 1..=3 {
+        for rows in [1, 2, 3, 4, 5, 7, 8, 1023, 4097] {
+            check(rows, cols, cols, -1.0, 1.0);
+        }
+    }
+    let g = gpu();
+    let x = g.upload(&vec![1.0f32; 3 * 101]).unwrap();
+    let mut out = g.alloc::<f32>(100).unwrap();
+    let view = x.matrix_at(1, Layout::strided(100, 3, 3)).unwrap();
+    assert!(!tiny_takes(&view));
+    match row_sum_with(&g, RowSumKernel::Tiny, view, &mut out) {
+        Err(SimtError::Shape { detail, .. }) => assert!(detail.contains("Auto"), "{detail}"),
+        other => panic!("expected a Shape error, got {other:?}"),
+    }
+    let view = x.matrix_at(1, Layout::strided(100, 3, 3)).unwrap();
+    row_sum_with(&g, RowSumKernel::Auto, view, &mut out).unwrap();
+    assert!(g.download(&out).unwrap().iter().all(|&s| s == 3.0));
 }

@@ -4,7 +4,7 @@ use kernels::config::{
     ROW_REDUCE_THREADS, ROW_STREAM_BLOCKS_PER_SM, ROW_STREAM_THREADS, ROW_STREAM_UNROLL,
     WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
 };
-use kernels::{row_sum as k, row_sum_stream as ks, util};
+use kernels::{row_sum as k, row_sum_stream as ks, row_sum_tiny as kt, util};
 use simt::{dim3, Buffer, Gpu, LaunchConfig, MatrixRef, Result, SimtError};
 
 use super::check_ref;
@@ -25,6 +25,10 @@ pub enum RowSumKernel {
     /// Blocks striding over few, long rows, read-only loads (`row_sum_stream`):
     /// any row.
     Stream,
+    /// Rows of 1 to 3 columns, four rows per thread, 16-byte loads and stores
+    /// (`row_sum_tiny_*`): contiguous rows (row stride = columns) of a 16-byte
+    /// aligned matrix.
+    Tiny,
 }
 
 /// How [`row_sum`] splits the work: `(splits per row, columns per split)`.
@@ -65,7 +69,14 @@ pub fn stream_splits(gpu: &Gpu, rows: usize, cols: usize) -> u32 {
 /// least 2^24 floats in all): few enough that every row gets many blocks.
 pub const STREAM_MAX_ROWS: usize = 128;
 
-/// The kernel [`RowSumKernel::Auto`] runs for this shape.
+/// Whether [`RowSumKernel::Tiny`] takes `x`: 1 to 3 columns, contiguous rows, the
+/// matrix 16-byte aligned.
+pub fn tiny_takes(x: &MatrixRef<'_, f32>) -> bool {
+    (1..=3).contains(&x.cols()) && x.layout().ld == x.cols() && x.ptr() as usize % 16 == 0
+}
+
+/// The kernel [`RowSumKernel::Auto`] runs for this shape (`Tiny` is chosen by
+/// [`row_sum_with`] where [`tiny_takes`] the view and there are at least 2^16 rows).
 pub fn auto_kernel(rows: usize, cols: usize) -> RowSumKernel {
     if cols <= WARP_ROW_MAX_COLS as usize {
         RowSumKernel::Warp
@@ -113,9 +124,47 @@ pub fn row_sum_with(
         };
     }
     let kernel = match kernel {
+        RowSumKernel::Auto
+            if rows >= 1 << 16 && tiny_takes(&x) && out.ptr_mut() as usize % 16 == 0 =>
+        {
+            RowSumKernel::Tiny
+        }
         RowSumKernel::Auto => auto_kernel(rows as usize, cols as usize),
         k => k,
     };
+    if kernel == RowSumKernel::Tiny {
+        if !tiny_takes(&x) || out.ptr_mut() as usize % 16 != 0 {
+            return Err(SimtError::Shape {
+                op,
+                detail: format!(
+                    "RowSumKernel::Tiny takes contiguous rows of 1 to 3 columns of a 16-byte aligned matrix; this view is {}x{} with row stride {}; use RowSumKernel::Auto",
+                    x.rows(),
+                    x.cols(),
+                    x.layout().ld
+                ),
+            });
+        }
+        let threads = (rows as usize).div_ceil(4);
+        // SAFETY (each launch): x holds rows·cols contiguous floats, 16-byte aligned
+        // (tiny_takes); out holds rows floats and, a whole buffer, is 256-byte aligned;
+        // one thread per 4 rows.
+        return unsafe {
+            match cols {
+                1 => gpu.launch::<kt::row_sum_tiny_1>(
+                    LaunchConfig::linear::<kt::row_sum_tiny_1>(threads)?,
+                    (x.ptr(), out.ptr_mut(), rows),
+                ),
+                2 => gpu.launch::<kt::row_sum_tiny_2>(
+                    LaunchConfig::linear::<kt::row_sum_tiny_2>(threads)?,
+                    (x.ptr(), out.ptr_mut(), rows),
+                ),
+                _ => gpu.launch::<kt::row_sum_tiny_3>(
+                    LaunchConfig::linear::<kt::row_sum_tiny_3>(threads)?,
+                    (x.ptr(), out.ptr_mut(), rows),
+                ),
+            }
+        };
+    }
     if kernel == RowSumKernel::Warp && cols > WARP_ROW_MAX_COLS {
         return Err(SimtError::TooLarge {
             op,
