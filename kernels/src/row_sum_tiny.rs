@@ -10,8 +10,7 @@
 //! are contiguous and the matrix aligned; the host checks), loads them as `C`
 //! vectors, adds each row's `C` floats in registers (every index a constant) and
 //! writes the 4 sums as one 16-byte store: a quarter of the load instructions and of
-//! the store instructions. Each thread takes two such groups, a grid's width apart
-//! (`2·C` loads in flight). The last `rows % 4` rows take scalar loads.
+//! the store instructions. The last `rows % 4` rows take scalar loads.
 use crate::config::ELEMENTWISE_THREADS;
 use simt_std::memory::{load4, store4, F32x4};
 use simt_std::thread::{block_dim, block_idx, thread_idx};
@@ -28,59 +27,36 @@ fn at(v: F32x4, i: usize) -> f32 {
     }
 }
 
-/// Groups of 4 rows each thread sums: group `i` and group `i + threads` (the
-/// grid's thread count), so that `2·C` loads are in flight per thread and each load
-/// instruction of a warp still reads one contiguous span.
-pub const TINY_GROUPS: usize = 2;
-
-/// Sums the 4 rows of group `g` (if whole) from `C` vectors loaded before.
-#[inline(always)]
-fn group_sums<const C: usize>(v: &[F32x4; C]) -> F32x4 {
-    let mut s = [0.0f32; 4];
-    unroll!(4, J => {
-        let mut c = 0;
-        while c < C {
-            let e = J * C + c;
-            s[J] += at(v[e / 4], e % 4);
-            c += 1;
-        }
-    });
-    F32x4 { x: s[0], y: s[1], z: s[2], w: s[3] }
-}
-
 /// The body of `row_sum_tiny_*`.
 ///
 /// # Safety
 /// As the kernels'.
 #[inline(always)]
 unsafe fn tiny<const C: usize>(x: *const f32, out: *mut f32, rows: u32) {
-    let threads = (block_dim().x * simt_std::thread::grid_dim().x) as usize;
     let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
-    let rows = rows as usize;
-    let whole = rows / 4;
-    let g = [i, i + threads];
-    // All loads of the thread's whole groups first, then the sums and stores.
-    let mut v = [[F32x4::default(); C]; TINY_GROUPS];
-    unroll!(2, G => {
-        if g[G] < whole {
-            let mut k = 0;
-            while k < C {
-                // SAFETY: floats 4C·g + 4k ..+4 lie in rows 4g..4g+4 < rows; 16-byte
-                // aligned (the matrix is, and 4C·g floats are 16C·g bytes).
-                v[G][k] = unsafe { load4(x.add(4 * C * g[G] + 4 * k)) };
-                k += 1;
+    let (r0, rows) = (4 * i, rows as usize);
+    if r0 + 4 <= rows {
+        let mut v = [F32x4::default(); C];
+        let mut k = 0;
+        while k < C {
+            // SAFETY: floats 4C·i + 4k ..+4 lie in rows r0..r0+4; 16-byte aligned (the
+            // matrix is, and 4C·i floats are 16C·i bytes).
+            v[k] = unsafe { load4(x.add(4 * C * i + 4 * k)) };
+            k += 1;
+        }
+        let mut s = [0.0f32; 4];
+        unroll!(4, J => {
+            let mut c = 0;
+            while c < C {
+                let e = J * C + c;
+                s[J] += at(v[e / 4], e % 4);
+                c += 1;
             }
-        }
-    });
-    unroll!(2, G => {
-        if g[G] < whole {
-            // SAFETY: out[4g..4g+4] exists; 16-byte aligned (out is).
-            unsafe { store4(out.add(4 * g[G]), group_sums::<C>(&v[G])) };
-        }
-    });
-    // The last rows % 4 rows: thread 0, scalar.
-    if i == 0 {
-        let mut r = 4 * whole;
+        });
+        // SAFETY: out[r0..r0+4] exists; 16-byte aligned (out is, r0 % 4 == 0).
+        unsafe { store4(out.add(r0), F32x4 { x: s[0], y: s[1], z: s[2], w: s[3] }) };
+    } else if r0 < rows {
+        let mut r = r0;
         while r < rows {
             let mut s = 0.0f32;
             let mut c = 0;
@@ -106,9 +82,8 @@ macro_rules! tiny_kernel {
             /// writable for `rows` floats; both 16-byte aligned.
             ///
             /// # Thread Mapping
-            /// Thread `i` of the grid's `T` threads sums the groups of 4 rows `i` and
-            /// `i + T` (`T·2·4 >= rows`: `grid.x = ceil(rows / (8·256))`); thread 0
-            /// also the last `rows % 4` rows.
+            /// Thread `i` (of the whole grid) sums rows `4i .. 4i + 4`;
+            /// `grid.x = ceil(rows / (4·256))`.
             #[launch(threads = ELEMENTWISE_THREADS)]
             pub unsafe fn $name(x: *const f32, out: *mut f32, rows: u32) {
                 // SAFETY: the kernel's contract, forwarded.

@@ -144,9 +144,7 @@ pub fn row_sum_with(
                 ),
             });
         }
-        // Whole groups of 4 rows, TINY_GROUPS per thread (the launch covers them all;
-        // the 0-3 rows past them go to thread 0).
-        let threads = ((rows as usize) / 4).div_ceil(kt::TINY_GROUPS).max(1);
+        let threads = (rows as usize).div_ceil(4);
         // SAFETY (each launch): x holds rows·cols contiguous floats, 16-byte aligned
         // (tiny_takes); out holds rows floats and, a whole buffer, is 256-byte aligned;
         // one thread per 4 rows.
