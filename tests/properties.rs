@@ -435,15 +435,7 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
     }
 }
 
-const SOFTMAX_KERNELS: [SoftmaxKernel; 7] = [
-    SoftmaxKernel::Auto,
-    SoftmaxKernel::SharedRow,
-    SoftmaxKernel::Registers,
-    SoftmaxKernel::Cluster,
-    SoftmaxKernel::Split,
-    SoftmaxKernel::SplitAsync,
-    SoftmaxKernel::Online,
-];
+const SOFTMAX_KERNELS: [SoftmaxKernel; 7] = SoftmaxKernel::ALL;
 
 /// Softmax rows for `vals`: the stability case puts -inf in about 1 entry in 8,
 /// makes one row all -inf (NaN out, as PyTorch) and adds ±1e30.
