@@ -435,9 +435,14 @@ pub fn lookup<C: Config>(gpu: &Gpu, key: &Key, heuristic: C, valid: impl Fn(C) -
     if mode(gpu) == Mode::Off {
         return heuristic;
     }
-    with_cache(|c| c.get(key).and_then(|e| C::from_label(&e.choice)))
-        .filter(|&c| valid(c))
-        .unwrap_or(heuristic)
+    cached(key, &valid).unwrap_or(heuristic)
+}
+
+/// The cached winner for `key`, if `valid` accepts it: a cached choice serves every
+/// shape of its bucket that it can run, whether or not this exact shape would have
+/// listed it as a candidate.
+fn cached<C: Config>(key: &Key, valid: &impl Fn(C) -> bool) -> Option<C> {
+    with_cache(|c| c.get(key).and_then(|e| C::from_label(&e.choice))).filter(|&c| valid(c))
 }
 
 /// The configuration to run for `key`: see the module docs for how the mode
@@ -453,18 +458,11 @@ pub fn choose<C: Config>(
     valid: impl Fn(C) -> bool,
     run: impl FnMut(C) -> Result<()>,
 ) -> Result<C> {
-    let mode = mode(gpu);
-    if mode == Mode::Off {
-        return Ok(heuristic);
+    if mode(gpu) != Mode::Tune {
+        return Ok(lookup(gpu, key, heuristic, valid));
     }
-    // A cached choice serves every shape of its bucket that it can run, whether or not
-    // this exact shape would have listed it as a candidate.
-    let cached = with_cache(|c| c.get(key).and_then(|e| C::from_label(&e.choice)));
-    if let Some(c) = cached.filter(|&c| valid(c)) {
+    if let Some(c) = cached(key, &valid) {
         return Ok(c);
-    }
-    if mode == Mode::Cached {
-        return Ok(heuristic);
     }
     let (c, entry) = match tune(gpu, candidates, Timing::default(), run) {
         Ok(r) => r,

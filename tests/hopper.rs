@@ -581,8 +581,12 @@ fn tma_store_writes_the_box_inside_the_matrix_only() {
     // Plain and 128-byte swizzled tiles; a box half outside the matrix (columns
     // 48..80 of 70, rows 16..48 of 40) and one at a negative corner: only elements
     // inside the matrix are written, the row padding and the rest keep their poison.
-    let g = probe_device();
-    for swizzle in [TmaSwizzle::None, TmaSwizzle::B128] {
+    for (swizzle, order) in [
+        (TmaSwizzle::None, Order::InOrder),
+        (TmaSwizzle::B128, Order::Reversed),
+        (TmaSwizzle::B128, Order::Random(4)),
+    ] {
+        let g = emulator(order);
         for (x, y) in [(48, 16), (-8, -4), (0, 0)] {
             let out = run_tma_store(&g, swizzle, x, y, 0).unwrap();
             for gy in 0..40i32 {

@@ -1,6 +1,7 @@
 //! Row sum for rows of any length (tiles, shuffles, shared memory, atomics across splits).
 mod common;
 use common::*;
+use rust_simt::emulator::Order;
 use rust_simt::ops::row_sum::{
     auto_kernel, plan, row_sum, row_sum_with, stream_splits, tiny_takes, RowSumKernel,
 };
@@ -8,7 +9,11 @@ use rust_simt::Layout;
 use rust_simt::{reference, SimtError};
 
 fn check(rows: usize, cols: usize, ld: usize, lo: f32, hi: f32) {
-    let g = gpu();
+    check_on(&gpu(), rows, cols, ld, lo, hi)
+}
+
+/// Every kernel that takes the shape on `g`, against float64.
+fn check_on(g: &rust_simt::Gpu, rows: usize, cols: usize, ld: usize, lo: f32, hi: f32) {
     let (mut r, seed) = rng("row_sum");
     let x = uniform(&mut r, (rows - 1) * ld + cols, lo, hi);
     let xb = g.upload(&x).unwrap();
@@ -28,9 +33,9 @@ fn check(rows: usize, cols: usize, ld: usize, lo: f32, hi: f32) {
         kernels.push(RowSumKernel::Warp);
     }
     for k in kernels {
-        let mut out = poisoned(&g, rows);
+        let mut out = poisoned(g, rows);
         row_sum_with(
-            &g,
+            g,
             k,
             xb.matrix_strided(Layout::strided(rows, cols, ld)).unwrap(),
             &mut out,
@@ -193,4 +198,26 @@ fn tiny_rows_four_per_thread() {
     let view = x.matrix_at(1, Layout::strided(100, 3, 3)).unwrap();
     row_sum_with(&g, RowSumKernel::Auto, view, &mut out).unwrap();
     assert!(g.download(&out).unwrap().iter().all(|&s| s == 3.0));
+}
+
+#[test]
+fn every_kernel_every_thread_order() {
+    // The block reductions and shared scratch of every kernel, under every order the
+    // emulator runs a block's threads in: striding blocks (whole and partial tiles, a
+    // misaligned row), chunked blocks, lane groups and four-rows-per-thread.
+    let g = gpu();
+    if on_gpu(&g) {
+        return;
+    }
+    for order in [Order::InOrder, Order::Reversed, Order::Random(9)] {
+        let g = emulator(order);
+        for (rows, cols, ld) in [
+            (2, 2048 * 3 + 5, 2048 * 3 + 5),
+            (3, 100, 101),
+            (9, 3, 3),
+            (5, 2, 2),
+        ] {
+            check_on(&g, rows, cols, ld, -2.0, 3.0);
+        }
+    }
 }

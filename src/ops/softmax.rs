@@ -209,10 +209,15 @@ fn split_async_capacity(gpu: &Gpu) -> Result<u32> {
 /// The blocks per cluster [`SoftmaxKernel::Cluster`] gives rows of `cols` columns
 /// (`None` past [`CLUSTER_MAX_COLS`]).
 pub fn cluster_size(cols: usize) -> Option<u32> {
+    cluster_config(cols).map(|i| SOFTMAX_CLUSTER_CONFIGS[i].0)
+}
+
+/// The index in `SOFTMAX_CLUSTER_CONFIGS` of the smallest cluster kernel that holds
+/// rows of `cols` columns.
+fn cluster_config(cols: usize) -> Option<usize> {
     SOFTMAX_CLUSTER_CONFIGS
         .iter()
-        .find(|&&(c, h)| cols <= (SOFTMAX_CLUSTER_SLICE * h * c) as usize)
-        .map(|&(c, _)| c)
+        .position(|&(c, h)| cols <= (SOFTMAX_CLUSTER_SLICE * h * c) as usize)
 }
 
 /// Which kernel [`SoftmaxKernel::Auto`] runs for `rows` rows of `cols` columns,
@@ -250,6 +255,21 @@ pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result
     } else {
         SoftmaxKernel::Online
     })
+}
+
+/// Launches a softmax kernel of the register and cluster families (parameters
+/// `x, y, rows, cols, ld_x, ld_y`) on `grid` blocks of its own block.
+///
+/// # Safety
+/// As [`Gpu::launch`]: the views behind `args` are checked on `gpu`, and `grid` is
+/// the kernel's thread mapping for them.
+unsafe fn launch_rows<K: Kernel<Args = (*const f32, *mut f32, u32, u32, u32, u32)>>(
+    gpu: &Gpu,
+    grid: simt::Dim3,
+    args: K::Args,
+) -> Result<()> {
+    // SAFETY: forwarded.
+    unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), args) }
 }
 
 /// `y = softmax(x)` over each row, any row length (see the module doc). `x` and `y`
@@ -353,35 +373,27 @@ pub fn softmax_with(
         SoftmaxKernel::Registers => {
             // SAFETY (every launch below): views checked on this Gpu, rows no longer than
             // the kernel's register slice, the grid its thread mapping.
-            unsafe fn warp<K: Kernel<Args = (*const f32, *mut f32, u32, u32, u32, u32)>>(
-                gpu: &Gpu,
-                grid: simt::Dim3,
-                args: K::Args,
-            ) -> Result<()> {
-                // SAFETY: forwarded.
-                unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), args) }
-            }
             let row_grid = dim3(rows, 1, 1);
             let fits = |v: u32| n <= 128 * v as usize;
             let fits_row = |(t, v): (u32, u32)| n <= 4 * (t * v) as usize;
             // SAFETY: see above.
             unsafe {
                 if fits(SOFTMAX_WARP_VECS[0]) {
-                    warp::<kr::softmax_warp_128>(gpu, warp_grid, args)
+                    launch_rows::<kr::softmax_warp_128>(gpu, warp_grid, args)
                 } else if fits(SOFTMAX_WARP_VECS[1]) {
-                    warp::<kr::softmax_warp_256>(gpu, warp_grid, args)
+                    launch_rows::<kr::softmax_warp_256>(gpu, warp_grid, args)
                 } else if fits(SOFTMAX_WARP_VECS[2]) {
-                    warp::<kr::softmax_warp_512>(gpu, warp_grid, args)
+                    launch_rows::<kr::softmax_warp_512>(gpu, warp_grid, args)
                 } else if fits(SOFTMAX_WARP_VECS[3]) {
-                    warp::<kr::softmax_warp_1k>(gpu, warp_grid, args)
+                    launch_rows::<kr::softmax_warp_1k>(gpu, warp_grid, args)
                 } else if fits_row(SOFTMAX_ROW_CONFIGS[0]) {
-                    warp::<kr::softmax_row_2k>(gpu, row_grid, args)
+                    launch_rows::<kr::softmax_row_2k>(gpu, row_grid, args)
                 } else if fits_row(SOFTMAX_ROW_CONFIGS[1]) {
-                    warp::<kr::softmax_row_4k>(gpu, row_grid, args)
+                    launch_rows::<kr::softmax_row_4k>(gpu, row_grid, args)
                 } else if fits_row(SOFTMAX_ROW_CONFIGS[2]) {
-                    warp::<kr::softmax_row_8k>(gpu, row_grid, args)
+                    launch_rows::<kr::softmax_row_8k>(gpu, row_grid, args)
                 } else if fits_row(SOFTMAX_ROW_CONFIGS[3]) {
-                    warp::<kr::softmax_row_16k>(gpu, row_grid, args)
+                    launch_rows::<kr::softmax_row_16k>(gpu, row_grid, args)
                 } else {
                     Err(too_long(
                         REGISTER_MAX_COLS,
@@ -398,10 +410,7 @@ pub fn softmax_with(
                     gpu.props().sm()
                 )));
             }
-            let Some(i) = SOFTMAX_CLUSTER_CONFIGS
-                .iter()
-                .position(|&(c, h)| n <= (SOFTMAX_CLUSTER_SLICE * h * c) as usize)
-            else {
+            let Some(i) = cluster_config(n) else {
                 return Err(too_long(
                     CLUSTER_MAX_COLS,
                     "cluster",
@@ -418,22 +427,15 @@ pub fn softmax_with(
                     ),
                 });
             }
-            unsafe fn launch<K: Kernel<Args = (*const f32, *mut f32, u32, u32, u32, u32)>>(
-                gpu: &Gpu,
-                grid: u32,
-                args: K::Args,
-            ) -> Result<()> {
-                // SAFETY: forwarded.
-                unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(grid, 1, 1)), args) }
-            }
+            let grid = dim3(grid, 1, 1);
             // SAFETY: views checked on this Gpu; rows no longer than the kernel's
             // cluster holds (config i); grid = rows · its cluster size.
             unsafe {
                 match i {
-                    0 => launch::<kc::softmax_cluster_32k>(gpu, grid, args),
-                    1 => launch::<kc::softmax_cluster_64k>(gpu, grid, args),
-                    2 => launch::<kc::softmax_cluster_128k>(gpu, grid, args),
-                    _ => launch::<kc::softmax_cluster_256k>(gpu, grid, args),
+                    0 => launch_rows::<kc::softmax_cluster_32k>(gpu, grid, args),
+                    1 => launch_rows::<kc::softmax_cluster_64k>(gpu, grid, args),
+                    2 => launch_rows::<kc::softmax_cluster_128k>(gpu, grid, args),
+                    _ => launch_rows::<kc::softmax_cluster_256k>(gpu, grid, args),
                 }
             }
         }

@@ -36,14 +36,6 @@ impl Rng {
     }
 }
 
-fn unlinear(i: u32, dim: Dim3) -> Dim3 {
-    Dim3 {
-        x: i % dim.x,
-        y: (i / dim.x) % dim.y,
-        z: i / (dim.x * dim.y),
-    }
-}
-
 /// The value of the global flag at `f` (acquire: the writes published with it are
 /// visible to the thread resumed after it).
 fn flag_value(f: usize) -> u32 {
@@ -61,8 +53,9 @@ impl Drop for EnvGuard {
     }
 }
 
-/// The index of block `linear` of a grid `dim`.
-pub(super) fn block_of(linear: u64, dim: Dim3) -> Dim3 {
+/// The 3-D index of linear index `linear` in `dim` (a thread in its block, a block
+/// in its grid), x fastest.
+fn unlinear(linear: u64, dim: Dim3) -> Dim3 {
     let (x, y) = (dim.x as u64, dim.y as u64);
     Dim3 {
         x: (linear % x) as u32,
@@ -110,7 +103,7 @@ pub(super) unsafe fn run_cluster(
     let cluster = ClusterInfo {
         mems: mems.iter().map(|m| m as *const BlockMem).collect(),
         bids: (0..csize as u64)
-            .map(|b| block_of(first + b, grid))
+            .map(|b| unlinear(first + b, grid))
             .collect(),
         alive: (0..csize).map(|_| Cell::new(per)).collect(),
         epoch: Cell::new(0),
@@ -118,7 +111,7 @@ pub(super) unsafe fn run_cluster(
     };
     let ctxs: Box<[Ctx]> = (0..n)
         .map(|i| Ctx {
-            tid: unlinear((i % per) as u32, bdim),
+            tid: unlinear((i % per) as u64, bdim),
             bid: cluster.bids[i / per],
             bdim,
             gdim: grid,
