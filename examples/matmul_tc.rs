@@ -132,13 +132,14 @@ fn main() -> Result<()> {
             );
             Ok(())
         };
-        let hopper = TcKernel::best(&gpu) == TcKernel::Wgmma;
+        let hopper = TcKernel::best(&gpu).is_hopper();
         let mut stages = vec![
             ("bf16 stage 5 (mma)", TcKernel::Mma),
             ("bf16 stage 6 (pipelined)", TcKernel::MmaPipelined),
         ];
         if hopper {
             stages.push(("bf16 stage 7 (wgmma)", TcKernel::Wgmma));
+            stages.push(("bf16 stage 8 (multicast)", TcKernel::WgmmaCluster));
         }
         for (name, stage) in stages {
             report(name, peak16, &want_bf, &mut c, &mut |c| {
@@ -155,6 +156,7 @@ fn main() -> Result<()> {
         let mut f16_stages = vec![("f16 stage 6 (pipelined)", TcKernel::MmaPipelined)];
         if hopper {
             f16_stages.push(("f16 stage 7 (wgmma)", TcKernel::Wgmma));
+            f16_stages.push(("f16 stage 8 (multicast)", TcKernel::WgmmaCluster));
         }
         for (name, stage) in f16_stages {
             report(name, peak16, &want_h, &mut c, &mut |c| {
@@ -172,6 +174,7 @@ fn main() -> Result<()> {
         if hopper {
             // Stage 7 includes its two rounding copies (A, and B transposed).
             tf32_stages.push(("tf32 stage 7 (wgmma)", TcKernel::Wgmma));
+            tf32_stages.push(("tf32 stage 8 (multicast)", TcKernel::WgmmaCluster));
         }
         for (name, stage) in tf32_stages {
             report(name, peak_tf32, &want_tf, &mut c, &mut |c| {

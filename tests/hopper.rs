@@ -9,7 +9,8 @@ mod common;
 use common::*;
 use half::{bf16, f16};
 use kernels::hopper_probes::{
-    probe_cluster, probe_tma, probe_tma_store, probe_wgmma, PROBE_CLUSTER_THREADS,
+    probe_cluster, probe_multicast, probe_tma, probe_tma_store, probe_wgmma, PROBE_CLUSTER_THREADS,
+    PROBE_MULTICAST_THREADS,
 };
 use kernels::params::Epilogue;
 use kernels::simt_std::tma::swizzle_128b;
@@ -255,6 +256,7 @@ fn one_wgmma_region_matches_its_definition() {
 
 fn check_wgmma<T: TcInput>(
     g: &Gpu,
+    stage: TcKernel,
     m: usize,
     n: usize,
     k: usize,
@@ -296,7 +298,7 @@ fn check_wgmma<T: TcInput>(
     let epi = if relu { Epilogue::Relu } else { Epilogue::None };
     matmul_tc(
         g,
-        TcKernel::Wgmma,
+        stage,
         ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
         bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
         c.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
@@ -306,7 +308,7 @@ fn check_wgmma<T: TcInput>(
     let got = dense_rows(&g.download(&c).unwrap(), m, n, ldc);
     assert_close(
         &format!(
-            "wgmma {} {m}x{n}x{k} lda {lda} ldb {ldb} relu {relu}",
+            "{stage:?} {} {m}x{n}x{k} lda {lda} ldb {ldb} relu {relu}",
             T::NAME
         ),
         seed,
@@ -339,7 +341,7 @@ fn wgmma_matmul_random_and_ragged() {
     if !hopper(&g) {
         return;
     }
-    assert_eq!(TcKernel::best(&g), TcKernel::Wgmma);
+    assert_eq!(TcKernel::best(&g), TcKernel::WgmmaCluster);
     // Rows 16-byte aligned (strides multiples of 8): ragged M, N and K past every tile
     // edge, a single element, K shorter than one step and longer than the stages. On
     // the 2-worker emulator 300x520 runs 9 tiles on 2 blocks.
@@ -351,19 +353,43 @@ fn wgmma_matmul_random_and_ragged() {
         (64, 520, 330, 336, 528),
         (300, 520, 72, 72, 520),
     ] {
-        check_wgmma::<bf16>(&g, m, n, k, lda, ldb, true);
-        check_wgmma::<f16>(&g, m, n, k, lda, ldb, false);
+        for stage in HOPPER_STAGES {
+            check_wgmma::<bf16>(&g, stage, m, n, k, lda, ldb, true);
+            check_wgmma::<f16>(&g, stage, m, n, k, lda, ldb, false);
+        }
     }
     if on_gpu(&g) {
-        check_wgmma::<bf16>(&g, 1000, 1500, 1100, 1104, 1504, true);
+        for stage in HOPPER_STAGES {
+            check_wgmma::<bf16>(&g, stage, 1000, 1500, 1100, 1104, 1504, true);
+            // An odd count of tile-rows (stage 8's last pair has a tile below C) and
+            // more pairs than clusters.
+            check_wgmma::<f16>(&g, stage, 2944, 2304, 192, 192, 2304, false);
+        }
     }
+}
+
+/// Stages 7 and 8.
+const HOPPER_STAGES: [TcKernel; 2] = [TcKernel::Wgmma, TcKernel::WgmmaCluster];
+
+#[test]
+fn multicast_matmul_several_clusters() {
+    // Stage 8 on an emulator of 4 "SMs": two clusters, each taking several pairs of
+    // tiles, the last pair with its lower tile below C (5 tile-rows).
+    let g = Gpu::emulator(EmuConfig {
+        workers: 4,
+        ..EmuConfig::default()
+    });
+    rust_simt::ptx::load(&g).unwrap();
+    check_wgmma::<bf16>(&g, TcKernel::WgmmaCluster, 520, 700, 80, 88, 704, true);
 }
 
 #[test]
 fn wgmma_matmul_every_thread_order() {
     for order in [Order::Reversed, Order::Random(7)] {
         let g = emulator(order);
-        check_wgmma::<bf16>(&g, 140, 260, 136, 136, 264, true);
+        for stage in HOPPER_STAGES {
+            check_wgmma::<bf16>(&g, stage, 140, 260, 136, 136, 264, true);
+        }
     }
 }
 
@@ -387,7 +413,10 @@ fn wgmma_tf32_matmul_any_strides() {
     if on_gpu(&g) {
         shapes.push((1000, 1500, 1100, 1101, 1503));
     }
-    for (m, n, k, lda, ldb) in shapes {
+    for ((m, n, k, lda, ldb), stage) in shapes
+        .into_iter()
+        .flat_map(|s| HOPPER_STAGES.map(|st| (s, st)))
+    {
         let ldc = n + 1;
         let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
         let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
@@ -400,7 +429,7 @@ fn wgmma_tf32_matmul_any_strides() {
         let mut c = poisoned(&g, (m - 1) * ldc + n);
         matmul_tf32_with(
             &g,
-            TcKernel::Wgmma,
+            stage,
             ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
             bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
             c.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
@@ -409,7 +438,7 @@ fn wgmma_tf32_matmul_any_strides() {
         .unwrap();
         let got = dense_rows(&g.download(&c).unwrap(), m, n, ldc);
         assert_close(
-            &format!("wgmma tf32 {m}x{n}x{k} lda {lda} ldb {ldb}"),
+            &format!("{stage:?} tf32 {m}x{n}x{k} lda {lda} ldb {ldb}"),
             seed,
             &got,
             &want,
@@ -630,5 +659,95 @@ fn emulator_catches_tma_store_misuse() {
             assert!(message.contains("TMA store(s) not waited for"), "{message}");
         }
         other => panic!("expected an exit with a store in flight, got {other:?}"),
+    }
+}
+
+/// `probe_multicast` in `mode` over one cluster, reading the 16 x 32 box at
+/// `(x, y)` of a 40 x 50 f32 matrix (row stride 52); the output.
+fn run_probe_multicast(
+    g: &Gpu,
+    x: i32,
+    y: i32,
+    mode: u32,
+) -> Result<(Vec<f32>, Vec<f32>), SimtError> {
+    let (rows, cols, ld) = (40usize, 50usize, 52usize);
+    let m: Vec<f32> = (0..rows * ld).map(|i| i as f32 + 0.5).collect();
+    let mb = g.upload(&m).unwrap();
+    let map = TensorMap::tiled(
+        g,
+        mb.matrix_strided(Layout::strided(rows, cols, ld)).unwrap(),
+        8,
+        32,
+        TmaSwizzle::None,
+    )
+    .unwrap();
+    let mut out = g.upload(&vec![f32::NAN; 1024]).unwrap();
+    let cfg = LaunchConfig::new(dim3(2, 1, 1), dim3(PROBE_MULTICAST_THREADS, 1, 1));
+    // SAFETY: an f32 map with 32 x 8 boxes, no swizzle; out holds 512 floats per block.
+    unsafe { g.launch::<probe_multicast>(cfg, (map.ptr(), x, y, mode, out.ptr_mut()))? };
+    g.synchronize()?;
+    let want = (0..512)
+        .map(|i| {
+            let (gy, gx) = (y as usize + i / 32, x as usize + i % 32);
+            if gy < rows && gx < cols {
+                m[gy * ld + gx]
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    Ok((g.download(&out).unwrap(), want))
+}
+
+#[test]
+fn tma_multicast_fills_both_blocks_of_the_cluster() {
+    // Each rank loads half of the box; both blocks hold all of it (past the right and
+    // bottom edges: zeros), under every thread order.
+    for order in [Order::InOrder, Order::Reversed, Order::Random(11)] {
+        let g = emulator(order);
+        let (got, want) = run_probe_multicast(&g, 30, 30, 0).unwrap();
+        assert_eq!(&got[..512], &want[..], "{order:?}: rank 0's tile");
+        assert_eq!(&got[512..], &want[..], "{order:?}: rank 1's tile");
+    }
+}
+
+#[test]
+fn emulator_catches_multicast_misuse() {
+    for order in [Order::InOrder, Order::Reversed, Order::Random(13)] {
+        let g = emulator(order);
+        // A remote arrival before the cluster barrier: the partner's barriers may not
+        // exist yet.
+        match run_probe_multicast(&g, 0, 0, 1) {
+            Err(SimtError::Emulator(EmuError::Panic {
+                kernel, message, ..
+            })) => {
+                assert_eq!(kernel, "probe_multicast");
+                assert!(
+                    message.contains("before the cluster's first cluster::sync()"),
+                    "{message}"
+                );
+            }
+            other => panic!("{order:?}: expected an early remote arrival, got {other:?}"),
+        }
+        // Nobody waits for the partner's arrival: on a GPU it may come after the block
+        // is gone. Caught at the exit, or at the arrival if the block already left.
+        match run_probe_multicast(&g, 0, 0, 2) {
+            Err(SimtError::Emulator(EmuError::Panic { message, .. })) => assert!(
+                message.contains("waited for by none of its threads")
+                    || message.contains("whose threads have all exited"),
+                "{message}"
+            ),
+            other => panic!("{order:?}: expected an unobserved remote arrival, got {other:?}"),
+        }
+        // A mask naming rank 2 of a cluster of two.
+        match run_probe_multicast(&g, 0, 0, 3) {
+            Err(SimtError::Emulator(EmuError::Panic { message, .. })) => {
+                assert!(
+                    message.contains("outside the cluster of 2 blocks"),
+                    "{message}"
+                )
+            }
+            other => panic!("{order:?}: expected a bad mask, got {other:?}"),
+        }
     }
 }

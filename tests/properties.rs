@@ -780,7 +780,7 @@ fn matmul_every_kernel_any_view() {
 
 // ---- tensor cores ----------------------------------------------------------------------
 
-const TC_STAGES: [TcKernel; 3] = [TcKernel::Mma, TcKernel::MmaPipelined, TcKernel::Wgmma];
+const TC_STAGES: [TcKernel; 4] = TcKernel::ALL;
 
 /// Whether a view's rows all start 16-byte aligned in a buffer of `eb`-byte elements
 /// (as the ops decide it: the start and the row stride, whatever the row count).
@@ -816,7 +816,7 @@ fn run_tc<T: TcInput>(
     let empty = p.c.rows == 0 || p.c.cols == 0 || p.a.cols == 0;
     match r {
         Err(SimtError::Unsupported(_))
-            if stage == TcKernel::Wgmma
+            if stage.is_hopper()
                 && aligned
                 && !empty
                 && !g.can_load(&rust_simt::ptx::sm90a::MODULE) =>
@@ -899,11 +899,11 @@ fn check_tf32(g: &Gpu, &(si, p, seed): &(usize, Product, u64)) -> Result<(), Str
         (_, Ok(())) if empty => {}
         (TcKernel::Mma, Err(SimtError::Unsupported(_))) => return Ok(()),
         (TcKernel::MmaPipelined, Err(SimtError::Shape { .. })) if !aligned => return Ok(()),
-        (TcKernel::Wgmma, Err(SimtError::Unsupported(_))) if !hopper => return Ok(()),
+        (s, Err(SimtError::Unsupported(_))) if s.is_hopper() && !hopper => return Ok(()),
         (s, Ok(()))
             if s == TcKernel::Mma
                 || (s == TcKernel::MmaPipelined && !aligned)
-                || (s == TcKernel::Wgmma && !hopper) =>
+                || (s.is_hopper() && !hopper) =>
         {
             return Err(format!(
                 "tf32 {s:?} accepted a case it must refuse (aligned rows: {aligned})"

@@ -160,9 +160,23 @@ fn hopper_module_assembles_without_spills_or_serialised_wgmma() {
     }
     // 384 threads, one block per SM: at most 65536 / 384 = 170 registers, and the
     // launch bounds say so.
+    use kernels::matmul_wgmma_cluster as s8;
     for (k, b) in [
         (s7::matmul_wgmma_bf16::NAME, s7::matmul_wgmma_bf16::BOUNDS),
         (s7::matmul_wgmma_f16::NAME, s7::matmul_wgmma_f16::BOUNDS),
+        (s7::matmul_wgmma_tf32::NAME, s7::matmul_wgmma_tf32::BOUNDS),
+        (
+            s8::matmul_wgmma_cluster_bf16::NAME,
+            s8::matmul_wgmma_cluster_bf16::BOUNDS,
+        ),
+        (
+            s8::matmul_wgmma_cluster_f16::NAME,
+            s8::matmul_wgmma_cluster_f16::BOUNDS,
+        ),
+        (
+            s8::matmul_wgmma_cluster_tf32::NAME,
+            s8::matmul_wgmma_cluster_tf32::BOUNDS,
+        ),
     ] {
         let r = res.iter().find(|r| r.kernel == k).unwrap();
         assert!(
@@ -175,6 +189,12 @@ fn hopper_module_assembles_without_spills_or_serialised_wgmma() {
             ptx.contains(".maxntid 384, 1, 1\n.minnctapersm 1"),
             "{k}: launch bounds"
         );
+        if b.cluster > 1 {
+            assert!(
+                ptx.contains(&format!(".reqnctapercluster {}, 1, 1", b.cluster)),
+                "{k}: cluster dimensions"
+            );
+        }
     }
 }
 

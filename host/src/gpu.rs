@@ -545,6 +545,36 @@ impl Gpu {
         self.resident_blocks(K::MODULE, target, K::NAME, threads, shared as u32)
     }
 
+    /// How many clusters of `K` (a kernel with `#[launch(cluster = N)]`), launched
+    /// with `args`, the device holds at once: the driver's cluster occupancy, which
+    /// counts only whole clusters inside one GPC (on the emulator, workers / N). The
+    /// largest useful grid of a persistent cluster kernel is this times N.
+    pub fn max_resident_clusters<K: Kernel>(&self, args: &K::Args) -> Result<u32> {
+        let threads = K::BOUNDS.max_block_threads();
+        let shared = K::dynamic_shared_bytes(args);
+        if shared > self.props().smem_per_block_optin as u64 {
+            return Ok(0);
+        }
+        let target = self
+            .modules
+            .borrow()
+            .iter()
+            .find(|(n, _, e)| *n == K::MODULE && e.iter().any(|e| e == K::NAME))
+            .map(|(_, t, _)| *t)
+            .ok_or(SimtError::ModuleNotLoaded {
+                kernel: K::NAME,
+                module: K::MODULE,
+            })?;
+        self.dev.backend.max_active_clusters(
+            K::MODULE,
+            target,
+            K::NAME,
+            threads,
+            shared as u32,
+            K::BOUNDS.cluster.max(1),
+        )
+    }
+
     fn resident_blocks(
         &self,
         module: &'static str,

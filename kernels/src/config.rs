@@ -155,6 +155,11 @@ pub const WG_STAGES: u32 = 4;
 /// per stage, and 1 KiB of slack to align the stages to 1024 bytes (the swizzle).
 pub const WG_SMEM_BYTES: u32 = WG_STAGES * WG_STAGE_BYTES + 16 * WG_STAGES + 1024;
 
+/// Hopper matmul, stage 8: blocks per cluster. The two blocks of a cluster compute
+/// vertically adjacent tiles (the same columns of B); each loads half of the B tile
+/// and multicasts it to both.
+pub const WG_CLUSTER: u32 = 2;
+
 /// One configuration of the configurable FP32 matmul ([`crate::matmul_tiles`]): a
 /// `bm x bn` block tile of C split into `wm x wn` warp tiles, K steps of
 /// [`MM_BK`]. A warp's lanes sit 4 down by 8 across its tile, so each thread owns

@@ -238,3 +238,74 @@ kernel! {
         }
     }
 }
+
+/// Threads per block of [`probe_multicast`]: an issuing warp and a waiting warp.
+pub const PROBE_MULTICAST_THREADS: u32 = 64;
+
+kernel! {
+    /// TMA multicast across a cluster of two: rank `r`'s thread 0 loads the box of
+    /// `map` (8 rows x 32 f32, no swizzle) at `(x, y + 8r)` into offset `1024·r` of
+    /// *both* blocks' tiles, on the barrier `full` of both (each announces the 2 KiB
+    /// both copies bring), then arrives on the partner's barrier `done`
+    /// ([`mbarrier::arrive_cluster`]). Warp 1 waits for `full`, writes its block's
+    /// 16 x 32 tile to `out[512·blockIdx.x ..]`, and waits for `done` before the
+    /// block exits. `mode` breaks the rules on purpose, for the emulator's checks:
+    /// 1 makes rank 0 arrive on rank 1's `done` before the cluster barrier (its
+    /// barriers may not exist yet), 2 skips the wait for `done` (the partner's
+    /// arrival may come after the block is gone), 3 multicasts to rank 2 of a
+    /// cluster of two.
+    ///
+    /// # Safety
+    /// `map` is a tensor map of an f32 matrix with 32 x 8 boxes, no swizzle; `out`
+    /// holds `512·grid.x` floats; `grid.x` is even.
+    #[launch(threads = PROBE_MULTICAST_THREADS, shared = PROBE_SMEM, cluster = 2, target = "sm_90a")]
+    pub unsafe fn probe_multicast(map: *const TensorMap, x: i32, y: i32, mode: u32, out: *mut f32) {
+        let raw = dynamic_shared::<u8>();
+        let tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
+        let full = tile.add(2048).cast::<u64>();
+        let done = full.add(1);
+        let (t, b) = (thread_idx().x, simt_std::thread::block_idx().x);
+        let rank = simt_std::cluster::rank();
+        if t == 0 {
+            // SAFETY: this block's barrier slots, used by nobody before the cluster
+            // barrier below.
+            unsafe {
+                mbarrier::init(full, 1);
+                mbarrier::init(done, 1);
+            }
+            mbarrier::fence_init();
+            if mode == 1 && rank == 0 {
+                // SAFETY: none: the rule broken on purpose (see the doc).
+                unsafe { mbarrier::arrive_cluster(done, 1) };
+            }
+        }
+        simt_std::cluster::sync();
+        if t == 0 {
+            let mask = if mode == 3 { 0b101 } else { 0b11 };
+            // SAFETY: the map (caller); 1 KiB boxes at the same 1024-byte aligned
+            // offsets of both blocks, whose barriers exist (the cluster barrier) and
+            // announce both copies' bytes; the partner waits for `done` (modes 0, 1).
+            unsafe {
+                tma::prefetch(map);
+                mbarrier::arrive_expect_tx(full, 2048);
+                tma::load_2d_multicast(tile.add(1024 * rank as usize), map, x, y + 8 * rank as i32, full, mask);
+                if mode != 1 || rank != 0 {
+                    mbarrier::arrive_cluster(done, rank ^ 1);
+                }
+            }
+        } else if t >= 32 {
+            // SAFETY: an initialised barrier; its phase 0 brings both copies.
+            unsafe { mbarrier::wait(full, 0) };
+            let mut i = t - 32;
+            while i < 512 {
+                // SAFETY: inside the 2 KiB tile; out holds 512 floats per block.
+                unsafe { *out.add((512 * b + i) as usize) = tile.cast::<f32>().add(i as usize).read() };
+                i += 32;
+            }
+            if mode != 2 {
+                // SAFETY: an initialised barrier; the partner's arrival completes phase 0.
+                unsafe { mbarrier::wait(done, 0) };
+            }
+        }
+    }
+}

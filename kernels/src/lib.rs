@@ -25,6 +25,7 @@
 //! | [`matmul_wgmma`] | matmul + ReLU with `wgmma` and TMA (bf16, f16; Hopper, sm_90a module), stage 7 |
 //! | [`tf32_prep`] | TF32 rounding copy (and transpose) of f32 operands, for the Hopper TF32 matmul |
 //! | [`util`] | fills (poisoning, zeroing, L2 flushes) |
+//! | [`matmul_wgmma_cluster`] | stage 8: stage 7 in clusters of two blocks that share B's tile through TMA multicast (Hopper, sm_90a module) |
 //! | [`hopper_probes`] | probes of the Hopper primitives (TMA through an mbarrier, one wgmma region) |
 //! | [`selftest`] | probes of every device-library primitive, for the tests |
 //! | [`config`] | block and tile sizes shared with the host (one source of truth) |
@@ -80,6 +81,11 @@ portable!(
     tf32_prep,
     util,
 );
-hopper!(hopper_probes, matmul_wgmma, softmax_cluster);
+hopper!(
+    hopper_probes,
+    matmul_wgmma,
+    matmul_wgmma_cluster,
+    softmax_cluster
+);
 
 pub use simt_std;

@@ -32,16 +32,16 @@ use crate::config::{
 use crate::params::MatmulParamsTma;
 use simt_std::mbarrier;
 use simt_std::memory::store2;
-use simt_std::shared::dynamic_shared;
+use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
 use simt_std::tma;
 use simt_std::wgmma::{self, acc_coords, desc_k_major, desc_n_major};
 use simt_std::{kernel, unroll};
 
 /// Bytes of A in a stage; B's boxes follow.
-const A_BYTES: u32 = WG_BM * WG_BK * 2;
+pub(crate) const A_BYTES: u32 = WG_BM * WG_BK * 2;
 /// Bytes of one B box (`WG_BK` k-rows of 128 bytes).
-const B_BOX_BYTES: u32 = WG_BK * WG_B_BOX_COLS * 2;
+pub(crate) const B_BOX_BYTES: u32 = WG_BK * WG_B_BOX_COLS * 2;
 const _: () = assert!(
     WG_BM == 128
         && WG_BN == 256
@@ -56,15 +56,119 @@ const _: () = assert!(
 /// Tile-rows that consecutive tiles walk down before moving right (L2 reuse).
 pub const GROUP_M: u32 = 8;
 
-const BF16: u32 = 0;
-const F16: u32 = 1;
+pub(crate) const BF16: u32 = 0;
+pub(crate) const F16: u32 = 1;
 /// f32 operands pre-rounded to TF32, A `[m][k]` and `Bᵀ` `[n][k]`, both K-major
 /// (`wgmma` has no transpose for tf32): [`crate::tf32_prep`] writes them.
-const TF32: u32 = 2;
+pub(crate) const TF32: u32 = 2;
 
 /// Accumulators of a 64x256 consumer tile: 128 f32 per thread as `[f32; 4]` groups
 /// (a flat `[f32; 128]` stayed in local memory: LLVM's SROA does not split it).
-type Acc = [[f32; 4]; 32];
+pub(crate) type Acc = [[f32; 4]; 32];
+
+/// The stage ring in dynamic shared memory: the stages from the first 1024-byte
+/// boundary (the 128-byte swizzle is a function of address bits 7-9; the launch
+/// asks for 1 KiB of slack), then `WG_STAGES` full and `WG_STAGES` empty barriers.
+#[derive(Clone, Copy)]
+pub(crate) struct Ring {
+    smem: Smem<u8>,
+}
+
+impl Ring {
+    #[inline(always)]
+    pub(crate) fn new() -> Ring {
+        let raw = dynamic_shared::<u8>();
+        let pad = (1024 - raw.window_addr() % 1024) % 1024;
+        Ring {
+            smem: raw.add(pad as usize),
+        }
+    }
+    /// Stage `s`: A `[128][64]`, then B's boxes.
+    #[inline(always)]
+    pub(crate) fn stage(self, s: u32) -> Smem<u8> {
+        self.smem.add((s * WG_STAGE_BYTES) as usize)
+    }
+    /// The barrier the copies of stage `s` complete.
+    #[inline(always)]
+    pub(crate) fn full(self, s: u32) -> Smem<u64> {
+        self.stage(WG_STAGES).cast::<u64>().add(s as usize)
+    }
+    /// The barrier the consumers release stage `s` on.
+    #[inline(always)]
+    pub(crate) fn empty(self, s: u32) -> Smem<u64> {
+        self.stage(WG_STAGES).cast::<u64>().add((WG_STAGES + s) as usize)
+    }
+}
+
+/// Multiplies one stage into consumer `c`'s accumulators: rows `64·c ..` of A's
+/// `[128][64]` box times the stage's B, as one `wgmma` region of 4 K steps (ending
+/// with `wait_group 0`, so the stage may be released on return).
+///
+/// # Safety
+/// The whole warpgroup calls it, converged, after the stage's full barrier.
+#[inline(always)]
+pub(crate) unsafe fn multiply_stage<const KIND: u32>(acc: Acc, st: Smem<u8>, c: u32) -> Acc {
+    let a_tile = st.add((c * 64 * 128) as usize);
+    let b_tile = st.add(A_BYTES as usize);
+    // Step i of the region: 16 more elements of K: 32 bytes along A's rows,
+    // 16 k-rows (two 8-row atoms) down B's boxes.
+    let da = [0, 1, 2, 3].map(|i| desc_k_major(a_tile, 32 * i));
+    // TF32: Bᵀ is K-major like A (8 more k = 32 more bytes per step).
+    let db = if KIND == TF32 {
+        [0, 1, 2, 3].map(|i| desc_k_major(b_tile, 32 * i))
+    } else {
+        [0, 1, 2, 3].map(|i| desc_n_major(b_tile, WG_BK, 16 * i))
+    };
+    // SAFETY: the caller's contract; the descriptors describe the TMA boxes' layout.
+    unsafe {
+        match KIND {
+            BF16 => wgmma::mma_bf16_n256::<true>(acc, da, db),
+            F16 => wgmma::mma_f16_n256::<true>(acc, da, db),
+            _ => wgmma::mma_tf32_n256::<false>(acc, da, db),
+        }
+    }
+}
+
+/// Stores a consumer's 64x256 accumulators at rows `row0 ..` and columns `col0 ..`
+/// of C (rows and columns past C's edges skipped), with the ReLU if asked. Pairs
+/// `(i, i + 1)` are adjacent columns of one row. Plain stores: they drain while the
+/// warpgroup multiplies its next tile. Unrolled, so every index into `acc` is a
+/// constant (a loop put them on the stack).
+#[inline(always)]
+pub(crate) fn store_tile(acc: &Acc, p: &MatmulParamsTma, row0: u32, col0: u32, t: u32) {
+    let relu = p.epilogue as u32 != 0;
+    let (cp, ldc) = (p.c.ptr, p.c.ld);
+    let vec = ldc % 2 == 0 && cp as usize % 8 == 0;
+    unroll!(8, I => {
+        unroll!(8, J => {
+            {
+                let i = 2 * (8 * I + J);
+                let (r, cc) = acc_coords(t, i as u32);
+                let (row, col) = (row0 + r, col0 + cc);
+                let f = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
+                let (v0, v1) = (f(acc[i / 4][i % 4]), f(acc[i / 4][i % 4 + 1]));
+                if row < p.m {
+                    // SAFETY: row < m and each column < n (checked), so inside C
+                    // (the kernel's contract); `vec` makes the pair 8-byte aligned
+                    // (col is even).
+                    unsafe {
+                        let q = cp.add((row * ldc + col) as usize);
+                        if vec && col + 1 < p.n {
+                            store2(q, v0, v1);
+                        } else {
+                            if col < p.n {
+                                *q = v0;
+                            }
+                            if col + 1 < p.n {
+                                *q.add(1) = v1;
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    });
+}
 
 /// The kernel for `KIND` ([`BF16`], [`F16`] or [`TF32`]).
 ///
@@ -74,15 +178,8 @@ type Acc = [[f32; 4]; 32];
 unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
     const BN: u32 = WG_BN;
     let (stages, stage_bytes) = (WG_STAGES, WG_STAGE_BYTES);
-    let raw = dynamic_shared::<u8>();
-    // The 128-byte swizzle is a function of address bits 7-9: the stages start on a
-    // 1024-byte boundary (the launch asks for 1 KiB of slack).
-    let pad = (1024 - raw.window_addr() % 1024) % 1024;
-    let smem = raw.add(pad as usize);
-    let stage = |s: u32| smem.add((s * stage_bytes) as usize);
-    let bars = smem.add((stages * stage_bytes) as usize).cast::<u64>();
-    let full = |s: u32| bars.add(s as usize);
-    let empty = |s: u32| bars.add((WG_STAGES + s) as usize);
+    let ring = Ring::new();
+    let (stage, full, empty) = (|s| ring.stage(s), |s| ring.full(s), |s| ring.empty(s));
     let tid = thread_idx().x;
     if tid == 0 {
         let mut s = 0;
@@ -171,9 +268,6 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
 
     // A consumer: rows 64·(wg - 1) .. + 64 of each tile, all BN columns.
     let c = wg - 1;
-    let relu = p.epilogue as u32 != 0;
-    let (cp, ldc) = (p.c.ptr, p.c.ld);
-    let vec = ldc % 2 == 0 && cp as usize % 8 == 0;
     let t = tid % 128;
     let mut it = 0;
     let mut tile = first;
@@ -185,27 +279,8 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
             let s = it % stages;
             // SAFETY: an initialised barrier; waiting makes the stage's copies visible.
             unsafe { mbarrier::wait(full(s), (it / stages) & 1) };
-            let st = stage(s);
-            let a_tile = st.add((c * 64 * 128) as usize);
-            let b_tile = st.add(A_BYTES as usize);
-            // Step i of the region: 16 more elements of K: 32 bytes along A's rows,
-            // 16 k-rows (two 8-row atoms) down B's boxes.
-            let da = [0, 1, 2, 3].map(|i| desc_k_major(a_tile, 32 * i));
-            // TF32: Bᵀ is K-major like A (8 more k = 32 more bytes per step).
-            let db = if KIND == TF32 {
-                [0, 1, 2, 3].map(|i| desc_k_major(b_tile, 32 * i))
-            } else {
-                [0, 1, 2, 3].map(|i| desc_n_major(b_tile, WG_BK, 16 * i))
-            };
-            // SAFETY: the whole warpgroup is here, converged; the stage has landed
-            // (the full wait); the descriptors describe the TMA boxes' layout.
-            acc = unsafe {
-                match KIND {
-                    BF16 => wgmma::mma_bf16_n256::<true>(acc, da, db),
-                    F16 => wgmma::mma_f16_n256::<true>(acc, da, db),
-                    _ => wgmma::mma_tf32_n256::<false>(acc, da, db),
-                }
-            };
+            // SAFETY: the whole warpgroup is here, converged; the stage has landed.
+            acc = unsafe { multiply_stage::<KIND>(acc, stage(s), c) };
             // The region ended with `wait_group 0`: this warpgroup is done reading it.
             if t == 0 {
                 // SAFETY: an initialised barrier expecting one arrival per consumer.
@@ -214,38 +289,7 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
             kt += 1;
             it += 1;
         }
-
-        // Epilogue: pairs (i, i + 1) are adjacent columns of one row. Plain stores:
-        // they drain while this warpgroup multiplies its next tile. Unrolled, so every
-        // index into `acc` is a constant (a loop put them on the stack).
-        unroll!(8, I => {
-            unroll!(8, J => {
-                {
-                    let i = 2 * (8 * I + J);
-                    let (r, cc) = acc_coords(t, i as u32);
-                    let (row, col) = (row0 + 64 * c + r, col0 + cc);
-                    let f = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
-                    let (v0, v1) = (f(acc[i / 4][i % 4]), f(acc[i / 4][i % 4 + 1]));
-                    if row < p.m {
-                        // SAFETY: row < m and each column < n (checked); `vec` makes
-                        // the pair 8-byte aligned (col is even).
-                        unsafe {
-                            let q = cp.add((row * ldc + col) as usize);
-                            if vec && col + 1 < p.n {
-                                store2(q, v0, v1);
-                            } else {
-                                if col < p.n {
-                                    *q = v0;
-                                }
-                                if col + 1 < p.n {
-                                    *q.add(1) = v1;
-                                }
-                            }
-                        }
-                    }
-                }
-            });
-        });
+        store_tile(&acc, &p, row0 + 64 * c, col0, t);
         tile += step;
     }
 }

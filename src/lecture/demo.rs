@@ -324,7 +324,7 @@ impl<'g> Demo<'g> {
             bf16, f16, matmul_tc, matmul_tf32_with, to_bf16, to_f16, TcKernel,
         };
         let n = if self.big { 4096 } else { 256 };
-        let hopper = TcKernel::best(self.gpu) == TcKernel::Wgmma;
+        let hopper = TcKernel::best(self.gpu).is_hopper();
         println!(
             "== Matmul + ReLU, {n}^3 on tensor cores: bf16, f16 and tf32 inputs, f32 accumulation: mma.sync{} ==",
             if hopper { ", then wgmma + TMA (Hopper)" } else { "" }
@@ -359,6 +359,9 @@ impl<'g> Demo<'g> {
                 ("bf16", "wgmma", TcKernel::Wgmma, 989.0),
                 ("f16", "wgmma", TcKernel::Wgmma, 989.0),
                 ("tf32", "wgmma", TcKernel::Wgmma, 494.0),
+                ("bf16", "wgmma x2", TcKernel::WgmmaCluster, 989.0),
+                ("f16", "wgmma x2", TcKernel::WgmmaCluster, 989.0),
+                ("tf32", "wgmma x2", TcKernel::WgmmaCluster, 494.0),
             ]);
         }
         for (name, how, stage, peak) in runs {

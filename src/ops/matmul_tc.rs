@@ -26,7 +26,10 @@ use kernels::params::{
     Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma,
     Tf32CopyParams,
 };
-use kernels::{convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_wgmma as s7};
+use kernels::{
+    convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_wgmma as s7,
+    matmul_wgmma_cluster as s8,
+};
 use simt::{
     dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, TensorMap,
     TmaElement, TmaSwizzle,
@@ -48,19 +51,35 @@ pub enum TcKernel {
     /// whose rows are not 16-byte aligned run stage 5; another device is
     /// [`SimtError::Unsupported`] (use [`TcKernel::best`]).
     Wgmma,
+    /// Stage 8 (Hopper, as stage 7): stage 7 in clusters of two blocks that share
+    /// the tile of B through TMA multicast (a third less traffic from L2).
+    WgmmaCluster,
 }
 
 impl TcKernel {
-    /// The fastest stage this device runs: [`TcKernel::Wgmma`] where the Hopper
-    /// module loads (an H100 or H200, and the emulator), else
+    /// The fastest stage this device runs: [`TcKernel::WgmmaCluster`] where the
+    /// Hopper module loads (an H100 or H200, and the emulator), else
     /// [`TcKernel::MmaPipelined`].
     pub fn best(gpu: &Gpu) -> TcKernel {
         if gpu.can_load(&ptx::sm90a::MODULE) {
-            TcKernel::Wgmma
+            TcKernel::WgmmaCluster
         } else {
             TcKernel::MmaPipelined
         }
     }
+
+    /// Whether this stage is one of the Hopper stages (7 or 8).
+    pub fn is_hopper(self) -> bool {
+        matches!(self, TcKernel::Wgmma | TcKernel::WgmmaCluster)
+    }
+
+    /// Every stage, in the order of the progression.
+    pub const ALL: [TcKernel; 4] = [
+        TcKernel::Mma,
+        TcKernel::MmaPipelined,
+        TcKernel::Wgmma,
+        TcKernel::WgmmaCluster,
+    ];
 }
 
 /// The 16-bit input types of the tensor-core matmul.
@@ -70,7 +89,7 @@ pub trait TcInput: TmaElement + Default {
     #[doc(hidden)]
     fn launch(gpu: &Gpu, stage: TcKernel, grid: simt::Dim3, p: MatmulParams16) -> Result<()>;
     #[doc(hidden)]
-    fn launch_tma(gpu: &Gpu, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()>;
+    fn launch_tma(gpu: &Gpu, stage: TcKernel, p: MatmulParamsTma) -> Result<()>;
 }
 
 fn go<K: Kernel<Args = (P,)>, P: simt::KernelParam>(
@@ -90,11 +109,16 @@ impl TcInput for bf16 {
         match stage {
             TcKernel::Mma => go::<s5::matmul_mma_bf16, _>(gpu, grid, p),
             TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_bf16, _>(gpu, grid, p),
-            TcKernel::Wgmma => unreachable!("stage 7 launches through launch_tma"),
+            TcKernel::Wgmma | TcKernel::WgmmaCluster => {
+                unreachable!("the Hopper stages launch through launch_tma")
+            }
         }
     }
-    fn launch_tma(gpu: &Gpu, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()> {
-        go::<s7::matmul_wgmma_bf16, _>(gpu, grid, p)
+    fn launch_tma(gpu: &Gpu, stage: TcKernel, p: MatmulParamsTma) -> Result<()> {
+        match stage {
+            TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_bf16>(gpu, p),
+            _ => go_hopper::<s7::matmul_wgmma_bf16>(gpu, p),
+        }
     }
 }
 
@@ -104,12 +128,44 @@ impl TcInput for f16 {
         match stage {
             TcKernel::Mma => go::<s5::matmul_mma_f16, _>(gpu, grid, p),
             TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_f16, _>(gpu, grid, p),
-            TcKernel::Wgmma => unreachable!("stage 7 launches through launch_tma"),
+            TcKernel::Wgmma | TcKernel::WgmmaCluster => {
+                unreachable!("the Hopper stages launch through launch_tma")
+            }
         }
     }
-    fn launch_tma(gpu: &Gpu, grid: simt::Dim3, p: MatmulParamsTma) -> Result<()> {
-        go::<s7::matmul_wgmma_f16, _>(gpu, grid, p)
+    fn launch_tma(gpu: &Gpu, stage: TcKernel, p: MatmulParamsTma) -> Result<()> {
+        match stage {
+            TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_f16>(gpu, p),
+            _ => go_hopper::<s7::matmul_wgmma_f16>(gpu, p),
+        }
     }
+}
+
+/// The Hopper stages need the sm_90a module.
+fn check_hopper(gpu: &Gpu, op: &'static str) -> Result<()> {
+    if gpu.can_load(&ptx::sm90a::MODULE) {
+        return Ok(());
+    }
+    Err(SimtError::Unsupported(format!(
+        "{op}: stages 7 and 8 (wgmma, TMA) need compute capability 9.0 (an H100 or H200), this device is {}; use TcKernel::best(gpu)",
+        gpu.props().sm()
+    )))
+}
+
+/// Launches a Hopper stage, persistent: one block per SM (stage 7) or as many
+/// clusters as the device holds at once (stage 8), never more than the tiles
+/// (pairs of tiles) of C.
+fn go_hopper<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma) -> Result<()> {
+    let c = K::BOUNDS.cluster.max(1) as u64;
+    let tiles_m = (p.m as u64).div_ceil(WG_BM as u64).div_ceil(c);
+    let work = tiles_m * (p.n as u64).div_ceil(WG_BN as u64);
+    let slots = if c > 1 {
+        gpu.max_resident_clusters::<K>(&(p,))? as u64
+    } else {
+        gpu.props().sms as u64
+    };
+    let grid = work.min(slots.max(1)) * c;
+    go::<K, _>(gpu, dim3(grid as u32, 1, 1), p)
 }
 
 /// Tensor cores need sm_80 (Ampere) or newer.
@@ -188,18 +244,13 @@ pub fn matmul_tc<T: TcInput>(
     }
     ptx::load(gpu)?;
     let aligned = rows_aligned(&a) && rows_aligned(&b);
-    if stage == TcKernel::Wgmma && aligned {
-        if !gpu.can_load(&ptx::sm90a::MODULE) {
-            return Err(SimtError::Unsupported(format!(
-                "{op}: stage 7 (wgmma, TMA) needs compute capability 9.0 (an H100 or H200), this device is {}; use TcKernel::best(gpu)",
-                gpu.props().sm()
-            )));
-        }
+    if stage.is_hopper() && aligned {
+        check_hopper(gpu, op)?;
         // Boxes: A 128 rows x 64 columns (one 128-byte row of K), B 64 k-rows x 64 columns.
         let am = TensorMap::tiled(gpu, a, WG_BM, WG_BK, TmaSwizzle::B128)?;
         let bm = TensorMap::tiled(gpu, b, WG_BK, WG_B_BOX_COLS, TmaSwizzle::B128)?;
-        let (grid, p) = wgmma_launch(gpu, &am, &bm, &mut c, (m, n, k), epilogue);
-        return T::launch_tma(gpu, grid, p);
+        let p = wgmma_params(&am, &bm, &mut c, (m, n, k), epilogue);
+        return T::launch_tma(gpu, stage, p);
     }
     let ldc = c.ld() as u32;
     let p = MatmulParams16 {
@@ -302,10 +353,10 @@ pub fn matmul_tf32_with(
         TcKernel::MmaPipelined => return matmul_tf32(gpu, a, b, c, epilogue),
         TcKernel::Mma => {
             return Err(SimtError::Unsupported(format!(
-                "{op}: stage 5 has no TF32 kernel; use TcKernel::MmaPipelined or TcKernel::Wgmma"
+                "{op}: stage 5 has no TF32 kernel; use TcKernel::MmaPipelined, TcKernel::Wgmma or TcKernel::WgmmaCluster"
             )))
         }
-        TcKernel::Wgmma => {}
+        TcKernel::Wgmma | TcKernel::WgmmaCluster => {}
     }
     let (m, n, k) = check(gpu, op, &a, &b, &c)?;
     check_device(gpu, op)?;
@@ -313,12 +364,7 @@ pub fn matmul_tf32_with(
         return super::matmul::matmul(gpu, super::matmul::MatmulKernel::Naive, a, b, c, epilogue);
     }
     ptx::load(gpu)?;
-    if !gpu.can_load(&ptx::sm90a::MODULE) {
-        return Err(SimtError::Unsupported(format!(
-            "{op}: stage 7 (wgmma, TMA) needs compute capability 9.0 (an H100 or H200), this device is {}; use TcKernel::best(gpu)",
-            gpu.props().sm()
-        )));
-    }
+    check_hopper(gpu, op)?;
     // Rows of the scratch copies padded to 16 bytes (TMA); the maps stop at k, so the
     // padding is never read (boxes past k arrive as zeros).
     let kp = (k as usize).next_multiple_of(4);
@@ -366,25 +412,30 @@ pub fn matmul_tf32_with(
     let bm = TensorMap::tiled(
         gpu,
         bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
-        WG_BN,
+        if stage == TcKernel::WgmmaCluster {
+            s8::TF32_B_BOX_ROWS
+        } else {
+            WG_BN
+        },
         WG_BK / 2,
         TmaSwizzle::B128,
     )?;
-    let (grid, p) = wgmma_launch(gpu, &am, &bm, &mut c, (m, n, k), epilogue);
-    go::<s7::matmul_wgmma_tf32, _>(gpu, grid, p)
+    let p = wgmma_params(&am, &bm, &mut c, (m, n, k), epilogue);
+    match stage {
+        TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
+        _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
+    }
 }
 
-/// Stage 7's grid and parameters: persistent blocks, one per SM, never more than
-/// the 128x256 tiles of C (kernels::matmul_wgmma).
-fn wgmma_launch<TA: TmaElement, TB: TmaElement>(
-    gpu: &Gpu,
+/// The Hopper stages' parameters.
+fn wgmma_params<TA: TmaElement, TB: TmaElement>(
     am: &TensorMap<TA>,
     bm: &TensorMap<TB>,
     c: &mut MatrixMut<'_, f32>,
     (m, n, k): (u32, u32, u32),
     epilogue: Epilogue,
-) -> (simt::Dim3, MatmulParamsTma) {
-    let p = MatmulParamsTma {
+) -> MatmulParamsTma {
+    MatmulParamsTma {
         a_map: am.ptr(),
         b_map: bm.ptr(),
         c: MatMut {
@@ -397,10 +448,7 @@ fn wgmma_launch<TA: TmaElement, TB: TmaElement>(
         n,
         k,
         epilogue,
-    };
-    let sms = gpu.props().sms.max(1) as u64;
-    let tiles = (m as u64).div_ceil(WG_BM as u64) * (n as u64).div_ceil(WG_BN as u64);
-    (dim3(tiles.min(sms) as u32, 1, 1), p)
+    }
 }
 
 /// Launches a conversion kernel `K` over `x -> y`, whose element types `A`, `B`

@@ -89,6 +89,18 @@ pub trait ThreadEnv {
     fn mbar_wait(&self, bar: *mut u8, parity: u32);
     /// A TMA box copy of `map`'s box at `coords` to `dst`, completing on `bar`.
     fn tma_load(&self, dst: *mut u8, map: *const u8, coords: [i32; 2], bar: *mut u8);
+    /// As [`tma_load`](ThreadEnv::tma_load), into the same offsets of every block of
+    /// the cluster whose rank bit is set in `mask`.
+    fn tma_load_multicast(
+        &self,
+        dst: *mut u8,
+        map: *const u8,
+        coords: [i32; 2],
+        bar: *mut u8,
+        mask: u16,
+    );
+    /// An arrival on the barrier at `bar`'s offset in block `rank` of the cluster.
+    fn mbar_arrive_remote(&self, bar: *mut u8, rank: u32);
     /// A warpgroup `wgmma` region (fence, the K steps, commit, wait); every thread
     /// of the warpgroup must call it.
     fn wgmma(&self, op: WgmmaOp);

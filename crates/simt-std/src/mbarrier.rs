@@ -87,6 +87,35 @@ pub unsafe fn arrive(bar: Smem<u64>) {
     crate::emu::env().mbar_arrive(bar.ptr() as *mut u8, 0);
 }
 
+/// One arrival on the barrier at `bar`'s offset in block `rank` of this cluster
+/// (`mapa` + `mbarrier.arrive.release.cluster.shared::cluster.b64`): how a consumer
+/// tells a partner block's producer that a stage it multicasts into
+/// ([`crate::tma::load_2d_multicast`]) is free again. `rank` may be this block's own.
+///
+/// The emulator checks what the hardware leaves undefined: the cluster passed its
+/// first [`crate::cluster::sync`] (the partner's barriers are initialised), the
+/// target block has not exited, and no block exits while a phase of one of its
+/// barriers that another block arrived on (or multicast into) was waited for by
+/// none of its threads: such an arrival may come after the block is gone on a GPU.
+///
+/// # Safety
+/// As [`arrive`], for block `rank`'s barrier; `rank` is a rank of the cluster, which
+/// passed a cluster barrier after the barrier's initialisation, and that block
+/// waits for the phase this arrival completes before it exits.
+#[inline(always)]
+pub unsafe fn arrive_cluster(bar: Smem<u64>, rank: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .b32 ra; mapa.shared::cluster.u32 ra, {b}, {r}; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }}",
+            b = in(reg32) bar.addr(), r = in(reg32) rank, options(nostack)
+        )
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().mbar_arrive_remote(bar.ptr() as *mut u8, rank);
+}
+
 /// One arrival on `bar` that announces `bytes` of transactions to come in this phase
 /// (`mbarrier.arrive.expect_tx.shared::cta.b64`): the phase completes only once TMA
 /// copies naming this barrier have landed that many bytes.

@@ -104,6 +104,52 @@ pub unsafe fn load_2d<T>(dst: Smem<T>, map: *const TensorMap, x: i32, y: i32, ba
     );
 }
 
+/// As [`load_2d`], delivered to every block of the cluster whose rank is set in
+/// `mask` (bit `r` = rank `r`, this block's own bit included or not): one read of
+/// global memory (and of L2) fills the same shared-memory offset `dst` in each of
+/// those blocks, and completes the transaction bytes on the barrier at offset `bar`
+/// of each (`cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster`).
+///
+/// This is how two blocks that multiply the same tile of B share its traffic: each
+/// loads half of it and multicasts that half to both, so L2 delivers each byte of
+/// B once per cluster instead of once per block. Every receiving block's barrier
+/// counts these bytes, so each receiver's phase announces the bytes its partners
+/// send it too ([`crate::mbarrier::arrive_expect_tx`]).
+///
+/// # Safety
+/// As [`load_2d`], in every block of `mask`: the destination is free there (its
+/// consumers released it, e.g. through [`crate::mbarrier::arrive_cluster`]), its
+/// barrier at `bar`'s offset is initialised, and the cluster passed a
+/// [`crate::cluster::sync`] after those initialisations; `mask` names only ranks of
+/// the cluster.
+#[inline(always)]
+pub unsafe fn load_2d_multicast<T>(
+    dst: Smem<T>,
+    map: *const TensorMap,
+    x: i32,
+    y: i32,
+    bar: Smem<u64>,
+    mask: u16,
+) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{x}, {y}}}], [{b}], {k};",
+            d = in(reg32) dst.addr(), m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, b = in(reg32) bar.addr(), k = in(reg16) mask,
+            options(nostack)
+        )
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().tma_load_multicast(
+        dst.ptr() as *mut u8,
+        map as *const u8,
+        [x, y],
+        bar.ptr() as *mut u8,
+        mask,
+    );
+}
+
 /// Copies a box of shared memory at `src` to the box at element coordinates
 /// `(x, y)` of `map`'s matrix in global memory
 /// (`cp.async.bulk.tensor.2d.global.shared::cta.bulk_group`): the way back of

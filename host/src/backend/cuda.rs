@@ -505,6 +505,55 @@ impl Backend for CudaBackend {
         f.max_active_blocks_per_multiprocessor(block_threads.into(), shared_bytes as usize)
             .map_err(cuda("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
     }
+    fn max_active_clusters(
+        &self,
+        module: &str,
+        target: &str,
+        kernel: &str,
+        block_threads: u32,
+        shared_bytes: u32,
+        cluster: u32,
+    ) -> Result<u32> {
+        self.current()?;
+        let mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        let m = mods
+            .iter()
+            .find(|((c, t), _)| *c == module && *t == target)
+            .map(|(_, m)| m)
+            .ok_or_else(|| {
+                SimtError::Unsupported(format!("module `{module}` ({target}) is not loaded"))
+            })?;
+        let f = m
+            .get_function(kernel)
+            .map_err(cuda(format!("finding kernel `{kernel}`")))?;
+        // SAFETY: a valid function handle; the size is within the device's opt-in limit (validated by the caller).
+        unsafe { opt_in_shared(&f, shared_bytes)? };
+        let config = LaunchConfigRaw {
+            grid: [cluster, 1, 1],
+            block: [block_threads, 1, 1],
+            shared_bytes,
+            stream: std::ptr::null_mut(),
+            attrs: std::ptr::null_mut(),
+            num_attrs: 0,
+        };
+        let mut clusters: i32 = 0;
+        // SAFETY: a valid function handle of the current context; `config` is a
+        // `CUlaunchConfig` with no attributes (the kernel's cluster size is in its PTX).
+        let status = unsafe {
+            cuOccupancyMaxActiveClusters(
+                &mut clusters,
+                f.to_raw() as *mut std::ffi::c_void,
+                &config,
+            )
+        };
+        if status != 0 {
+            return Err(SimtError::Driver {
+                context: format!("cuOccupancyMaxActiveClusters(`{kernel}`, clusters of {cluster})"),
+                status: format!("status {status}"),
+            });
+        }
+        Ok(clusters.max(0) as u32)
+    }
     fn mem_info(&self) -> Result<MemInfo> {
         self.current()?;
         let (mut free, mut total) = (0usize, 0usize);
@@ -567,11 +616,29 @@ impl Event for CudaEvent {
     }
 }
 
+/// The driver's `CUlaunchConfig` (CUDA 12.0+), for the occupancy query only.
+#[repr(C)]
+struct LaunchConfigRaw {
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_bytes: u32,
+    stream: *mut std::ffi::c_void,
+    attrs: *mut std::ffi::c_void,
+    num_attrs: u32,
+}
+
 /// A `CUtensorMap`: 128 bytes, 64-byte aligned.
 #[repr(C, align(64))]
 struct AlignedMap([u64; 16]);
 
 extern "C" {
+    /// Clusters of a kernel that the device holds at once (CUDA 12.0+; not in `cust`
+    /// 0.3). The result is a `CUresult` read as an integer.
+    fn cuOccupancyMaxActiveClusters(
+        num_clusters: *mut i32,
+        func: *mut std::ffi::c_void,
+        config: *const LaunchConfigRaw,
+    ) -> i32;
     /// The driver's tensor-map encoder (CUDA 12.0+; `cust` 0.3 does not bind it).
     /// Enums are C `int`s; the result is a `CUresult` read as an integer, so a status
     /// this binding does not know is not undefined behaviour.

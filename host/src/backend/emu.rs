@@ -160,6 +160,17 @@ impl Backend for EmuBackend {
     fn kernel_resources(&self, _: &str, _: &str, _: &str) -> Result<Option<KernelResources>> {
         Ok(None)
     }
+    fn max_active_clusters(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: u32,
+        _: u32,
+        cluster: u32,
+    ) -> Result<u32> {
+        Ok(self.props().sms / cluster.max(1))
+    }
     fn max_active_blocks(&self, _: &str, _: &str, _: &str, _: u32, _: u32) -> Result<u32> {
         Ok(1) // one block per worker (an emulated SM)
     }

@@ -71,6 +71,19 @@ pub(crate) trait Backend: Send + Sync {
         block_threads: u32,
         shared_bytes: u32,
     ) -> Result<u32>;
+    /// Clusters of `cluster` blocks of `kernel` (a kernel with compile-time cluster
+    /// dimensions) that the whole device holds at once: the driver's
+    /// `cuOccupancyMaxActiveClusters` (clusters must fit inside one GPC, so this can be
+    /// less than SMs / cluster); SMs / cluster on the emulator.
+    fn max_active_clusters(
+        &self,
+        module: &str,
+        target: &str,
+        kernel: &str,
+        block_threads: u32,
+        shared_bytes: u32,
+        cluster: u32,
+    ) -> Result<u32>;
     /// Free and total device memory.
     fn mem_info(&self) -> Result<MemInfo>;
     /// The 128 bytes of a checked tensor map (the driver's, or the emulator's).

@@ -53,6 +53,11 @@ pub(crate) struct Mbar {
     phase: u32,
     /// TMA copies of the current phase not yet landed: destination and bytes.
     copies: Vec<(usize, Vec<u8>)>,
+    /// The latest phase another block of the cluster arrived on or multicast into,
+    /// and that block's rank.
+    remote: Option<(u32, u32)>,
+    /// Phases below this one were seen complete by a wait of this block.
+    observed: u32,
 }
 
 impl Mbar {
@@ -98,11 +103,57 @@ impl Hopper {
         let Some(b) = m.get_mut(&bar) else {
             return true; // reported at the wait itself
         };
-        if b.phase % 2 != parity {
-            return true;
+        if b.phase % 2 == parity {
+            b.land();
         }
-        b.land();
-        b.phase % 2 != parity
+        let done = b.phase % 2 != parity;
+        if done {
+            b.observed = b.phase;
+        }
+        done
+    }
+
+    /// At the block's exit: a barrier of this block whose phase another block
+    /// arrived on (or multicast into) was not seen complete by any wait here, as
+    /// `(barrier address, that block's rank, the phase)`.
+    pub(crate) fn unobserved_remote(&self) -> Option<(usize, u32, u32)> {
+        self.mbars.borrow().iter().find_map(|(&k, b)| {
+            b.remote
+                .filter(|&(phase, _)| phase >= b.observed)
+                .map(|(phase, rank)| (k, rank, phase))
+        })
+    }
+
+    /// An arrival (announcing `tx` bytes) on the barrier at `key`; `remote`: the
+    /// rank of the arriving block when it is another block of the cluster.
+    fn arrive(&self, key: usize, tx: u32, remote: Option<u32>) {
+        let mut m = self.mbars.borrow_mut();
+        let b = m.get_mut(&key).unwrap_or_else(|| {
+            panic!("mbarrier.arrive on the barrier at {key:#x}, which was never initialised (mbarrier::init, fence_init and a block barrier first)")
+        });
+        assert!(
+            b.pending > 0,
+            "an arrival past the expected count on the mbarrier at {key:#x} ({})",
+            b.describe()
+        );
+        if let Some(r) = remote {
+            b.remote = Some((b.phase, r));
+        }
+        b.pending -= 1;
+        b.tx += tx as i64;
+        b.try_complete();
+    }
+
+    /// Queues a TMA copy's bytes on the barrier at `key` (they land at a wait).
+    fn queue_copy(&self, key: usize, dst: usize, image: Vec<u8>, remote: Option<u32>) {
+        let mut m = self.mbars.borrow_mut();
+        let b = m.get_mut(&key).unwrap_or_else(|| {
+            panic!("cp.async.bulk.tensor completing on the mbarrier at {key:#x}, which was never initialised")
+        });
+        if let Some(r) = remote {
+            b.remote = Some((b.phase, r));
+        }
+        b.copies.push((dst, image));
     }
     pub(crate) fn describe(&self, bar: usize) -> String {
         self.mbars
@@ -168,24 +219,67 @@ impl Ctx {
                 tx: 0,
                 phase: 0,
                 copies: Vec::new(),
+                remote: None,
+                observed: 0,
             },
         );
     }
 
     pub(crate) fn mbar_arrive_impl(&self, bar: *mut u8, tx: u32) {
         let key = self.bar_key(bar, "mbarrier.arrive");
-        let mut m = mem(self).hopper.mbars.borrow_mut();
-        let b = m.get_mut(&key).unwrap_or_else(|| {
-            panic!("mbarrier.arrive on the barrier at {key:#x}, which was never initialised (mbarrier::init, fence_init and a block barrier first)")
-        });
+        mem(self).hopper.arrive(key, tx, None);
+    }
+
+    /// `what` reaches block `rank` of the cluster: checked like a distributed
+    /// shared-memory access (after the first cluster barrier, to a live block); the
+    /// block's memory.
+    fn remote_block(&self, rank: u32, what: &str) -> &BlockMem {
+        let c = self.cluster_info();
+        let r = rank as usize;
         assert!(
-            b.pending > 0,
-            "an arrival past the expected count on the mbarrier at {key:#x} ({})",
-            b.describe()
+            r < c.mems.len(),
+            "{what} to rank {rank}, but the cluster has {} blocks (ranks 0..{})",
+            c.mems.len(),
+            c.mems.len()
         );
-        b.pending -= 1;
-        b.tx += tx as i64;
-        b.try_complete();
+        let b = c.bids[r];
+        if r != self.rank as usize {
+            assert!(
+                c.epoch.get() > 0,
+                "{what} to block ({}, {}, {}) (rank {rank} of the cluster) before the cluster's first cluster::sync(): that block may not have \
+                 started or initialised its mbarriers. Initialise, mbarrier::fence_init, then cluster::sync() before the first remote arrival or multicast",
+                b.x,
+                b.y,
+                b.z
+            );
+            assert!(
+                c.alive[r].get() > 0,
+                "{what} to block ({}, {}, {}) (rank {rank} of the cluster), whose threads have all exited: on a GPU its shared memory is gone. \
+                 That block must wait for the phase this completes before it exits",
+                b.x,
+                b.y,
+                b.z
+            );
+        }
+        // SAFETY: the block memories outlive every coroutine of the cluster.
+        unsafe { &*c.mems[r] }
+    }
+
+    /// `p`, an address in this block's shared memory, in block `to`'s.
+    fn in_block(&self, p: *mut u8, to: &BlockMem, what: &str) -> usize {
+        let region = mem(self)
+            .locate(p as usize)
+            .unwrap_or_else(|| panic!("{what}: {p:?} is not in this block's shared memory"));
+        to.resolve(region) as usize
+    }
+
+    pub(crate) fn mbar_arrive_remote_impl(&self, bar: *mut u8, rank: u32) {
+        let what = "mbarrier::arrive_cluster";
+        let key = self.bar_key(bar, what);
+        let to = self.remote_block(rank, what);
+        let remote = (rank != self.rank).then_some(self.rank);
+        let theirs = self.in_block(key as *mut u8, to, what);
+        to.hopper.arrive(theirs, 0, remote);
     }
 
     /// Whether a wait may return now; `None` if it must suspend.
@@ -244,9 +338,32 @@ impl Ctx {
         coords: [i32; 2],
         bar: *mut u8,
     ) {
-        let b = self.tma_box(dst, map, coords, "cp.async.bulk.tensor (load)");
+        self.tma_load_multicast_impl(dst, map, coords, bar, 1 << self.rank);
+    }
+
+    /// A TMA load into the blocks of `mask` (this block alone: a plain load).
+    pub(crate) fn tma_load_multicast_impl(
+        &self,
+        dst: *mut u8,
+        map: *const u8,
+        coords: [i32; 2],
+        bar: *mut u8,
+        mask: u16,
+    ) {
+        let multicast = mask != 1 << self.rank;
+        let what = if multicast {
+            "cp.async.bulk.tensor (multicast load)"
+        } else {
+            "cp.async.bulk.tensor (load)"
+        };
+        let n = self.cluster_info().mems.len();
+        assert!(
+            mask != 0 && (mask as usize) >> n == 0,
+            "{what} with the block mask {mask:#06x}, which names no rank or a rank outside the cluster of {n} blocks"
+        );
+        let b = self.tma_box(dst, map, coords, what);
         let bytes = b.bytes();
-        let key = self.bar_key(bar, "cp.async.bulk.tensor");
+        let key = self.bar_key(bar, what);
         let mut image = vec![0u8; bytes];
         b.each(|at, src| {
             // SAFETY: inside the matrix the map describes (checked when it was made).
@@ -254,14 +371,19 @@ impl Ctx {
                 std::ptr::copy_nonoverlapping(src as *const u8, image.as_mut_ptr().add(at), b.eb)
             };
         });
-        // Until the copy lands, the destination reads as poison.
-        // SAFETY: checked above to lie in this block's dynamic shared memory.
-        unsafe { std::ptr::write_bytes(dst, 0xFF, bytes) };
-        let mut m = mem(self).hopper.mbars.borrow_mut();
-        let b = m.get_mut(&key).unwrap_or_else(|| {
-            panic!("cp.async.bulk.tensor completing on the mbarrier at {key:#x}, which was never initialised")
-        });
-        b.copies.push((dst as usize, image));
+        for r in (0..n as u32).filter(|r| mask >> r & 1 == 1) {
+            let to = self.remote_block(r, what);
+            let (d, k) = (
+                self.in_block(dst, to, what),
+                self.in_block(key as *mut u8, to, what),
+            );
+            // Until the copy lands, the destination reads as poison.
+            // SAFETY: the box lies in the dynamic shared memory (checked above), at
+            // the same offset in every block of the cluster.
+            unsafe { std::ptr::write_bytes(d as *mut u8, 0xFF, bytes) };
+            let remote = (r != self.rank).then_some(self.rank);
+            to.hopper.queue_copy(k, d, image.clone(), remote);
+        }
     }
 }
 

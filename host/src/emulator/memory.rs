@@ -168,6 +168,10 @@ pub(crate) struct AsyncCopy {
 }
 
 impl Ctx {
+    pub(crate) fn cluster_info(&self) -> &ClusterInfo {
+        self.cluster()
+    }
+
     fn cluster(&self) -> &ClusterInfo {
         // SAFETY: the cluster outlives every coroutine of its blocks.
         unsafe { &*self.cluster }
@@ -314,6 +318,19 @@ impl ThreadEnv for Ctx {
     }
     fn tma_load(&self, dst: *mut u8, map: *const u8, coords: [i32; 2], bar: *mut u8) {
         self.tma_load_impl(dst, map, coords, bar)
+    }
+    fn tma_load_multicast(
+        &self,
+        dst: *mut u8,
+        map: *const u8,
+        coords: [i32; 2],
+        bar: *mut u8,
+        mask: u16,
+    ) {
+        self.tma_load_multicast_impl(dst, map, coords, bar, mask)
+    }
+    fn mbar_arrive_remote(&self, bar: *mut u8, rank: u32) {
+        self.mbar_arrive_remote_impl(bar, rank)
     }
     fn wgmma(&self, op: WgmmaOp) {
         self.suspend(Event::Wgmma(op));

@@ -231,6 +231,22 @@ pub(super) unsafe fn run_cluster(
                                 .into(),
                         });
                     }
+                    if a.get() == 0 {
+                        if let Some((bar, from, phase)) = mems[t / per].hopper.unobserved_remote() {
+                            let w = (bar.wrapping_sub(mems[t / per].dynamic_range().0) as u32)
+                                .wrapping_add(hopper::WINDOW_BASE);
+                            return Err(EmuError::Panic {
+                                kernel,
+                                block: ctxs[t].bid,
+                                thread: ctxs[t].tid,
+                                message: format!(
+                                    "the block exits, but phase {phase} of its mbarrier at shared window address {w:#x}, which block rank {from} of its cluster \
+                                     arrived on or multicast into, was waited for by none of its threads: on a GPU that arrival may come after the block is gone. \
+                                     Wait for every phase other blocks complete before exiting (a producer waits for each stage's last release)"
+                                ),
+                            });
+                        }
+                    }
                     pool.push(cos[t].take().unwrap().into_stack());
                 }
                 Err(p) => {

@@ -1,0 +1,266 @@
+//! Matmul + ReLU, stage 8: stage 7 ([`matmul_wgmma`](crate::matmul_wgmma)) in
+//! clusters of two blocks that share the tile of B through **TMA multicast**
+//! (sm_90a only).
+//!
+//! Why: a 128x256 tile reads `(128 + 256) · 2` bytes of A and B per element of K
+//! for `2 · 128 · 256` FLOPs, 85 FLOPs per byte. At 600 TFLOP/s that is 7 TB/s from
+//! L2 into the SMs, about what the H100's L2 delivers: stage 7 is fed by L2, not
+//! limited by its tensor cores. The two blocks of a cluster take vertically
+//! adjacent tiles `(2i, j)` and `(2i + 1, j)`, which need the same 256 columns of B.
+//! Each block loads its own A box and *half* of B's, and multicasts that half
+//! ([`simt_std::tma::load_2d_multicast`]) into the same offset of both blocks'
+//! stage: L2 delivers each byte of B once per cluster, and a block asks it for
+//! `(128 + 128) · 2` bytes per K element, 128 FLOPs per byte (-33% traffic).
+//!
+//! What sharing costs, in barriers:
+//! * **full[s]** still expects one arrival (the block's own producer, announcing
+//!   the whole 48 KiB stage) but its bytes now come from two producers: the
+//!   block's own A and B half, and the partner's B half. The partner's copy may
+//!   land before this block's producer announced the phase; the count only goes
+//!   negative for a while, as the hardware allows.
+//! * **empty[s]** expects four arrivals: a stage may be refilled only when the
+//!   consumers of *both* blocks are done with it, since each producer writes into
+//!   both. Each consumer arrives on its own block's barrier and on the partner's
+//!   ([`simt_std::mbarrier::arrive_cluster`]).
+//! * **Start and end.** Barriers are initialised, then a cluster barrier, before
+//!   any remote arrival or multicast. At the end each producer waits for the last
+//!   release of every stage, so no arrival of the partner's consumers comes after
+//!   its block is gone (the emulator refuses a block that exits with a remote
+//!   arrival on one of its barriers that none of its threads waited for).
+//!
+//! Tiles go to clusters in the grouped order of stage 7, over pairs of tile-rows.
+//! With an odd number of tile-rows, the last pair's lower tile lies below C: its
+//! block still loads (A from row 0, so the copy stays inside the matrix), multiplies
+//! and multicasts its half of B for its partner, and stores nothing.
+use crate::config::{
+    WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_CLUSTER, WG_SMEM_BYTES, WG_STAGES, WG_STAGE_BYTES,
+    WG_THREADS,
+};
+use crate::matmul_wgmma::{
+    multiply_stage, store_tile, Acc, Ring, A_BYTES, BF16, B_BOX_BYTES, F16, GROUP_M, TF32,
+};
+use crate::params::MatmulParamsTma;
+use simt_std::kernel;
+use simt_std::thread::{block_idx, grid_dim, grouped_tile, thread_idx};
+use simt_std::{cluster, mbarrier, tma};
+
+/// Every block of the cluster: the multicast mask.
+const ALL: u16 = (1 << WG_CLUSTER) - 1;
+/// B boxes (64 columns each) a block loads per K step: half of the tile's four.
+const B_BOXES_OWN: u32 = WG_BN / WG_B_BOX_COLS / WG_CLUSTER;
+/// TF32: rows of Bᵀ (columns of C) a block loads per K step, as one box.
+pub const TF32_B_BOX_ROWS: u32 = WG_BN / WG_CLUSTER;
+const _: () = assert!(WG_CLUSTER == 2 && B_BOXES_OWN == 2 && TF32_B_BOX_ROWS == 128);
+
+/// The kernel for `KIND` (stage 7's BF16, F16 or TF32).
+///
+/// # Safety
+/// As [`matmul_wgmma_cluster_bf16()`].
+#[inline(always)]
+unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
+    const BN: u32 = WG_BN;
+    let stages = WG_STAGES;
+    let ring = Ring::new();
+    let (stage, full, empty) = (|s| ring.stage(s), |s| ring.full(s), |s| ring.empty(s));
+    let tid = thread_idx().x;
+    let rank = cluster::rank();
+    let partner = rank ^ 1;
+    if tid == 0 {
+        let mut s = 0;
+        while s < stages {
+            // SAFETY: 8-byte aligned barrier slots inside the dynamic shared memory,
+            // used by no thread (here or in the partner) before the cluster barrier.
+            unsafe {
+                mbarrier::init(full(s), 1);
+                mbarrier::init(empty(s), 2 * WG_CLUSTER);
+            }
+            s += 1;
+        }
+        mbarrier::fence_init();
+    }
+    // Both blocks' barriers exist before either multicasts or arrives remotely.
+    cluster::sync();
+
+    // Cluster q of Q takes pairs of tiles q, q + Q, ... in grouped order; rank r
+    // computes tile-row 2·pm + r of pair (pm, pn).
+    let (tiles_m, tiles_n) = (p.m.div_ceil(WG_BM), p.n.div_ceil(BN));
+    let pairs_m = tiles_m.div_ceil(WG_CLUSTER);
+    let pairs = pairs_m * tiles_n;
+    let origin = |pair: u32| {
+        let (pm, pn) = grouped_tile(pair, pairs_m, tiles_n, GROUP_M / WG_CLUSTER);
+        ((WG_CLUSTER * pm + rank) * WG_BM, pn * BN)
+    };
+    let bk = if KIND == TF32 { WG_BK / 2 } else { WG_BK };
+    let ktiles = p.k.div_ceil(bk);
+    let (first, step) = (block_idx().x / WG_CLUSTER, grid_dim().x / WG_CLUSTER);
+    let wg = tid / 128;
+
+    if wg == 0 {
+        // The producer: one thread; its warp-mates leave (`mbarrier`'s rule 4).
+        if tid != 0 {
+            return;
+        }
+        // SAFETY: the host made both maps (64-byte aligned, in global memory).
+        unsafe {
+            tma::prefetch(p.a_map);
+            tma::prefetch(p.b_map);
+        }
+        let mut it = 0;
+        let mut pair = first;
+        while pair < pairs {
+            let (row0, col0) = origin(pair);
+            // A tile below C (odd tile-rows): any rows of A will do, never stored.
+            let arow = if row0 < p.m { row0 } else { 0 };
+            let mut kt = 0;
+            while kt < ktiles {
+                let s = it % stages;
+                let round = it / stages;
+                // SAFETY (all below): initialised barriers (in both blocks, before
+                // the cluster barrier); the destinations are 1024-byte aligned boxes
+                // in the dynamic shared memory, at the same offsets in both blocks;
+                // the consumers of both blocks released the stage (the empty wait)
+                // before it is overwritten; full[s] announces the stage's bytes, which
+                // this block's and the partner's copies deliver exactly.
+                unsafe {
+                    if round > 0 {
+                        mbarrier::wait(empty(s), (round - 1) & 1);
+                    }
+                    mbarrier::arrive_expect_tx(full(s), WG_STAGE_BYTES);
+                    let (k0, st) = ((kt * bk) as i32, stage(s));
+                    tma::load_2d(st, p.a_map, k0, arow as i32, full(s));
+                    if KIND == TF32 {
+                        // Rows 128·rank .. of Bᵀ's 256-row tile.
+                        tma::load_2d_multicast(
+                            st.add((A_BYTES + rank * TF32_B_BOX_ROWS * 128) as usize),
+                            p.b_map,
+                            k0,
+                            (col0 + rank * TF32_B_BOX_ROWS) as i32,
+                            full(s),
+                            ALL,
+                        );
+                    }
+                    let mut j = 0;
+                    while KIND != TF32 && j < B_BOXES_OWN {
+                        let box_ = rank * B_BOXES_OWN + j;
+                        tma::load_2d_multicast(
+                            st.add((A_BYTES + box_ * B_BOX_BYTES) as usize),
+                            p.b_map,
+                            (col0 + box_ * WG_B_BOX_COLS) as i32,
+                            k0,
+                            full(s),
+                            ALL,
+                        );
+                        j += 1;
+                    }
+                }
+                kt += 1;
+                it += 1;
+            }
+            pair += step;
+        }
+        // The last release of every stage: after it, no consumer of the cluster
+        // arrives on this block's barriers any more, and the block may exit.
+        let end = it + stages;
+        while it < end {
+            let round = it / stages;
+            if round > 0 {
+                // SAFETY: an initialised barrier of this block.
+                unsafe { mbarrier::wait(empty(it % stages), (round - 1) & 1) };
+            }
+            it += 1;
+        }
+        return;
+    }
+
+    // A consumer: rows 64·(wg - 1) .. + 64 of its block's tile of each pair.
+    let c = wg - 1;
+    let t = tid % 128;
+    let mut it = 0;
+    let mut pair = first;
+    while pair < pairs {
+        let (row0, col0) = origin(pair);
+        let mut acc: Acc = [[0f32; 4]; 32];
+        let mut kt = 0;
+        while kt < ktiles {
+            let s = it % stages;
+            // SAFETY: an initialised barrier; waiting makes the stage's copies (this
+            // block's and the partner's) visible.
+            unsafe { mbarrier::wait(full(s), (it / stages) & 1) };
+            // SAFETY: the whole warpgroup is here, converged; the stage has landed.
+            acc = unsafe { multiply_stage::<KIND>(acc, stage(s), c) };
+            // The region ended with `wait_group 0`: this warpgroup is done reading
+            // the stage, in this block; both producers may refill it once the
+            // partner's consumers are done too.
+            if t == 0 {
+                // SAFETY: initialised barriers expecting one arrival per consumer of
+                // the cluster; the partner waits for this phase before it exits.
+                unsafe {
+                    mbarrier::arrive(empty(s));
+                    mbarrier::arrive_cluster(empty(s), partner);
+                }
+            }
+            kt += 1;
+            it += 1;
+        }
+        store_tile(&acc, &p, row0 + 64 * c, col0, t);
+        pair += step;
+    }
+}
+
+kernel! {
+    /// `C = epilogue(A · B)` on Hopper tensor cores, bf16 inputs, f32 accumulation and
+    /// output, in clusters of two blocks that share B's tile by TMA multicast.
+    ///
+    /// # Safety
+    /// As [`matmul_wgmma_bf16()`](crate::matmul_wgmma::matmul_wgmma_bf16): tensor maps
+    /// of `A: m x k` (boxes of 128 x 64) and `B: k x n` (boxes of 64 x 64), 128-byte
+    /// swizzled, in global memory; `p.c` writable at `c[i*ld + j]` for `i < m, j < n`,
+    /// not overlapping A or B; C has fewer than 2^32 elements.
+    ///
+    /// # Parameters
+    /// One [`MatmulParamsTma`], as stage 7.
+    ///
+    /// # Tiling
+    /// Stage 7's: tiles of 128x256, K steps of 64, 4 stages of 48 KiB (A `[128][64]`,
+    /// B as 4 boxes `[64][64]`), a full and an empty mbarrier per stage. Rank `r` of a
+    /// cluster loads B's boxes `2r` and `2r + 1` into both blocks.
+    ///
+    /// # Thread Mapping
+    /// 384 threads = 3 warpgroups, as stage 7. A 1-D grid of clusters of two: cluster
+    /// `q` takes pairs of tiles `q, q + grid/2, ...` of the `ceil(m/256) x ceil(n/256)`
+    /// pairs in grouped order; rank `r` computes the pair's tile-row `2i + r`. The host
+    /// launches as many clusters as fit at once.
+    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, cluster = WG_CLUSTER, target = "sm_90a")]
+    pub unsafe fn matmul_wgmma_cluster_bf16(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<BF16>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_wgmma_cluster_bf16()`], f16 inputs.
+    ///
+    /// # Safety
+    /// As [`matmul_wgmma_cluster_bf16()`], with f16 matrices.
+    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, cluster = WG_CLUSTER, target = "sm_90a")]
+    pub unsafe fn matmul_wgmma_cluster_f16(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<F16>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_wgmma_cluster_bf16()`] in TF32, as
+    /// [`matmul_wgmma_tf32()`](crate::matmul_wgmma::matmul_wgmma_tf32): `a_map`
+    /// describes `A: m x k` (boxes of 128 x 32) and `b_map` `Bᵀ: n x k` (boxes of
+    /// [`TF32_B_BOX_ROWS`] = 128 rows x 32), both f32 rounded to TF32.
+    ///
+    /// # Safety
+    /// As [`matmul_wgmma_cluster_bf16()`], with f32 matrices A and Bᵀ (`p.n` rows of
+    /// `p.k`) and Bᵀ's boxes of 128 rows.
+    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, cluster = WG_CLUSTER, target = "sm_90a")]
+    pub unsafe fn matmul_wgmma_cluster_tf32(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<TF32>(p) }
+    }
+}
