@@ -82,10 +82,104 @@ for name, ptx, kind, k, trans in KINDS:
                 w(f"{ind}}}")
         w("    }")
         w('    #[cfg(not(target_arch = "nvptx64"))]')
-        w(f"    crate::emu::env().wgmma(crate::emu::WgmmaOp {{ kind: crate::mma::MmaKind::{kind}, n: {n}, a, b, trans_b: TRANS_B, acc: acc.as_mut_ptr() as usize }});")
+        w(f"    crate::emu::env().wgmma(crate::emu::WgmmaOp {{ kind: crate::mma::MmaKind::{kind}, n: {n}, a, b, trans_b: TRANS_B, acc: acc.as_mut_ptr() as usize, asynchronous: false }});")
         w("    acc")
         w("}")
         w("")
+
+# The asynchronous forms: a region without its wait, and the wait itself.
+for name, ptx, kind, k, trans in KINDS:
+    for n in NS:
+        r = n // 2
+        fn = f"mma_{name}_n{n}_async"
+        ks = 4 * k
+        w(f"/// As [`mma_{name}_n{n}`], without the final `wait_group`: the region's 4 `m64n{n}k{k}`")
+        w(f"/// steps are committed as one *wgmma group* and run on while this warpgroup goes on.")
+        w(f"/// The accumulators returned are not yet the sum: pass them, untouched, to the next")
+        w(f"/// region or to [`wait_n{n}`], which returns them once at most `N` groups are in flight.")
+        w("///")
+        w("/// # Safety")
+        w(f"/// As [`mma_{name}_n{n}`]; in addition, nothing reads or writes the returned")
+        w(f"/// accumulators, and nothing overwrites the operands' shared memory, until a")
+        w(f"/// [`wait_n{n}`] covers this group (the emulator poisons them meanwhile).")
+        w("#[inline(always)]")
+        w(f"pub unsafe fn {fn}<const TRANS_B: bool>(acc: [[f32; 4]; {r // 4}], a: [u64; 4], b: [u64; 4]) -> [[f32; 4]; {r // 4}] {{")
+        w("    #[allow(unused_mut)]")
+        w("    let mut acc = acc;")
+        if not trans:
+            w('    const { assert!(!TRANS_B, "tf32 wgmma reads K-major operands only") };')
+        w('    #[cfg(target_arch = "nvptx64")]')
+        w("    {")
+        regs = ", ".join(f"{{d{i}}}" for i in range(r))
+        def body(tb):
+            lines = []
+            lines.append('"{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",')
+            lines.append('"wgmma.fence.sync.aligned;",')
+            for s_ in range(4):
+                imm = f", 1, 1, 0, {tb}" if trans else ", 1, 1"
+                lines.append(f'"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptx}.{ptx} {{{{{regs}}}}}, {{a{s_}}}, {{b{s_}}}, p{imm};",')
+            lines.append('"wgmma.commit_group.sync.aligned; }}",')
+            ops = [f"d{i} = inout(reg32) acc[{i // 4}][{i % 4}]" for i in range(r)]
+            ops += [f"a{s_} = in(reg64) a[{s_}]" for s_ in range(4)]
+            ops += [f"b{s_} = in(reg64) b[{s_}]" for s_ in range(4)]
+            ops += ["one = in(reg32) 1u32", "options(nostack)"]
+            return lines, ops
+        variants = [(1, "TRANS_B"), (0, "!TRANS_B")] if trans else [(0, None)]
+        for tb, cond in variants:
+            lines, ops = body(tb)
+            ind = "        "
+            if cond is not None:
+                w(f"{ind}if {'TRANS_B' if tb else 'true'} {{" if tb else f"{ind}else {{")
+                ind += "    "
+            w(f"{ind}// SAFETY: caller's contract. The accumulators are this statement's in-out")
+            w(f"{ind}// operands and the next region's or wait's: ptxas sees one chain of registers.")
+            w(f"{ind}unsafe {{")
+            w(f"{ind}    core::arch::asm!(")
+            for l in lines:
+                w(f"{ind}        {l}")
+            w(f"{ind}        " + ", ".join(ops))
+            w(f"{ind}    )")
+            w(f"{ind}}}")
+            if cond is not None:
+                ind = ind[:-4]
+                w(f"{ind}}}")
+        w("    }")
+        w('    #[cfg(not(target_arch = "nvptx64"))]')
+        w(f"    crate::emu::env().wgmma(crate::emu::WgmmaOp {{ kind: crate::mma::MmaKind::{kind}, n: {n}, a, b, trans_b: TRANS_B, acc: acc.as_mut_ptr() as usize, asynchronous: true }});")
+        w("    acc")
+        w("}")
+        w("")
+
+for n in NS:
+    r = n // 2
+    w(f"/// Waits until at most `N` of this warpgroup's wgmma groups are in flight")
+    w(f"/// (`wgmma.wait_group N`) and returns the accumulators of a 64x{n} tile, which the")
+    w(f"/// groups now complete have written. With `N = 0` they are the final sums.")
+    w("///")
+    w("/// # Safety")
+    w("/// Every thread of the warpgroup calls it, converged; `acc` are the accumulators the")
+    w(f"/// last `mma_*_n{n}_async` returned, untouched.")
+    w("#[inline(always)]")
+    w(f"pub unsafe fn wait_n{n}<const N: u32>(acc: [[f32; 4]; {r // 4}]) -> [[f32; 4]; {r // 4}] {{")
+    w("    #[allow(unused_mut)]")
+    w("    let mut acc = acc;")
+    w('    #[cfg(target_arch = "nvptx64")]')
+    ops = [f"d{i} = inout(reg32) acc[{i // 4}][{i % 4}]" for i in range(r)]
+    ops += ["n = const N", "options(nostack)"]
+    mention = " ".join(f"{{d{i}}}" for i in range(r))
+    w("    // SAFETY: caller's contract. The accumulators are in-out operands, so no use of")
+    w("    // them moves above the wait (the comment names them: asm! wants each operand used).")
+    w("    unsafe {")
+    w("        core::arch::asm!(")
+    w(f'            "wgmma.wait_group.sync.aligned {{n}}; // {mention}",')
+    w("            " + ", ".join(ops))
+    w("        )")
+    w("    }")
+    w('    #[cfg(not(target_arch = "nvptx64"))]')
+    w(f"    crate::emu::env().wgmma_wait(N as usize, acc.as_mut_ptr() as usize, {n});")
+    w("    acc")
+    w("}")
+    w("")
 
 path = os.path.join(os.path.dirname(__file__), "..", "crates", "simt-std", "src", "wgmma_ops.rs")
 with open(path, "w") as f:

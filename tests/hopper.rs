@@ -9,8 +9,8 @@ mod common;
 use common::*;
 use half::{bf16, f16};
 use kernels::hopper_probes::{
-    probe_cluster, probe_multicast, probe_tma, probe_tma_store, probe_wgmma, PROBE_CLUSTER_THREADS,
-    PROBE_MULTICAST_THREADS,
+    probe_cluster, probe_multicast, probe_tma, probe_tma_store, probe_wgmma, probe_wgmma_misuse,
+    PROBE_CLUSTER_THREADS, PROBE_MULTICAST_THREADS,
 };
 use kernels::params::Epilogue;
 use kernels::simt_std::tma::swizzle_128b;
@@ -185,7 +185,7 @@ fn partial_warpgroups_and_bad_maps_are_refused() {
     let e = unsafe {
         g.launch::<probe_wgmma>(
             LaunchConfig::new(dim3(1, 1, 1), dim3(224, 1, 1)),
-            (map.ptr(), map.ptr(), 1, out.ptr_mut()),
+            (map.ptr(), map.ptr(), 1, 0, out.ptr_mut()),
         )
     };
     assert!(matches!(e, Err(SimtError::BadLaunch { .. })), "{e:?}");
@@ -208,7 +208,7 @@ fn partial_warpgroups_and_bad_maps_are_refused() {
     assert!(msg.contains("multiple of 16 bytes"), "{msg}");
 }
 
-fn wgmma_case(g: &Gpu, trans_b: bool) {
+fn wgmma_case(g: &Gpu, trans_b: bool, mode: u32) {
     let a = ints(64, 64, 3);
     // B: 64 x 128 as N-major ([k][n]) or its transpose ([n][k], K-major).
     let b = ints(64, 128, 5);
@@ -225,19 +225,22 @@ fn wgmma_case(g: &Gpu, trans_b: bool) {
     };
     let mut out = poisoned(g, 64 * 128);
     // SAFETY: the maps' boxes are what the probe reads; out holds 64 x 128 floats.
+    let args = (am.ptr(), bm.ptr(), trans_b as u32, mode, out.ptr_mut());
     unsafe {
-        g.launch::<probe_wgmma>(
-            two_warpgroups(),
-            (am.ptr(), bm.ptr(), trans_b as u32, out.ptr_mut()),
-        )
-        .unwrap()
+        if mode < 2 {
+            g.launch::<probe_wgmma>(two_warpgroups(), args).unwrap()
+        } else {
+            g.launch::<probe_wgmma_misuse>(two_warpgroups(), args)
+                .unwrap()
+        }
     };
     let got = g.download(&out).unwrap();
     for r in 0..64 {
         for c in 0..128 {
-            let want: f32 = (0..64)
+            let one: f32 = (0..64)
                 .map(|k| a[r * 64 + k].to_f32() * b[k * 128 + c].to_f32())
                 .sum();
+            let want = if mode == 1 { 2.0 * one } else { one };
             assert_eq!(
                 got[r * 128 + c],
                 want,
@@ -250,8 +253,34 @@ fn wgmma_case(g: &Gpu, trans_b: bool) {
 #[test]
 fn one_wgmma_region_matches_its_definition() {
     let g = probe_device();
-    wgmma_case(&g, true);
-    wgmma_case(&g, false);
+    wgmma_case(&g, true, 0);
+    wgmma_case(&g, false, 0);
+}
+
+#[test]
+fn asynchronous_wgmma_groups_chain_and_misuse_is_caught() {
+    // Two groups in flight on one accumulator, then the wait: 2 · A · B, exactly.
+    let g = probe_device();
+    wgmma_case(&g, true, 1);
+    wgmma_case(&g, false, 1);
+    for (mode, says) in [
+        (
+            2,
+            "accumulators were written while a wgmma group was in flight",
+        ),
+        (3, "was overwritten before the wait"),
+    ] {
+        let r =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| wgmma_case(&g, true, mode)));
+        let msg = r
+            .err()
+            .and_then(|e| e.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        assert!(
+            msg.contains(says) && msg.contains("probe_wgmma_misuse"),
+            "mode {mode}: {msg}"
+        );
+    }
 }
 
 fn check_wgmma<T: TcInput>(
@@ -262,10 +291,10 @@ fn check_wgmma<T: TcInput>(
     k: usize,
     lda: usize,
     ldb: usize,
+    ldc: usize,
     relu: bool,
 ) {
     let (mut r, seed) = rng("matmul_wgmma");
-    let ldc = n + 3;
     let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
     let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
     let conv = |v: &[f32]| -> (Vec<T>, Vec<f32>) {
@@ -308,7 +337,7 @@ fn check_wgmma<T: TcInput>(
     let got = dense_rows(&g.download(&c).unwrap(), m, n, ldc);
     assert_close(
         &format!(
-            "{stage:?} {} {m}x{n}x{k} lda {lda} ldb {ldb} relu {relu}",
+            "{stage:?} {} {m}x{n}x{k} lda {lda} ldb {ldb} ldc {ldc} relu {relu}",
             T::NAME
         ),
         seed,
@@ -353,19 +382,26 @@ fn wgmma_matmul_random_and_ragged() {
         (64, 520, 330, 336, 528),
         (300, 520, 72, 72, 520),
     ] {
+        // C's rows unaligned (bf16: stage 8 stores from registers) and 16-byte
+        // aligned (f16: stage 8 stores through TMA).
         for stage in HOPPER_STAGES {
-            check_wgmma::<bf16>(&g, stage, m, n, k, lda, ldb, true);
-            check_wgmma::<f16>(&g, stage, m, n, k, lda, ldb, false);
+            check_wgmma::<bf16>(&g, stage, m, n, k, lda, ldb, n + 3, true);
+            check_wgmma::<f16>(&g, stage, m, n, k, lda, ldb, aligned_ld(n), false);
         }
     }
     if on_gpu(&g) {
         for stage in HOPPER_STAGES {
-            check_wgmma::<bf16>(&g, stage, 1000, 1500, 1100, 1104, 1504, true);
+            check_wgmma::<bf16>(&g, stage, 1000, 1500, 1100, 1104, 1504, 1504, true);
             // An odd count of tile-rows (stage 8's last pair has a tile below C) and
             // more pairs than clusters.
-            check_wgmma::<f16>(&g, stage, 2944, 2304, 192, 192, 2304, false);
+            check_wgmma::<f16>(&g, stage, 2944, 2304, 192, 192, 2304, 2307, false);
         }
     }
+}
+
+/// A row stride of at least `n` f32 whose rows are 16-byte aligned, with a gap.
+fn aligned_ld(n: usize) -> usize {
+    n.next_multiple_of(4) + 4
 }
 
 /// Stages 7 and 8.
@@ -380,7 +416,18 @@ fn multicast_matmul_several_clusters() {
         ..EmuConfig::default()
     });
     rust_simt::ptx::load(&g).unwrap();
-    check_wgmma::<bf16>(&g, TcKernel::WgmmaCluster, 520, 700, 80, 88, 704, true);
+    check_wgmma::<bf16>(&g, TcKernel::WgmmaCluster, 520, 700, 80, 88, 704, 708, true);
+    check_wgmma::<f16>(
+        &g,
+        TcKernel::WgmmaCluster,
+        520,
+        700,
+        80,
+        88,
+        704,
+        703,
+        false,
+    );
 }
 
 #[test]
@@ -388,7 +435,7 @@ fn wgmma_matmul_every_thread_order() {
     for order in [Order::Reversed, Order::Random(7)] {
         let g = emulator(order);
         for stage in HOPPER_STAGES {
-            check_wgmma::<bf16>(&g, stage, 140, 260, 136, 136, 264, true);
+            check_wgmma::<bf16>(&g, stage, 140, 260, 136, 136, 264, 268, true);
         }
     }
 }

@@ -159,6 +159,20 @@ pub const WG_SMEM_BYTES: u32 = WG_STAGES * WG_STAGE_BYTES + 16 * WG_STAGES + 102
 /// vertically adjacent tiles (the same columns of B); each loads half of the B tile
 /// and multicasts it to both.
 pub const WG_CLUSTER: u32 = 2;
+/// Hopper matmul, stage 8: rows of C per TMA store of the epilogue (one consumer
+/// warp's rows of its `m64n256` tile).
+pub const WG_C_BOX_ROWS: u32 = 16;
+/// Hopper matmul, stage 8: columns of C per TMA store (128 bytes of f32: the
+/// 128-byte swizzle's span).
+pub const WG_C_BOX_COLS: u32 = 32;
+/// Hopper matmul, stage 8: the epilogue's staging buffers: two boxes per consumer
+/// warp (8 warps), so one is filled while the last one's store reads the other.
+pub const WG_C_STAGE_BYTES: u32 = 8 * 2 * WG_C_BOX_ROWS * WG_C_BOX_COLS * 4;
+/// Hopper matmul, stage 8: dynamic shared memory: the stages, 1 KiB for the
+/// barriers, the epilogue's buffers, and 1 KiB of alignment slack (225 KiB of the
+/// 227 KiB a block may have).
+pub const WG8_SMEM_BYTES: u32 = WG_STAGES * WG_STAGE_BYTES + 1024 + WG_C_STAGE_BYTES + 1024;
+const _: () = assert!(WG8_SMEM_BYTES <= 227 * 1024);
 
 /// One configuration of the configurable FP32 matmul ([`crate::matmul_tiles`]): a
 /// `bm x bn` block tile of C split into `wm x wn` warp tiles, K steps of

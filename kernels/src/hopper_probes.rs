@@ -62,17 +62,13 @@ kernel! {
     }
 }
 
-kernel! {
-    /// Thread 0 loads the tiles with TMA; the second warpgroup computes `D = A · B` (64 x 128, f32) with one bf16 `wgmma`
-    /// region of 4 k16 steps (K = 64): A `[64][64]` from `a_map` (one box), and B either N-major (`trans_b = 1`: `B: [64][128]`, two boxes of 64
-    /// columns from `b_map`) or K-major (`trans_b = 0`: `Bᵀ: [128][64]`, one box of 128
-    /// rows). `out`: D row-major `[64][128]`.
-    ///
-    /// # Safety
-    /// The maps describe bf16 matrices with those boxes (128-byte swizzle); `out` holds
-    /// 64 x 128 floats.
-    #[launch(threads = 256, min_blocks = 1, shared = PROBE_SMEM, target = "sm_90a")]
-    pub unsafe fn probe_wgmma(a_map: *const TensorMap, b_map: *const TensorMap, trans_b: u32, out: *mut f32) {
+/// The body of [`probe_wgmma`] and [`probe_wgmma_misuse`].
+///
+/// # Safety
+/// As [`probe_wgmma`].
+#[inline(always)]
+unsafe fn wgmma_probe(a_map: *const TensorMap, b_map: *const TensorMap, trans_b: u32, mode: u32, out: *mut f32) {
+    {
         let raw = dynamic_shared::<u8>();
         let a_tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
         let b_tile = a_tile.add(8192);
@@ -110,14 +106,36 @@ kernel! {
         unsafe { mbarrier::wait(bar, 0) };
         let da = [0, 1, 2, 3].map(|i| desc_k_major(a_tile, 32 * i));
         let mut acc = [[0f32; 4]; 16];
-        // SAFETY: the whole warpgroup, converged; operands landed (the wait).
+        let db = if trans_b != 0 {
+            [0, 1, 2, 3].map(|i| desc_n_major(b_tile, 64, 16 * i))
+        } else {
+            [0, 1, 2, 3].map(|i| desc_k_major(b_tile, 32 * i))
+        };
+        // SAFETY: the whole warpgroup, converged; operands landed (the wait); modes 2
+        // and 3 break the rules on purpose (see the doc).
         acc = unsafe {
-            if trans_b != 0 {
-                let db = [0, 1, 2, 3].map(|i| desc_n_major(b_tile, 64, 16 * i));
-                wgmma::mma_bf16_n128::<true>(acc, da, db)
-            } else {
-                let db = [0, 1, 2, 3].map(|i| desc_k_major(b_tile, 32 * i));
-                wgmma::mma_bf16_n128::<false>(acc, da, db)
+            match (mode, trans_b != 0) {
+                (0, true) => wgmma::mma_bf16_n128::<true>(acc, da, db),
+                (0, false) => wgmma::mma_bf16_n128::<false>(acc, da, db),
+                (_, tb) => {
+                    let mut acc = if tb {
+                        wgmma::mma_bf16_n128_async::<true>(acc, da, db)
+                    } else {
+                        wgmma::mma_bf16_n128_async::<false>(acc, da, db)
+                    };
+                    if mode == 1 {
+                        acc = if tb {
+                            wgmma::mma_bf16_n128_async::<true>(acc, da, db)
+                        } else {
+                            wgmma::mma_bf16_n128_async::<false>(acc, da, db)
+                        };
+                    } else if mode == 2 {
+                        acc[0][0] = 1.0;
+                    } else {
+                        a_tile.add(4 * t as usize).cast::<f32>().write(0.0);
+                    }
+                    wgmma::wait_n128::<0>(acc)
+                }
             }
         };
         unroll!(8, I => {
@@ -128,6 +146,41 @@ kernel! {
                 unsafe { *out.add((r * 128 + c) as usize) = acc[i / 4][i % 4] };
             });
         });
+    }
+}
+
+kernel! {
+    /// Thread 0 loads the tiles with TMA; the second warpgroup computes `D = A · B` (64 x 128, f32) with one bf16 `wgmma`
+    /// region of 4 k16 steps (K = 64): A `[64][64]` from `a_map` (one box), and B either N-major (`trans_b = 1`: `B: [64][128]`, two boxes of 64
+    /// columns from `b_map`) or K-major (`trans_b = 0`: `Bᵀ: [128][64]`, one box of 128
+    /// rows). `out`: D row-major `[64][128]`.
+    ///
+    /// `mode` 1 runs the region twice as asynchronous groups (`mma_bf16_n128_async`,
+    /// then `wait_n128::<0>`), so `D = 2 · A · B`.
+    ///
+    /// # Safety
+    /// The maps describe bf16 matrices with those boxes (128-byte swizzle); `out` holds
+    /// 64 x 128 floats.
+    #[launch(threads = 256, min_blocks = 1, shared = PROBE_SMEM, target = "sm_90a")]
+    pub unsafe fn probe_wgmma(a_map: *const TensorMap, b_map: *const TensorMap, trans_b: u32, mode: u32, out: *mut f32) {
+        // SAFETY: forwarded; modes 0 and 1 only.
+        unsafe { wgmma_probe(a_map, b_map, trans_b, mode.min(1), out) }
+    }
+}
+
+kernel! {
+    /// [`probe_wgmma`] breaking the rules of asynchronous `wgmma` groups on purpose,
+    /// for the emulator's checks (on a GPU, undefined results; ptxas serialises the
+    /// wgmmas, which the builder allows for kernels named `*_misuse`): `mode` 2 writes
+    /// an accumulator while the group is in flight, 3 overwrites A's tile before the
+    /// wait.
+    ///
+    /// # Safety
+    /// As [`probe_wgmma`]; the results are undefined on a GPU.
+    #[launch(threads = 256, min_blocks = 1, shared = PROBE_SMEM, target = "sm_90a")]
+    pub unsafe fn probe_wgmma_misuse(a_map: *const TensorMap, b_map: *const TensorMap, trans_b: u32, mode: u32, out: *mut f32) {
+        // SAFETY: forwarded (the rules broken on purpose).
+        unsafe { wgmma_probe(a_map, b_map, trans_b, mode.max(2), out) }
     }
 }
 

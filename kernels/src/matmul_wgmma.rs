@@ -102,12 +102,19 @@ impl Ring {
 
 /// Multiplies one stage into consumer `c`'s accumulators: rows `64·c ..` of A's
 /// `[128][64]` box times the stage's B, as one `wgmma` region of 4 K steps (ending
-/// with `wait_group 0`, so the stage may be released on return).
+/// with `wait_group 0`, so the stage may be released on return). `ASYNC`: the
+/// region ends at its commit instead (a group left in flight: see
+/// [`wgmma::wait_n256`]).
 ///
 /// # Safety
-/// The whole warpgroup calls it, converged, after the stage's full barrier.
+/// The whole warpgroup calls it, converged, after the stage's full barrier; with
+/// `ASYNC`, as `mma_*_async`.
 #[inline(always)]
-pub(crate) unsafe fn multiply_stage<const KIND: u32>(acc: Acc, st: Smem<u8>, c: u32) -> Acc {
+pub(crate) unsafe fn multiply_stage<const KIND: u32, const ASYNC: bool>(
+    acc: Acc,
+    st: Smem<u8>,
+    c: u32,
+) -> Acc {
     let a_tile = st.add((c * 64 * 128) as usize);
     let b_tile = st.add(A_BYTES as usize);
     // Step i of the region: 16 more elements of K: 32 bytes along A's rows,
@@ -121,10 +128,13 @@ pub(crate) unsafe fn multiply_stage<const KIND: u32>(acc: Acc, st: Smem<u8>, c: 
     };
     // SAFETY: the caller's contract; the descriptors describe the TMA boxes' layout.
     unsafe {
-        match KIND {
-            BF16 => wgmma::mma_bf16_n256::<true>(acc, da, db),
-            F16 => wgmma::mma_f16_n256::<true>(acc, da, db),
-            _ => wgmma::mma_tf32_n256::<false>(acc, da, db),
+        match (KIND, ASYNC) {
+            (BF16, false) => wgmma::mma_bf16_n256::<true>(acc, da, db),
+            (F16, false) => wgmma::mma_f16_n256::<true>(acc, da, db),
+            (_, false) => wgmma::mma_tf32_n256::<false>(acc, da, db),
+            (BF16, true) => wgmma::mma_bf16_n256_async::<true>(acc, da, db),
+            (F16, true) => wgmma::mma_f16_n256_async::<true>(acc, da, db),
+            (_, true) => wgmma::mma_tf32_n256_async::<false>(acc, da, db),
         }
     }
 }
@@ -280,7 +290,7 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
             // SAFETY: an initialised barrier; waiting makes the stage's copies visible.
             unsafe { mbarrier::wait(full(s), (it / stages) & 1) };
             // SAFETY: the whole warpgroup is here, converged; the stage has landed.
-            acc = unsafe { multiply_stage::<KIND>(acc, stage(s), c) };
+            acc = unsafe { multiply_stage::<KIND, false>(acc, stage(s), c) };
             // The region ended with `wait_group 0`: this warpgroup is done reading it.
             if t == 0 {
                 // SAFETY: an initialised barrier expecting one arrival per consumer.

@@ -1,8 +1,18 @@
-//! Matmul + ReLU, stage 8: stage 7 ([`matmul_wgmma`](crate::matmul_wgmma)) in
+//! Matmul + ReLU, stage 8: stage 7 ([`matmul_wgmma`](crate::matmul_wgmma)) with a
+//! **TMA-store epilogue**, **`wgmma` groups in flight across K steps**, and
 //! clusters of two blocks that share the tile of B through **TMA multicast**
 //! (sm_90a only).
 //!
-//! Why: a 128x256 tile reads `(128 + 256) · 2` bytes of A and B per element of K
+//! What each change bought on the H100 (docs/PERFORMANCE.md has the runs): the
+//! epilogue nearly all of it. Stage 7's time per tile grows by 40 us from K = 4096
+//! to K = 8192 but is 57 us at 4096: some 17 us of every tile went outside the K
+//! loop, mostly into plain 8-byte stores of C, 8 rows apart in a warp, while the
+//! tensor cores idled. Staging C in shared memory and storing it with TMA
+//! ([`store_tile_tma`]) took bf16 from 600 to 725 TFLOP/s at 4096^3. Multicast and
+//! the groups in flight each measured within 1% alone; they stay, because they
+//! remove traffic and bubbles that the faster epilogue leaves exposed.
+//!
+//! **Multicast.** A 128x256 tile reads `(128 + 256) · 2` bytes of A and B per element of K
 //! for `2 · 128 · 256` FLOPs, 85 FLOPs per byte. At 600 TFLOP/s that is 7 TB/s from
 //! L2 into the SMs, about what the H100's L2 delivers: stage 7 is fed by L2, not
 //! limited by its tensor cores. The two blocks of a cluster take vertically
@@ -12,7 +22,10 @@
 //! stage: L2 delivers each byte of B once per cluster, and a block asks it for
 //! `(128 + 128) · 2` bytes per K element, 128 FLOPs per byte (-33% traffic).
 //!
-//! What sharing costs, in barriers:
+//! What sharing costs, in barriers (the first version arrived on the partner with
+//! `release.cluster` semantics, which cost 40%: a cluster-scope release waits for
+//! the thread's earlier global stores; the arrival needs no ordering of memory, only
+//! of the `wgmma` reads before it, which `wait_group` already gives):
 //! * **full[s]** still expects one arrival (the block's own producer, announcing
 //!   the whole 48 KiB stage) but its bytes now come from two producers: the
 //!   block's own A and B half, and the partner's B half. The partner's copy may
@@ -28,21 +41,36 @@
 //!   its block is gone (the emulator refuses a block that exits with a remote
 //!   arrival on one of its barriers that none of its threads waited for).
 //!
+//! **Groups in flight.** Stage 7 ends each K step's `wgmma` region with
+//! `wait_group 0`, so each warpgroup's tensor work drains before its next step is
+//! issued. Here a step's region is committed without waiting
+//! ([`simt_std::wgmma::mma_bf16_n256_async`]), then `wait_n256::<1>` lets it run on
+//! while the previous step's group completes, and the previous stage is released.
+//! The accumulators pass from one asm statement to the next untouched; ptxas would
+//! report (C7515) and the builder refuse any instruction that touched them in
+//! between.
+//!
+//! **Registers.** 384 threads at one block per SM get 168 registers each, and the
+//! consumers need more (the epilogue's addresses spilled): the producer warpgroup
+//! gives its registers back (`setmaxnreg`: 40 for it, 232 for the consumers).
+//!
 //! Tiles go to clusters in the grouped order of stage 7, over pairs of tile-rows.
 //! With an odd number of tile-rows, the last pair's lower tile lies below C: its
 //! block still loads (A from row 0, so the copy stays inside the matrix), multiplies
 //! and multicasts its half of B for its partner, and stores nothing.
 use crate::config::{
-    WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_CLUSTER, WG_SMEM_BYTES, WG_STAGES, WG_STAGE_BYTES,
-    WG_THREADS,
+    WG8_SMEM_BYTES, WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_CLUSTER, WG_C_BOX_COLS,
+    WG_C_BOX_ROWS, WG_C_STAGE_BYTES, WG_STAGES, WG_STAGE_BYTES, WG_THREADS,
 };
 use crate::matmul_wgmma::{
     multiply_stage, store_tile, Acc, Ring, A_BYTES, BF16, B_BOX_BYTES, F16, GROUP_M, TF32,
 };
 use crate::params::MatmulParamsTma;
-use simt_std::kernel;
+use simt_std::shared::Smem;
 use simt_std::thread::{block_idx, grid_dim, grouped_tile, thread_idx};
-use simt_std::{cluster, mbarrier, tma};
+use simt_std::wgmma::acc_coords;
+use simt_std::{cluster, mbarrier, tma, warp, wgmma};
+use simt_std::{kernel, unroll};
 
 /// Every block of the cluster: the multicast mask.
 const ALL: u16 = (1 << WG_CLUSTER) - 1;
@@ -50,7 +78,85 @@ const ALL: u16 = (1 << WG_CLUSTER) - 1;
 const B_BOXES_OWN: u32 = WG_BN / WG_B_BOX_COLS / WG_CLUSTER;
 /// TF32: rows of Bᵀ (columns of C) a block loads per K step, as one box.
 pub const TF32_B_BOX_ROWS: u32 = WG_BN / WG_CLUSTER;
-const _: () = assert!(WG_CLUSTER == 2 && B_BOXES_OWN == 2 && TF32_B_BOX_ROWS == 128);
+/// Bytes of one epilogue box (16 rows of 128 bytes).
+const C_BOX_BYTES: u32 = WG_C_BOX_ROWS * WG_C_BOX_COLS * 4;
+const _: () = assert!(
+    WG_CLUSTER == 2
+        && B_BOXES_OWN == 2
+        && TF32_B_BOX_ROWS == 128
+        && WG_C_BOX_ROWS == 16
+        && WG_C_BOX_COLS * 4 == 128
+        && C_BOX_BYTES % 1024 == 0
+        && WG_C_STAGE_BYTES == 8 * 2 * C_BOX_BYTES
+);
+
+/// Stores consumer warpgroup's 64x256 accumulators (rows `row0 ..`, columns
+/// `col0 ..` of C) through shared memory and TMA, with the ReLU if asked.
+///
+/// Why: the plain stores of stage 7 write 8-byte pairs, 8 rows apart in a warp, so
+/// each store instruction touches 8 lines of C; they cost more than 10 us per tile
+/// at 4096^3 (docs/PERFORMANCE.md), time in which this warpgroup multiplies nothing.
+/// Here each warp writes its 16 rows, 32 columns at a time, into a 2 KiB box in
+/// shared memory in the 128-byte swizzled layout (8 rows of a store land in 8
+/// different banks groups), and lane 0 hands the box to the copy engine
+/// ([`tma::store_2d`]): whole lines of C, clipped at C's edges by the engine, while
+/// the warp goes on. Two boxes per warp alternate; before refilling one, lane 0
+/// waits until the store before last has read it ([`tma::store_wait_read`]).
+///
+/// # Safety
+/// `p.c_map` is a map of C as [`MatmulParamsTma::c_map`] says, prefetched by lane 0
+/// of each warp; `bufs` is this warpgroup's 16 KiB of 1024-byte aligned staging
+/// boxes, used by nothing else.
+#[inline(always)]
+unsafe fn store_tile_tma(acc: &Acc, p: &MatmulParamsTma, bufs: Smem<u8>, row0: u32, col0: u32, t: u32) {
+    let relu = p.epilogue as u32 != 0;
+    let f = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
+    let (w, lane) = (t / 32, t % 32);
+    let mine = bufs.add((w * 2 * C_BOX_BYTES) as usize);
+    unroll!(8, J => {
+        {
+            let buf = mine.add((J as u32 % 2 * C_BOX_BYTES) as usize);
+            if lane == 0 {
+                // The store before last read this box.
+                tma::store_wait_read::<1>();
+            }
+            warp::sync();
+            unroll!(4, G => {
+                unroll!(2, H => {
+                    {
+                        let i = 4 * (4 * J + G) + 2 * H;
+                        let (r, c) = acc_coords(t, i as u32);
+                        let lin = (r - 16 * w) * 128 + (c - 32 * J as u32) * 4;
+                        // SAFETY: inside this warp's box (16 rows of 128 bytes, 1024-byte
+                        // aligned, so the swizzle is a function of the offset); 8-byte
+                        // aligned (c is even); no store reads it (the wait above).
+                        unsafe {
+                            buf.add(tma::swizzle_128b(lin) as usize)
+                                .cast::<f32>()
+                                .store2(f(acc[i / 4][i % 4]), f(acc[i / 4][i % 4 + 1]))
+                        };
+                    }
+                });
+            });
+            tma::fence_proxy_async();
+            warp::sync();
+            if lane == 0 {
+                // SAFETY: the caller's map, prefetched; the box was written and fenced
+                // by the whole warp (the barrier above) and is not written again until
+                // a wait covers this store.
+                unsafe {
+                    tma::store_2d(
+                        buf,
+                        p.c_map,
+                        (col0 + WG_C_BOX_COLS * J as u32) as i32,
+                        (row0 + WG_C_BOX_ROWS * w) as i32,
+                    )
+                };
+                tma::store_commit();
+            }
+        }
+    });
+}
 
 /// The kernel for `KIND` (stage 7's BF16, F16 or TF32).
 ///
@@ -96,6 +202,11 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
     let wg = tid / 128;
 
     if wg == 0 {
+        // The producer needs few registers: it hands them to the consumers, whose
+        // 128 accumulators and the epilogue's addresses need more than the 168 an
+        // even split of 384 threads gives (40·128 + 232·256 <= 65536).
+        // SAFETY: the whole warpgroup, converged (nothing diverged yet).
+        unsafe { wgmma::set_max_registers::<40, false>() };
         // The producer: one thread; its warp-mates leave (`mbarrier`'s rule 4).
         if tid != 0 {
             return;
@@ -172,9 +283,29 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
         return;
     }
 
+    // SAFETY: the whole warpgroup, converged; see the producer's decrease.
+    unsafe { wgmma::set_max_registers::<232, true>() };
     // A consumer: rows 64·(wg - 1) .. + 64 of its block's tile of each pair.
     let c = wg - 1;
     let t = tid % 128;
+    let tma_c = !p.c_map.is_null();
+    let bufs = stage(WG_STAGES).add((1024 + c * WG_C_STAGE_BYTES / 2) as usize);
+    if tma_c && t % 32 == 0 {
+        // SAFETY: the host made the map (64-byte aligned, in global memory).
+        unsafe { tma::prefetch(p.c_map) };
+    }
+    // Stage `s` is free in this block: both producers may refill it once the
+    // partner's consumers are done with it too.
+    let release = |s: u32| {
+        if t == 0 {
+            // SAFETY: initialised barriers expecting one arrival per consumer of the
+            // cluster; the partner waits for this phase before it exits.
+            unsafe {
+                mbarrier::arrive(empty(s));
+                mbarrier::arrive_cluster(empty(s), partner);
+            }
+        }
+    };
     let mut it = 0;
     let mut pair = first;
     while pair < pairs {
@@ -186,24 +317,35 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
             // SAFETY: an initialised barrier; waiting makes the stage's copies (this
             // block's and the partner's) visible.
             unsafe { mbarrier::wait(full(s), (it / stages) & 1) };
-            // SAFETY: the whole warpgroup is here, converged; the stage has landed.
-            acc = unsafe { multiply_stage::<KIND>(acc, stage(s), c) };
-            // The region ended with `wait_group 0`: this warpgroup is done reading
-            // the stage, in this block; both producers may refill it once the
-            // partner's consumers are done too.
-            if t == 0 {
-                // SAFETY: initialised barriers expecting one arrival per consumer of
-                // the cluster; the partner waits for this phase before it exits.
-                unsafe {
-                    mbarrier::arrive(empty(s));
-                    mbarrier::arrive_cluster(empty(s), partner);
-                }
+            // One group in flight across K steps: this step's wgmmas queue behind the
+            // last step's, so the tensor cores never drain between steps.
+            // SAFETY: the whole warpgroup is here, converged; the stage has landed;
+            // `acc` is the last region's, untouched, and is only passed on.
+            acc = unsafe { multiply_stage::<KIND, true>(acc, stage(s), c) };
+            // SAFETY: as above. After it, only this step's group may be in flight:
+            // the previous step's stage is read.
+            acc = unsafe { wgmma::wait_n256::<1>(acc) };
+            if kt > 0 {
+                release((it + stages - 1) % stages);
             }
             kt += 1;
             it += 1;
         }
-        store_tile(&acc, &p, row0 + 64 * c, col0, t);
+        // SAFETY: as above; the sums are final after it.
+        acc = unsafe { wgmma::wait_n256::<0>(acc) };
+        release((it + stages - 1) % stages);
+        if tma_c {
+            // SAFETY: a map of C (non-null), prefetched above; this warpgroup's buffers.
+            unsafe { store_tile_tma(&acc, &p, bufs, row0 + 64 * c, col0, t) };
+        } else {
+            store_tile(&acc, &p, row0 + 64 * c, col0, t);
+        }
         pair += step;
+    }
+    if tma_c && t % 32 == 0 {
+        // The block's shared memory must outlive the stores' reads; their writes are
+        // done before the kernel is.
+        tma::store_wait::<0>();
     }
 }
 
@@ -223,14 +365,16 @@ kernel! {
     /// # Tiling
     /// Stage 7's: tiles of 128x256, K steps of 64, 4 stages of 48 KiB (A `[128][64]`,
     /// B as 4 boxes `[64][64]`), a full and an empty mbarrier per stage. Rank `r` of a
-    /// cluster loads B's boxes `2r` and `2r + 1` into both blocks.
+    /// cluster loads B's boxes `2r` and `2r + 1` into both blocks. The epilogue
+    /// stages C in boxes of 16 x 32 f32, two per consumer warp, and stores them with
+    /// TMA (`p.c_map`; plain stores when it is null).
     ///
     /// # Thread Mapping
     /// 384 threads = 3 warpgroups, as stage 7. A 1-D grid of clusters of two: cluster
     /// `q` takes pairs of tiles `q, q + grid/2, ...` of the `ceil(m/256) x ceil(n/256)`
     /// pairs in grouped order; rank `r` computes the pair's tile-row `2i + r`. The host
     /// launches as many clusters as fit at once.
-    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, cluster = WG_CLUSTER, target = "sm_90a")]
+    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG8_SMEM_BYTES, cluster = WG_CLUSTER, target = "sm_90a")]
     pub unsafe fn matmul_wgmma_cluster_bf16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
         unsafe { body::<BF16>(p) }
@@ -242,7 +386,7 @@ kernel! {
     ///
     /// # Safety
     /// As [`matmul_wgmma_cluster_bf16()`], with f16 matrices.
-    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, cluster = WG_CLUSTER, target = "sm_90a")]
+    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG8_SMEM_BYTES, cluster = WG_CLUSTER, target = "sm_90a")]
     pub unsafe fn matmul_wgmma_cluster_f16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
         unsafe { body::<F16>(p) }
@@ -258,7 +402,7 @@ kernel! {
     /// # Safety
     /// As [`matmul_wgmma_cluster_bf16()`], with f32 matrices A and Bᵀ (`p.n` rows of
     /// `p.k`) and Bᵀ's boxes of 128 rows.
-    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG_SMEM_BYTES, cluster = WG_CLUSTER, target = "sm_90a")]
+    #[launch(threads = WG_THREADS, min_blocks = 1, shared = WG8_SMEM_BYTES, cluster = WG_CLUSTER, target = "sm_90a")]
     pub unsafe fn matmul_wgmma_cluster_tf32(p: MatmulParamsTma) {
         // SAFETY: forwarded.
         unsafe { body::<TF32>(p) }

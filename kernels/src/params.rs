@@ -69,6 +69,13 @@ kernel_params! {
     pub struct MatmulParamsTma {
         pub a_map: *const TensorMap,
         pub b_map: *const TensorMap,
+        /// Stage 8: a map of C (f32, boxes of [`WG_C_BOX_ROWS`] x [`WG_C_BOX_COLS`],
+        /// 128-byte swizzled) for its TMA-store epilogue, or null (C's rows not
+        /// 16-byte aligned: plain stores). Stage 7 ignores it.
+        ///
+        /// [`WG_C_BOX_ROWS`]: crate::config::WG_C_BOX_ROWS
+        /// [`WG_C_BOX_COLS`]: crate::config::WG_C_BOX_COLS
+        pub c_map: *const TensorMap,
         pub c: MatMut,
         pub m: u32,
         pub n: u32,

@@ -21,7 +21,7 @@
 use cust::memory::DeviceCopy;
 pub use half::{bf16, f16};
 use kernels::config::{TC_BM, TC_BN};
-use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS};
+use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
     Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma,
     Tf32CopyParams,
@@ -51,8 +51,9 @@ pub enum TcKernel {
     /// whose rows are not 16-byte aligned run stage 5; another device is
     /// [`SimtError::Unsupported`] (use [`TcKernel::best`]).
     Wgmma,
-    /// Stage 8 (Hopper, as stage 7): stage 7 in clusters of two blocks that share
-    /// the tile of B through TMA multicast (a third less traffic from L2).
+    /// Stage 8 (Hopper, as stage 7): stage 7 with an epilogue that stores C through
+    /// shared memory and TMA, `wgmma` groups kept in flight across K steps, and
+    /// clusters of two blocks that share the tile of B through TMA multicast.
     WgmmaCluster,
 }
 
@@ -249,7 +250,8 @@ pub fn matmul_tc<T: TcInput>(
         // Boxes: A 128 rows x 64 columns (one 128-byte row of K), B 64 k-rows x 64 columns.
         let am = TensorMap::tiled(gpu, a, WG_BM, WG_BK, TmaSwizzle::B128)?;
         let bm = TensorMap::tiled(gpu, b, WG_BK, WG_B_BOX_COLS, TmaSwizzle::B128)?;
-        let p = wgmma_params(&am, &bm, &mut c, (m, n, k), epilogue);
+        let cm = c_map(gpu, stage, &c)?;
+        let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
         return T::launch_tma(gpu, stage, p);
     }
     let ldc = c.ld() as u32;
@@ -420,17 +422,37 @@ pub fn matmul_tf32_with(
         WG_BK / 2,
         TmaSwizzle::B128,
     )?;
-    let p = wgmma_params(&am, &bm, &mut c, (m, n, k), epilogue);
+    let cm = c_map(gpu, stage, &c)?;
+    let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
     match stage {
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
     }
 }
 
+/// Stage 8's map of C for its TMA-store epilogue: boxes of 16 x 32 f32, 128-byte
+/// swizzled; `None` for stage 7, or when C's rows are not 16-byte aligned (stage 8
+/// then stores from registers, as stage 7).
+fn c_map(gpu: &Gpu, stage: TcKernel, c: &MatrixMut<'_, f32>) -> Result<Option<TensorMap<f32>>> {
+    let aligned = c.as_ref().ptr() as usize % 16 == 0 && (c.rows() == 1 || (c.ld() * 4) % 16 == 0);
+    if stage != TcKernel::WgmmaCluster || !aligned {
+        return Ok(None);
+    }
+    TensorMap::tiled(
+        gpu,
+        c.as_ref(),
+        WG_C_BOX_ROWS,
+        WG_C_BOX_COLS,
+        TmaSwizzle::B128,
+    )
+    .map(Some)
+}
+
 /// The Hopper stages' parameters.
 fn wgmma_params<TA: TmaElement, TB: TmaElement>(
     am: &TensorMap<TA>,
     bm: &TensorMap<TB>,
+    cm: Option<&TensorMap<f32>>,
     c: &mut MatrixMut<'_, f32>,
     (m, n, k): (u32, u32, u32),
     epilogue: Epilogue,
@@ -438,6 +460,7 @@ fn wgmma_params<TA: TmaElement, TB: TmaElement>(
     MatmulParamsTma {
         a_map: am.ptr(),
         b_map: bm.ptr(),
+        c_map: cm.map_or(std::ptr::null(), |m| m.ptr()),
         c: MatMut {
             ptr: c.ptr_mut(),
             rows: m,

@@ -53,6 +53,8 @@ pub struct WgmmaOp {
     /// B is stored N-major (`imm-trans-b = 1`), else K-major.
     pub trans_b: bool,
     pub acc: usize,
+    /// The region ends at its commit (`mma_*_async`), not at `wait_group 0`.
+    pub asynchronous: bool,
 }
 
 /// What one emulated GPU thread can ask of the emulator.
@@ -104,6 +106,10 @@ pub trait ThreadEnv {
     /// A warpgroup `wgmma` region (fence, the K steps, commit, wait); every thread
     /// of the warpgroup must call it.
     fn wgmma(&self, op: WgmmaOp);
+    /// `wgmma.wait_group pending` for this thread's warpgroup: `acc` is this thread's
+    /// accumulator array of `n / 2` f32, which the emulator fills with the sums of the
+    /// groups now complete.
+    fn wgmma_wait(&self, pending: usize, acc: usize, n: u32);
     /// Suspends until the global `u32` at `flag` holds `value` (read with acquire
     /// ordering); another block of the launch sets it.
     fn flag_wait(&self, flag: *const u32, value: u32);

@@ -88,9 +88,17 @@ pub unsafe fn arrive(bar: Smem<u64>) {
 }
 
 /// One arrival on the barrier at `bar`'s offset in block `rank` of this cluster
-/// (`mapa` + `mbarrier.arrive.release.cluster.shared::cluster.b64`): how a consumer
+/// (`mapa` + `mbarrier.arrive.shared::cluster.b64`): how a consumer
 /// tells a partner block's producer that a stage it multicasts into
 /// ([`crate::tma::load_2d_multicast`]) is free again. `rank` may be this block's own.
+///
+/// The arrival has the default CTA-scope release semantics: it orders this thread's
+/// memory accesses before it for the block only. A `.release.cluster` arrival would
+/// order them for the whole cluster, and makes the thread wait for its earlier
+/// global stores: on the H100 that cost stage 8 of the matmul 40% (2026-11-23). Use
+/// this one to hand back a buffer whose reads are complete (a `wgmma` after its
+/// wait, a TMA store after its read wait), not to publish data written with
+/// ordinary stores.
 ///
 /// The emulator checks what the hardware leaves undefined: the cluster passed its
 /// first [`crate::cluster::sync`] (the partner's barriers are initialised), the
@@ -108,7 +116,7 @@ pub unsafe fn arrive_cluster(bar: Smem<u64>, rank: u32) {
     // SAFETY: caller's contract.
     unsafe {
         core::arch::asm!(
-            "{{ .reg .b32 ra; mapa.shared::cluster.u32 ra, {b}, {r}; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }}",
+            "{{ .reg .b32 ra; mapa.shared::cluster.u32 ra, {b}, {r}; mbarrier.arrive.shared::cluster.b64 _, [ra]; }}",
             b = in(reg32) bar.addr(), r = in(reg32) rank, options(nostack)
         )
     };

@@ -180,6 +180,29 @@ impl Smem<f32> {
             *self.ptr = v
         };
     }
+    /// Writes 2 consecutive `f32` (`st.shared.v2.f32`, 8-byte aligned).
+    ///
+    /// # Safety
+    /// As [`write`](Self::write), for 2 elements, and 8-byte aligned.
+    #[inline(always)]
+    pub unsafe fn store2(self, a: f32, b: f32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: caller's contract.
+        unsafe {
+            core::arch::asm!("st.shared.v2.f32 [{p}], {{{a}, {b}}};", p = in(reg32) self.addr, a = in(reg32) a, b = in(reg32) b, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: caller's contract.
+        unsafe {
+            assert!(
+                self.ptr as usize % 8 == 0,
+                "Smem::store2 at {:p}, which is not 8-byte aligned",
+                self.ptr
+            );
+            *self.ptr = a;
+            *self.ptr.add(1) = b;
+        };
+    }
     /// Reads 4 consecutive `f32` (`ld.shared.v4.f32`, 16-byte aligned).
     ///
     /// # Safety

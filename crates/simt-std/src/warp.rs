@@ -81,6 +81,21 @@ mod imp {
     }
 }
 
+/// A barrier over the warp's 32 lanes (`bar.warp.sync 0xffffffff`): each lane's
+/// shared-memory writes before it are visible to every lane after it. All 32 lanes
+/// must reach it (on the emulator, as a shuffle: a lane that does not is an error
+/// naming the warp).
+#[inline(always)]
+pub fn sync() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a barrier; no operands. Not `nomem`: it orders memory.
+    unsafe {
+        core::arch::asm!("bar.warp.sync -1;", options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = imp::idx(0, 0);
+}
+
 /// The value of lane `lane_id() ^ mask`.
 #[inline(always)]
 pub fn shfl_xor(v: u32, mask: u32) -> u32 {

@@ -62,6 +62,7 @@ pub unsafe fn mma_bf16_n64<const TRANS_B: bool>(
         b,
         trans_b: TRANS_B,
         acc: acc.as_mut_ptr() as usize,
+        asynchronous: false,
     });
     acc
 }
@@ -126,6 +127,7 @@ pub unsafe fn mma_bf16_n128<const TRANS_B: bool>(
         b,
         trans_b: TRANS_B,
         acc: acc.as_mut_ptr() as usize,
+        asynchronous: false,
     });
     acc
 }
@@ -190,6 +192,7 @@ pub unsafe fn mma_bf16_n256<const TRANS_B: bool>(
         b,
         trans_b: TRANS_B,
         acc: acc.as_mut_ptr() as usize,
+        asynchronous: false,
     });
     acc
 }
@@ -254,6 +257,7 @@ pub unsafe fn mma_f16_n64<const TRANS_B: bool>(
         b,
         trans_b: TRANS_B,
         acc: acc.as_mut_ptr() as usize,
+        asynchronous: false,
     });
     acc
 }
@@ -318,6 +322,7 @@ pub unsafe fn mma_f16_n128<const TRANS_B: bool>(
         b,
         trans_b: TRANS_B,
         acc: acc.as_mut_ptr() as usize,
+        asynchronous: false,
     });
     acc
 }
@@ -382,6 +387,7 @@ pub unsafe fn mma_f16_n256<const TRANS_B: bool>(
         b,
         trans_b: TRANS_B,
         acc: acc.as_mut_ptr() as usize,
+        asynchronous: false,
     });
     acc
 }
@@ -429,6 +435,7 @@ pub unsafe fn mma_tf32_n64<const TRANS_B: bool>(
         b,
         trans_b: TRANS_B,
         acc: acc.as_mut_ptr() as usize,
+        asynchronous: false,
     });
     acc
 }
@@ -476,6 +483,7 @@ pub unsafe fn mma_tf32_n128<const TRANS_B: bool>(
         b,
         trans_b: TRANS_B,
         acc: acc.as_mut_ptr() as usize,
+        asynchronous: false,
     });
     acc
 }
@@ -523,6 +531,610 @@ pub unsafe fn mma_tf32_n256<const TRANS_B: bool>(
         b,
         trans_b: TRANS_B,
         acc: acc.as_mut_ptr() as usize,
+        asynchronous: false,
     });
+    acc
+}
+
+/// As [`mma_bf16_n64`], without the final `wait_group`: the region's 4 `m64n64k16`
+/// steps are committed as one *wgmma group* and run on while this warpgroup goes on.
+/// The accumulators returned are not yet the sum: pass them, untouched, to the next
+/// region or to [`wait_n64`], which returns them once at most `N` groups are in flight.
+///
+/// # Safety
+/// As [`mma_bf16_n64`]; in addition, nothing reads or writes the returned
+/// accumulators, and nothing overwrites the operands' shared memory, until a
+/// [`wait_n64`] covers this group (the emulator poisons them meanwhile).
+#[inline(always)]
+pub unsafe fn mma_bf16_n64_async<const TRANS_B: bool>(
+    acc: [[f32; 4]; 8],
+    a: [u64; 4],
+    b: [u64; 4],
+) -> [[f32; 4]; 8] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        if TRANS_B {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a0}, {b0}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a1}, {b1}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a2}, {b2}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a3}, {b3}, p, 1, 1, 0, 1;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        } else {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a0}, {b0}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a1}, {b1}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a2}, {b2}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a3}, {b3}, p, 1, 1, 0, 0;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma(crate::emu::WgmmaOp {
+        kind: crate::mma::MmaKind::Bf16,
+        n: 64,
+        a,
+        b,
+        trans_b: TRANS_B,
+        acc: acc.as_mut_ptr() as usize,
+        asynchronous: true,
+    });
+    acc
+}
+
+/// As [`mma_bf16_n128`], without the final `wait_group`: the region's 4 `m64n128k16`
+/// steps are committed as one *wgmma group* and run on while this warpgroup goes on.
+/// The accumulators returned are not yet the sum: pass them, untouched, to the next
+/// region or to [`wait_n128`], which returns them once at most `N` groups are in flight.
+///
+/// # Safety
+/// As [`mma_bf16_n128`]; in addition, nothing reads or writes the returned
+/// accumulators, and nothing overwrites the operands' shared memory, until a
+/// [`wait_n128`] covers this group (the emulator poisons them meanwhile).
+#[inline(always)]
+pub unsafe fn mma_bf16_n128_async<const TRANS_B: bool>(
+    acc: [[f32; 4]; 16],
+    a: [u64; 4],
+    b: [u64; 4],
+) -> [[f32; 4]; 16] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        if TRANS_B {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a0}, {b0}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a1}, {b1}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a2}, {b2}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a3}, {b3}, p, 1, 1, 0, 1;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        } else {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a0}, {b0}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a1}, {b1}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a2}, {b2}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a3}, {b3}, p, 1, 1, 0, 0;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma(crate::emu::WgmmaOp {
+        kind: crate::mma::MmaKind::Bf16,
+        n: 128,
+        a,
+        b,
+        trans_b: TRANS_B,
+        acc: acc.as_mut_ptr() as usize,
+        asynchronous: true,
+    });
+    acc
+}
+
+/// As [`mma_bf16_n256`], without the final `wait_group`: the region's 4 `m64n256k16`
+/// steps are committed as one *wgmma group* and run on while this warpgroup goes on.
+/// The accumulators returned are not yet the sum: pass them, untouched, to the next
+/// region or to [`wait_n256`], which returns them once at most `N` groups are in flight.
+///
+/// # Safety
+/// As [`mma_bf16_n256`]; in addition, nothing reads or writes the returned
+/// accumulators, and nothing overwrites the operands' shared memory, until a
+/// [`wait_n256`] covers this group (the emulator poisons them meanwhile).
+#[inline(always)]
+pub unsafe fn mma_bf16_n256_async<const TRANS_B: bool>(
+    acc: [[f32; 4]; 32],
+    a: [u64; 4],
+    b: [u64; 4],
+) -> [[f32; 4]; 32] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        if TRANS_B {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a0}, {b0}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a1}, {b1}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a2}, {b2}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a3}, {b3}, p, 1, 1, 0, 1;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], d64 = inout(reg32) acc[16][0], d65 = inout(reg32) acc[16][1], d66 = inout(reg32) acc[16][2], d67 = inout(reg32) acc[16][3], d68 = inout(reg32) acc[17][0], d69 = inout(reg32) acc[17][1], d70 = inout(reg32) acc[17][2], d71 = inout(reg32) acc[17][3], d72 = inout(reg32) acc[18][0], d73 = inout(reg32) acc[18][1], d74 = inout(reg32) acc[18][2], d75 = inout(reg32) acc[18][3], d76 = inout(reg32) acc[19][0], d77 = inout(reg32) acc[19][1], d78 = inout(reg32) acc[19][2], d79 = inout(reg32) acc[19][3], d80 = inout(reg32) acc[20][0], d81 = inout(reg32) acc[20][1], d82 = inout(reg32) acc[20][2], d83 = inout(reg32) acc[20][3], d84 = inout(reg32) acc[21][0], d85 = inout(reg32) acc[21][1], d86 = inout(reg32) acc[21][2], d87 = inout(reg32) acc[21][3], d88 = inout(reg32) acc[22][0], d89 = inout(reg32) acc[22][1], d90 = inout(reg32) acc[22][2], d91 = inout(reg32) acc[22][3], d92 = inout(reg32) acc[23][0], d93 = inout(reg32) acc[23][1], d94 = inout(reg32) acc[23][2], d95 = inout(reg32) acc[23][3], d96 = inout(reg32) acc[24][0], d97 = inout(reg32) acc[24][1], d98 = inout(reg32) acc[24][2], d99 = inout(reg32) acc[24][3], d100 = inout(reg32) acc[25][0], d101 = inout(reg32) acc[25][1], d102 = inout(reg32) acc[25][2], d103 = inout(reg32) acc[25][3], d104 = inout(reg32) acc[26][0], d105 = inout(reg32) acc[26][1], d106 = inout(reg32) acc[26][2], d107 = inout(reg32) acc[26][3], d108 = inout(reg32) acc[27][0], d109 = inout(reg32) acc[27][1], d110 = inout(reg32) acc[27][2], d111 = inout(reg32) acc[27][3], d112 = inout(reg32) acc[28][0], d113 = inout(reg32) acc[28][1], d114 = inout(reg32) acc[28][2], d115 = inout(reg32) acc[28][3], d116 = inout(reg32) acc[29][0], d117 = inout(reg32) acc[29][1], d118 = inout(reg32) acc[29][2], d119 = inout(reg32) acc[29][3], d120 = inout(reg32) acc[30][0], d121 = inout(reg32) acc[30][1], d122 = inout(reg32) acc[30][2], d123 = inout(reg32) acc[30][3], d124 = inout(reg32) acc[31][0], d125 = inout(reg32) acc[31][1], d126 = inout(reg32) acc[31][2], d127 = inout(reg32) acc[31][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        } else {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a0}, {b0}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a1}, {b1}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a2}, {b2}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a3}, {b3}, p, 1, 1, 0, 0;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], d64 = inout(reg32) acc[16][0], d65 = inout(reg32) acc[16][1], d66 = inout(reg32) acc[16][2], d67 = inout(reg32) acc[16][3], d68 = inout(reg32) acc[17][0], d69 = inout(reg32) acc[17][1], d70 = inout(reg32) acc[17][2], d71 = inout(reg32) acc[17][3], d72 = inout(reg32) acc[18][0], d73 = inout(reg32) acc[18][1], d74 = inout(reg32) acc[18][2], d75 = inout(reg32) acc[18][3], d76 = inout(reg32) acc[19][0], d77 = inout(reg32) acc[19][1], d78 = inout(reg32) acc[19][2], d79 = inout(reg32) acc[19][3], d80 = inout(reg32) acc[20][0], d81 = inout(reg32) acc[20][1], d82 = inout(reg32) acc[20][2], d83 = inout(reg32) acc[20][3], d84 = inout(reg32) acc[21][0], d85 = inout(reg32) acc[21][1], d86 = inout(reg32) acc[21][2], d87 = inout(reg32) acc[21][3], d88 = inout(reg32) acc[22][0], d89 = inout(reg32) acc[22][1], d90 = inout(reg32) acc[22][2], d91 = inout(reg32) acc[22][3], d92 = inout(reg32) acc[23][0], d93 = inout(reg32) acc[23][1], d94 = inout(reg32) acc[23][2], d95 = inout(reg32) acc[23][3], d96 = inout(reg32) acc[24][0], d97 = inout(reg32) acc[24][1], d98 = inout(reg32) acc[24][2], d99 = inout(reg32) acc[24][3], d100 = inout(reg32) acc[25][0], d101 = inout(reg32) acc[25][1], d102 = inout(reg32) acc[25][2], d103 = inout(reg32) acc[25][3], d104 = inout(reg32) acc[26][0], d105 = inout(reg32) acc[26][1], d106 = inout(reg32) acc[26][2], d107 = inout(reg32) acc[26][3], d108 = inout(reg32) acc[27][0], d109 = inout(reg32) acc[27][1], d110 = inout(reg32) acc[27][2], d111 = inout(reg32) acc[27][3], d112 = inout(reg32) acc[28][0], d113 = inout(reg32) acc[28][1], d114 = inout(reg32) acc[28][2], d115 = inout(reg32) acc[28][3], d116 = inout(reg32) acc[29][0], d117 = inout(reg32) acc[29][1], d118 = inout(reg32) acc[29][2], d119 = inout(reg32) acc[29][3], d120 = inout(reg32) acc[30][0], d121 = inout(reg32) acc[30][1], d122 = inout(reg32) acc[30][2], d123 = inout(reg32) acc[30][3], d124 = inout(reg32) acc[31][0], d125 = inout(reg32) acc[31][1], d126 = inout(reg32) acc[31][2], d127 = inout(reg32) acc[31][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma(crate::emu::WgmmaOp {
+        kind: crate::mma::MmaKind::Bf16,
+        n: 256,
+        a,
+        b,
+        trans_b: TRANS_B,
+        acc: acc.as_mut_ptr() as usize,
+        asynchronous: true,
+    });
+    acc
+}
+
+/// As [`mma_f16_n64`], without the final `wait_group`: the region's 4 `m64n64k16`
+/// steps are committed as one *wgmma group* and run on while this warpgroup goes on.
+/// The accumulators returned are not yet the sum: pass them, untouched, to the next
+/// region or to [`wait_n64`], which returns them once at most `N` groups are in flight.
+///
+/// # Safety
+/// As [`mma_f16_n64`]; in addition, nothing reads or writes the returned
+/// accumulators, and nothing overwrites the operands' shared memory, until a
+/// [`wait_n64`] covers this group (the emulator poisons them meanwhile).
+#[inline(always)]
+pub unsafe fn mma_f16_n64_async<const TRANS_B: bool>(
+    acc: [[f32; 4]; 8],
+    a: [u64; 4],
+    b: [u64; 4],
+) -> [[f32; 4]; 8] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        if TRANS_B {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a0}, {b0}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a1}, {b1}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a2}, {b2}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a3}, {b3}, p, 1, 1, 0, 1;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        } else {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a0}, {b0}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a1}, {b1}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a2}, {b2}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a3}, {b3}, p, 1, 1, 0, 0;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma(crate::emu::WgmmaOp {
+        kind: crate::mma::MmaKind::F16,
+        n: 64,
+        a,
+        b,
+        trans_b: TRANS_B,
+        acc: acc.as_mut_ptr() as usize,
+        asynchronous: true,
+    });
+    acc
+}
+
+/// As [`mma_f16_n128`], without the final `wait_group`: the region's 4 `m64n128k16`
+/// steps are committed as one *wgmma group* and run on while this warpgroup goes on.
+/// The accumulators returned are not yet the sum: pass them, untouched, to the next
+/// region or to [`wait_n128`], which returns them once at most `N` groups are in flight.
+///
+/// # Safety
+/// As [`mma_f16_n128`]; in addition, nothing reads or writes the returned
+/// accumulators, and nothing overwrites the operands' shared memory, until a
+/// [`wait_n128`] covers this group (the emulator poisons them meanwhile).
+#[inline(always)]
+pub unsafe fn mma_f16_n128_async<const TRANS_B: bool>(
+    acc: [[f32; 4]; 16],
+    a: [u64; 4],
+    b: [u64; 4],
+) -> [[f32; 4]; 16] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        if TRANS_B {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a0}, {b0}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a1}, {b1}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a2}, {b2}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a3}, {b3}, p, 1, 1, 0, 1;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        } else {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a0}, {b0}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a1}, {b1}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a2}, {b2}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a3}, {b3}, p, 1, 1, 0, 0;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma(crate::emu::WgmmaOp {
+        kind: crate::mma::MmaKind::F16,
+        n: 128,
+        a,
+        b,
+        trans_b: TRANS_B,
+        acc: acc.as_mut_ptr() as usize,
+        asynchronous: true,
+    });
+    acc
+}
+
+/// As [`mma_f16_n256`], without the final `wait_group`: the region's 4 `m64n256k16`
+/// steps are committed as one *wgmma group* and run on while this warpgroup goes on.
+/// The accumulators returned are not yet the sum: pass them, untouched, to the next
+/// region or to [`wait_n256`], which returns them once at most `N` groups are in flight.
+///
+/// # Safety
+/// As [`mma_f16_n256`]; in addition, nothing reads or writes the returned
+/// accumulators, and nothing overwrites the operands' shared memory, until a
+/// [`wait_n256`] covers this group (the emulator poisons them meanwhile).
+#[inline(always)]
+pub unsafe fn mma_f16_n256_async<const TRANS_B: bool>(
+    acc: [[f32; 4]; 32],
+    a: [u64; 4],
+    b: [u64; 4],
+) -> [[f32; 4]; 32] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        if TRANS_B {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a0}, {b0}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a1}, {b1}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a2}, {b2}, p, 1, 1, 0, 1;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a3}, {b3}, p, 1, 1, 0, 1;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], d64 = inout(reg32) acc[16][0], d65 = inout(reg32) acc[16][1], d66 = inout(reg32) acc[16][2], d67 = inout(reg32) acc[16][3], d68 = inout(reg32) acc[17][0], d69 = inout(reg32) acc[17][1], d70 = inout(reg32) acc[17][2], d71 = inout(reg32) acc[17][3], d72 = inout(reg32) acc[18][0], d73 = inout(reg32) acc[18][1], d74 = inout(reg32) acc[18][2], d75 = inout(reg32) acc[18][3], d76 = inout(reg32) acc[19][0], d77 = inout(reg32) acc[19][1], d78 = inout(reg32) acc[19][2], d79 = inout(reg32) acc[19][3], d80 = inout(reg32) acc[20][0], d81 = inout(reg32) acc[20][1], d82 = inout(reg32) acc[20][2], d83 = inout(reg32) acc[20][3], d84 = inout(reg32) acc[21][0], d85 = inout(reg32) acc[21][1], d86 = inout(reg32) acc[21][2], d87 = inout(reg32) acc[21][3], d88 = inout(reg32) acc[22][0], d89 = inout(reg32) acc[22][1], d90 = inout(reg32) acc[22][2], d91 = inout(reg32) acc[22][3], d92 = inout(reg32) acc[23][0], d93 = inout(reg32) acc[23][1], d94 = inout(reg32) acc[23][2], d95 = inout(reg32) acc[23][3], d96 = inout(reg32) acc[24][0], d97 = inout(reg32) acc[24][1], d98 = inout(reg32) acc[24][2], d99 = inout(reg32) acc[24][3], d100 = inout(reg32) acc[25][0], d101 = inout(reg32) acc[25][1], d102 = inout(reg32) acc[25][2], d103 = inout(reg32) acc[25][3], d104 = inout(reg32) acc[26][0], d105 = inout(reg32) acc[26][1], d106 = inout(reg32) acc[26][2], d107 = inout(reg32) acc[26][3], d108 = inout(reg32) acc[27][0], d109 = inout(reg32) acc[27][1], d110 = inout(reg32) acc[27][2], d111 = inout(reg32) acc[27][3], d112 = inout(reg32) acc[28][0], d113 = inout(reg32) acc[28][1], d114 = inout(reg32) acc[28][2], d115 = inout(reg32) acc[28][3], d116 = inout(reg32) acc[29][0], d117 = inout(reg32) acc[29][1], d118 = inout(reg32) acc[29][2], d119 = inout(reg32) acc[29][3], d120 = inout(reg32) acc[30][0], d121 = inout(reg32) acc[30][1], d122 = inout(reg32) acc[30][2], d123 = inout(reg32) acc[30][3], d124 = inout(reg32) acc[31][0], d125 = inout(reg32) acc[31][1], d126 = inout(reg32) acc[31][2], d127 = inout(reg32) acc[31][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        } else {
+            // SAFETY: caller's contract. The accumulators are this statement's in-out
+            // operands and the next region's or wait's: ptxas sees one chain of registers.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                    "wgmma.fence.sync.aligned;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a0}, {b0}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a1}, {b1}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a2}, {b2}, p, 1, 1, 0, 0;",
+                    "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a3}, {b3}, p, 1, 1, 0, 0;",
+                    "wgmma.commit_group.sync.aligned; }}",
+                    d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], d64 = inout(reg32) acc[16][0], d65 = inout(reg32) acc[16][1], d66 = inout(reg32) acc[16][2], d67 = inout(reg32) acc[16][3], d68 = inout(reg32) acc[17][0], d69 = inout(reg32) acc[17][1], d70 = inout(reg32) acc[17][2], d71 = inout(reg32) acc[17][3], d72 = inout(reg32) acc[18][0], d73 = inout(reg32) acc[18][1], d74 = inout(reg32) acc[18][2], d75 = inout(reg32) acc[18][3], d76 = inout(reg32) acc[19][0], d77 = inout(reg32) acc[19][1], d78 = inout(reg32) acc[19][2], d79 = inout(reg32) acc[19][3], d80 = inout(reg32) acc[20][0], d81 = inout(reg32) acc[20][1], d82 = inout(reg32) acc[20][2], d83 = inout(reg32) acc[20][3], d84 = inout(reg32) acc[21][0], d85 = inout(reg32) acc[21][1], d86 = inout(reg32) acc[21][2], d87 = inout(reg32) acc[21][3], d88 = inout(reg32) acc[22][0], d89 = inout(reg32) acc[22][1], d90 = inout(reg32) acc[22][2], d91 = inout(reg32) acc[22][3], d92 = inout(reg32) acc[23][0], d93 = inout(reg32) acc[23][1], d94 = inout(reg32) acc[23][2], d95 = inout(reg32) acc[23][3], d96 = inout(reg32) acc[24][0], d97 = inout(reg32) acc[24][1], d98 = inout(reg32) acc[24][2], d99 = inout(reg32) acc[24][3], d100 = inout(reg32) acc[25][0], d101 = inout(reg32) acc[25][1], d102 = inout(reg32) acc[25][2], d103 = inout(reg32) acc[25][3], d104 = inout(reg32) acc[26][0], d105 = inout(reg32) acc[26][1], d106 = inout(reg32) acc[26][2], d107 = inout(reg32) acc[26][3], d108 = inout(reg32) acc[27][0], d109 = inout(reg32) acc[27][1], d110 = inout(reg32) acc[27][2], d111 = inout(reg32) acc[27][3], d112 = inout(reg32) acc[28][0], d113 = inout(reg32) acc[28][1], d114 = inout(reg32) acc[28][2], d115 = inout(reg32) acc[28][3], d116 = inout(reg32) acc[29][0], d117 = inout(reg32) acc[29][1], d118 = inout(reg32) acc[29][2], d119 = inout(reg32) acc[29][3], d120 = inout(reg32) acc[30][0], d121 = inout(reg32) acc[30][1], d122 = inout(reg32) acc[30][2], d123 = inout(reg32) acc[30][3], d124 = inout(reg32) acc[31][0], d125 = inout(reg32) acc[31][1], d126 = inout(reg32) acc[31][2], d127 = inout(reg32) acc[31][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+                )
+            }
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma(crate::emu::WgmmaOp {
+        kind: crate::mma::MmaKind::F16,
+        n: 256,
+        a,
+        b,
+        trans_b: TRANS_B,
+        acc: acc.as_mut_ptr() as usize,
+        asynchronous: true,
+    });
+    acc
+}
+
+/// As [`mma_tf32_n64`], without the final `wait_group`: the region's 4 `m64n64k8`
+/// steps are committed as one *wgmma group* and run on while this warpgroup goes on.
+/// The accumulators returned are not yet the sum: pass them, untouched, to the next
+/// region or to [`wait_n64`], which returns them once at most `N` groups are in flight.
+///
+/// # Safety
+/// As [`mma_tf32_n64`]; in addition, nothing reads or writes the returned
+/// accumulators, and nothing overwrites the operands' shared memory, until a
+/// [`wait_n64`] covers this group (the emulator poisons them meanwhile).
+#[inline(always)]
+pub unsafe fn mma_tf32_n64_async<const TRANS_B: bool>(
+    acc: [[f32; 4]; 8],
+    a: [u64; 4],
+    b: [u64; 4],
+) -> [[f32; 4]; 8] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    const { assert!(!TRANS_B, "tf32 wgmma reads K-major operands only") };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: caller's contract. The accumulators are this statement's in-out
+        // operands and the next region's or wait's: ptxas sees one chain of registers.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                "wgmma.fence.sync.aligned;",
+                "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a0}, {b0}, p, 1, 1;",
+                "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a1}, {b1}, p, 1, 1;",
+                "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a2}, {b2}, p, 1, 1;",
+                "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a3}, {b3}, p, 1, 1;",
+                "wgmma.commit_group.sync.aligned; }}",
+                d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+            )
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma(crate::emu::WgmmaOp {
+        kind: crate::mma::MmaKind::Tf32,
+        n: 64,
+        a,
+        b,
+        trans_b: TRANS_B,
+        acc: acc.as_mut_ptr() as usize,
+        asynchronous: true,
+    });
+    acc
+}
+
+/// As [`mma_tf32_n128`], without the final `wait_group`: the region's 4 `m64n128k8`
+/// steps are committed as one *wgmma group* and run on while this warpgroup goes on.
+/// The accumulators returned are not yet the sum: pass them, untouched, to the next
+/// region or to [`wait_n128`], which returns them once at most `N` groups are in flight.
+///
+/// # Safety
+/// As [`mma_tf32_n128`]; in addition, nothing reads or writes the returned
+/// accumulators, and nothing overwrites the operands' shared memory, until a
+/// [`wait_n128`] covers this group (the emulator poisons them meanwhile).
+#[inline(always)]
+pub unsafe fn mma_tf32_n128_async<const TRANS_B: bool>(
+    acc: [[f32; 4]; 16],
+    a: [u64; 4],
+    b: [u64; 4],
+) -> [[f32; 4]; 16] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    const { assert!(!TRANS_B, "tf32 wgmma reads K-major operands only") };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: caller's contract. The accumulators are this statement's in-out
+        // operands and the next region's or wait's: ptxas sees one chain of registers.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                "wgmma.fence.sync.aligned;",
+                "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a0}, {b0}, p, 1, 1;",
+                "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a1}, {b1}, p, 1, 1;",
+                "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a2}, {b2}, p, 1, 1;",
+                "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a3}, {b3}, p, 1, 1;",
+                "wgmma.commit_group.sync.aligned; }}",
+                d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+            )
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma(crate::emu::WgmmaOp {
+        kind: crate::mma::MmaKind::Tf32,
+        n: 128,
+        a,
+        b,
+        trans_b: TRANS_B,
+        acc: acc.as_mut_ptr() as usize,
+        asynchronous: true,
+    });
+    acc
+}
+
+/// As [`mma_tf32_n256`], without the final `wait_group`: the region's 4 `m64n256k8`
+/// steps are committed as one *wgmma group* and run on while this warpgroup goes on.
+/// The accumulators returned are not yet the sum: pass them, untouched, to the next
+/// region or to [`wait_n256`], which returns them once at most `N` groups are in flight.
+///
+/// # Safety
+/// As [`mma_tf32_n256`]; in addition, nothing reads or writes the returned
+/// accumulators, and nothing overwrites the operands' shared memory, until a
+/// [`wait_n256`] covers this group (the emulator poisons them meanwhile).
+#[inline(always)]
+pub unsafe fn mma_tf32_n256_async<const TRANS_B: bool>(
+    acc: [[f32; 4]; 32],
+    a: [u64; 4],
+    b: [u64; 4],
+) -> [[f32; 4]; 32] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    const { assert!(!TRANS_B, "tf32 wgmma reads K-major operands only") };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: caller's contract. The accumulators are this statement's in-out
+        // operands and the next region's or wait's: ptxas sees one chain of registers.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p; setp.ne.b32 p, {one}, 0;",
+                "wgmma.fence.sync.aligned;",
+                "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a0}, {b0}, p, 1, 1;",
+                "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a1}, {b1}, p, 1, 1;",
+                "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a2}, {b2}, p, 1, 1;",
+                "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a3}, {b3}, p, 1, 1;",
+                "wgmma.commit_group.sync.aligned; }}",
+                d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], d64 = inout(reg32) acc[16][0], d65 = inout(reg32) acc[16][1], d66 = inout(reg32) acc[16][2], d67 = inout(reg32) acc[16][3], d68 = inout(reg32) acc[17][0], d69 = inout(reg32) acc[17][1], d70 = inout(reg32) acc[17][2], d71 = inout(reg32) acc[17][3], d72 = inout(reg32) acc[18][0], d73 = inout(reg32) acc[18][1], d74 = inout(reg32) acc[18][2], d75 = inout(reg32) acc[18][3], d76 = inout(reg32) acc[19][0], d77 = inout(reg32) acc[19][1], d78 = inout(reg32) acc[19][2], d79 = inout(reg32) acc[19][3], d80 = inout(reg32) acc[20][0], d81 = inout(reg32) acc[20][1], d82 = inout(reg32) acc[20][2], d83 = inout(reg32) acc[20][3], d84 = inout(reg32) acc[21][0], d85 = inout(reg32) acc[21][1], d86 = inout(reg32) acc[21][2], d87 = inout(reg32) acc[21][3], d88 = inout(reg32) acc[22][0], d89 = inout(reg32) acc[22][1], d90 = inout(reg32) acc[22][2], d91 = inout(reg32) acc[22][3], d92 = inout(reg32) acc[23][0], d93 = inout(reg32) acc[23][1], d94 = inout(reg32) acc[23][2], d95 = inout(reg32) acc[23][3], d96 = inout(reg32) acc[24][0], d97 = inout(reg32) acc[24][1], d98 = inout(reg32) acc[24][2], d99 = inout(reg32) acc[24][3], d100 = inout(reg32) acc[25][0], d101 = inout(reg32) acc[25][1], d102 = inout(reg32) acc[25][2], d103 = inout(reg32) acc[25][3], d104 = inout(reg32) acc[26][0], d105 = inout(reg32) acc[26][1], d106 = inout(reg32) acc[26][2], d107 = inout(reg32) acc[26][3], d108 = inout(reg32) acc[27][0], d109 = inout(reg32) acc[27][1], d110 = inout(reg32) acc[27][2], d111 = inout(reg32) acc[27][3], d112 = inout(reg32) acc[28][0], d113 = inout(reg32) acc[28][1], d114 = inout(reg32) acc[28][2], d115 = inout(reg32) acc[28][3], d116 = inout(reg32) acc[29][0], d117 = inout(reg32) acc[29][1], d118 = inout(reg32) acc[29][2], d119 = inout(reg32) acc[29][3], d120 = inout(reg32) acc[30][0], d121 = inout(reg32) acc[30][1], d122 = inout(reg32) acc[30][2], d123 = inout(reg32) acc[30][3], d124 = inout(reg32) acc[31][0], d125 = inout(reg32) acc[31][1], d126 = inout(reg32) acc[31][2], d127 = inout(reg32) acc[31][3], a0 = in(reg64) a[0], a1 = in(reg64) a[1], a2 = in(reg64) a[2], a3 = in(reg64) a[3], b0 = in(reg64) b[0], b1 = in(reg64) b[1], b2 = in(reg64) b[2], b3 = in(reg64) b[3], one = in(reg32) 1u32, options(nostack)
+            )
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma(crate::emu::WgmmaOp {
+        kind: crate::mma::MmaKind::Tf32,
+        n: 256,
+        a,
+        b,
+        trans_b: TRANS_B,
+        acc: acc.as_mut_ptr() as usize,
+        asynchronous: true,
+    });
+    acc
+}
+
+/// Waits until at most `N` of this warpgroup's wgmma groups are in flight
+/// (`wgmma.wait_group N`) and returns the accumulators of a 64x64 tile, which the
+/// groups now complete have written. With `N = 0` they are the final sums.
+///
+/// # Safety
+/// Every thread of the warpgroup calls it, converged; `acc` are the accumulators the
+/// last `mma_*_n64_async` returned, untouched.
+#[inline(always)]
+pub unsafe fn wait_n64<const N: u32>(acc: [[f32; 4]; 8]) -> [[f32; 4]; 8] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract. The accumulators are in-out operands, so no use of
+    // them moves above the wait (the comment names them: asm! wants each operand used).
+    unsafe {
+        core::arch::asm!(
+            "wgmma.wait_group.sync.aligned {n}; // {d0} {d1} {d2} {d3} {d4} {d5} {d6} {d7} {d8} {d9} {d10} {d11} {d12} {d13} {d14} {d15} {d16} {d17} {d18} {d19} {d20} {d21} {d22} {d23} {d24} {d25} {d26} {d27} {d28} {d29} {d30} {d31}",
+            d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], n = const N, options(nostack)
+        )
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma_wait(N as usize, acc.as_mut_ptr() as usize, 64);
+    acc
+}
+
+/// Waits until at most `N` of this warpgroup's wgmma groups are in flight
+/// (`wgmma.wait_group N`) and returns the accumulators of a 64x128 tile, which the
+/// groups now complete have written. With `N = 0` they are the final sums.
+///
+/// # Safety
+/// Every thread of the warpgroup calls it, converged; `acc` are the accumulators the
+/// last `mma_*_n128_async` returned, untouched.
+#[inline(always)]
+pub unsafe fn wait_n128<const N: u32>(acc: [[f32; 4]; 16]) -> [[f32; 4]; 16] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract. The accumulators are in-out operands, so no use of
+    // them moves above the wait (the comment names them: asm! wants each operand used).
+    unsafe {
+        core::arch::asm!(
+            "wgmma.wait_group.sync.aligned {n}; // {d0} {d1} {d2} {d3} {d4} {d5} {d6} {d7} {d8} {d9} {d10} {d11} {d12} {d13} {d14} {d15} {d16} {d17} {d18} {d19} {d20} {d21} {d22} {d23} {d24} {d25} {d26} {d27} {d28} {d29} {d30} {d31} {d32} {d33} {d34} {d35} {d36} {d37} {d38} {d39} {d40} {d41} {d42} {d43} {d44} {d45} {d46} {d47} {d48} {d49} {d50} {d51} {d52} {d53} {d54} {d55} {d56} {d57} {d58} {d59} {d60} {d61} {d62} {d63}",
+            d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], n = const N, options(nostack)
+        )
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma_wait(N as usize, acc.as_mut_ptr() as usize, 128);
+    acc
+}
+
+/// Waits until at most `N` of this warpgroup's wgmma groups are in flight
+/// (`wgmma.wait_group N`) and returns the accumulators of a 64x256 tile, which the
+/// groups now complete have written. With `N = 0` they are the final sums.
+///
+/// # Safety
+/// Every thread of the warpgroup calls it, converged; `acc` are the accumulators the
+/// last `mma_*_n256_async` returned, untouched.
+#[inline(always)]
+pub unsafe fn wait_n256<const N: u32>(acc: [[f32; 4]; 32]) -> [[f32; 4]; 32] {
+    #[allow(unused_mut)]
+    let mut acc = acc;
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract. The accumulators are in-out operands, so no use of
+    // them moves above the wait (the comment names them: asm! wants each operand used).
+    unsafe {
+        core::arch::asm!(
+            "wgmma.wait_group.sync.aligned {n}; // {d0} {d1} {d2} {d3} {d4} {d5} {d6} {d7} {d8} {d9} {d10} {d11} {d12} {d13} {d14} {d15} {d16} {d17} {d18} {d19} {d20} {d21} {d22} {d23} {d24} {d25} {d26} {d27} {d28} {d29} {d30} {d31} {d32} {d33} {d34} {d35} {d36} {d37} {d38} {d39} {d40} {d41} {d42} {d43} {d44} {d45} {d46} {d47} {d48} {d49} {d50} {d51} {d52} {d53} {d54} {d55} {d56} {d57} {d58} {d59} {d60} {d61} {d62} {d63} {d64} {d65} {d66} {d67} {d68} {d69} {d70} {d71} {d72} {d73} {d74} {d75} {d76} {d77} {d78} {d79} {d80} {d81} {d82} {d83} {d84} {d85} {d86} {d87} {d88} {d89} {d90} {d91} {d92} {d93} {d94} {d95} {d96} {d97} {d98} {d99} {d100} {d101} {d102} {d103} {d104} {d105} {d106} {d107} {d108} {d109} {d110} {d111} {d112} {d113} {d114} {d115} {d116} {d117} {d118} {d119} {d120} {d121} {d122} {d123} {d124} {d125} {d126} {d127}",
+            d0 = inout(reg32) acc[0][0], d1 = inout(reg32) acc[0][1], d2 = inout(reg32) acc[0][2], d3 = inout(reg32) acc[0][3], d4 = inout(reg32) acc[1][0], d5 = inout(reg32) acc[1][1], d6 = inout(reg32) acc[1][2], d7 = inout(reg32) acc[1][3], d8 = inout(reg32) acc[2][0], d9 = inout(reg32) acc[2][1], d10 = inout(reg32) acc[2][2], d11 = inout(reg32) acc[2][3], d12 = inout(reg32) acc[3][0], d13 = inout(reg32) acc[3][1], d14 = inout(reg32) acc[3][2], d15 = inout(reg32) acc[3][3], d16 = inout(reg32) acc[4][0], d17 = inout(reg32) acc[4][1], d18 = inout(reg32) acc[4][2], d19 = inout(reg32) acc[4][3], d20 = inout(reg32) acc[5][0], d21 = inout(reg32) acc[5][1], d22 = inout(reg32) acc[5][2], d23 = inout(reg32) acc[5][3], d24 = inout(reg32) acc[6][0], d25 = inout(reg32) acc[6][1], d26 = inout(reg32) acc[6][2], d27 = inout(reg32) acc[6][3], d28 = inout(reg32) acc[7][0], d29 = inout(reg32) acc[7][1], d30 = inout(reg32) acc[7][2], d31 = inout(reg32) acc[7][3], d32 = inout(reg32) acc[8][0], d33 = inout(reg32) acc[8][1], d34 = inout(reg32) acc[8][2], d35 = inout(reg32) acc[8][3], d36 = inout(reg32) acc[9][0], d37 = inout(reg32) acc[9][1], d38 = inout(reg32) acc[9][2], d39 = inout(reg32) acc[9][3], d40 = inout(reg32) acc[10][0], d41 = inout(reg32) acc[10][1], d42 = inout(reg32) acc[10][2], d43 = inout(reg32) acc[10][3], d44 = inout(reg32) acc[11][0], d45 = inout(reg32) acc[11][1], d46 = inout(reg32) acc[11][2], d47 = inout(reg32) acc[11][3], d48 = inout(reg32) acc[12][0], d49 = inout(reg32) acc[12][1], d50 = inout(reg32) acc[12][2], d51 = inout(reg32) acc[12][3], d52 = inout(reg32) acc[13][0], d53 = inout(reg32) acc[13][1], d54 = inout(reg32) acc[13][2], d55 = inout(reg32) acc[13][3], d56 = inout(reg32) acc[14][0], d57 = inout(reg32) acc[14][1], d58 = inout(reg32) acc[14][2], d59 = inout(reg32) acc[14][3], d60 = inout(reg32) acc[15][0], d61 = inout(reg32) acc[15][1], d62 = inout(reg32) acc[15][2], d63 = inout(reg32) acc[15][3], d64 = inout(reg32) acc[16][0], d65 = inout(reg32) acc[16][1], d66 = inout(reg32) acc[16][2], d67 = inout(reg32) acc[16][3], d68 = inout(reg32) acc[17][0], d69 = inout(reg32) acc[17][1], d70 = inout(reg32) acc[17][2], d71 = inout(reg32) acc[17][3], d72 = inout(reg32) acc[18][0], d73 = inout(reg32) acc[18][1], d74 = inout(reg32) acc[18][2], d75 = inout(reg32) acc[18][3], d76 = inout(reg32) acc[19][0], d77 = inout(reg32) acc[19][1], d78 = inout(reg32) acc[19][2], d79 = inout(reg32) acc[19][3], d80 = inout(reg32) acc[20][0], d81 = inout(reg32) acc[20][1], d82 = inout(reg32) acc[20][2], d83 = inout(reg32) acc[20][3], d84 = inout(reg32) acc[21][0], d85 = inout(reg32) acc[21][1], d86 = inout(reg32) acc[21][2], d87 = inout(reg32) acc[21][3], d88 = inout(reg32) acc[22][0], d89 = inout(reg32) acc[22][1], d90 = inout(reg32) acc[22][2], d91 = inout(reg32) acc[22][3], d92 = inout(reg32) acc[23][0], d93 = inout(reg32) acc[23][1], d94 = inout(reg32) acc[23][2], d95 = inout(reg32) acc[23][3], d96 = inout(reg32) acc[24][0], d97 = inout(reg32) acc[24][1], d98 = inout(reg32) acc[24][2], d99 = inout(reg32) acc[24][3], d100 = inout(reg32) acc[25][0], d101 = inout(reg32) acc[25][1], d102 = inout(reg32) acc[25][2], d103 = inout(reg32) acc[25][3], d104 = inout(reg32) acc[26][0], d105 = inout(reg32) acc[26][1], d106 = inout(reg32) acc[26][2], d107 = inout(reg32) acc[26][3], d108 = inout(reg32) acc[27][0], d109 = inout(reg32) acc[27][1], d110 = inout(reg32) acc[27][2], d111 = inout(reg32) acc[27][3], d112 = inout(reg32) acc[28][0], d113 = inout(reg32) acc[28][1], d114 = inout(reg32) acc[28][2], d115 = inout(reg32) acc[28][3], d116 = inout(reg32) acc[29][0], d117 = inout(reg32) acc[29][1], d118 = inout(reg32) acc[29][2], d119 = inout(reg32) acc[29][3], d120 = inout(reg32) acc[30][0], d121 = inout(reg32) acc[30][1], d122 = inout(reg32) acc[30][2], d123 = inout(reg32) acc[30][3], d124 = inout(reg32) acc[31][0], d125 = inout(reg32) acc[31][1], d126 = inout(reg32) acc[31][2], d127 = inout(reg32) acc[31][3], n = const N, options(nostack)
+        )
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().wgmma_wait(N as usize, acc.as_mut_ptr() as usize, 256);
     acc
 }

@@ -529,6 +529,70 @@ impl BulkStore {
     }
 }
 
+/// One thread's asynchronous `wgmma` groups (`mma_*_async` .. `wait_n*`). While a
+/// group is in flight the thread's accumulator registers are the hardware's: the
+/// emulator keeps the running sums here and hands the kernel NaN poison instead,
+/// checks that the poison comes back untouched (an accumulator written while a group
+/// is in flight is an error), and returns the sums at the wait that completes the
+/// last group. The first thread of the warpgroup also keeps each group's operand
+/// bytes and checks at the wait that covers it that they are still there: on a GPU a
+/// group may read its shared memory until then.
+#[derive(Default)]
+pub(crate) struct AsyncWgmma {
+    sums: Option<Vec<f32>>,
+    /// Groups in flight, oldest first, with their operands (the warpgroup's first
+    /// thread only; empty elsewhere).
+    groups: std::collections::VecDeque<Vec<(u32, u32)>>,
+    in_flight: usize,
+}
+
+const ACC_POISON: u32 = u32::MAX;
+
+impl Ctx {
+    pub(crate) fn wgmma_wait_impl(&self, pending: usize, acc: usize, n: u32) {
+        let mut w = self.wg_async.borrow_mut();
+        let done = w.in_flight.saturating_sub(pending);
+        w.in_flight -= done;
+        for _ in 0..done.min(w.groups.len()) {
+            let reads = w.groups.pop_front().unwrap();
+            self.check_operands(&reads);
+        }
+        if w.in_flight > 0 {
+            return;
+        }
+        let Some(sums) = w.sums.take() else {
+            return; // nothing was in flight: the accumulators are the kernel's own
+        };
+        assert!(
+            sums.len() == n as usize / 2,
+            "wgmma wait for a 64x{n} tile, but the groups in flight are 64x{}",
+            2 * sums.len()
+        );
+        // SAFETY: the caller's accumulator array of n / 2 floats.
+        let a = unsafe { std::slice::from_raw_parts_mut(acc as *mut f32, sums.len()) };
+        assert!(
+            a.iter().all(|v| v.to_bits() == ACC_POISON),
+            "the accumulators were written while a wgmma group was in flight (between mma_*_async and the wait that completes it): \
+             on a GPU that is undefined. Leave them untouched until wgmma::wait_n*::<0>"
+        );
+        a.copy_from_slice(&sums);
+    }
+
+    fn check_operands(&self, reads: &[(u32, u32)]) {
+        for &(w, bits) in reads {
+            let now = self.window_ptr(w, 2).map(|p| {
+                // SAFETY: inside the dynamic shared memory (checked).
+                unsafe { (p as *const u16).read_unaligned() as u32 }
+            });
+            assert!(
+                now == Some(bits & 0xffff),
+                "the shared memory a wgmma group reads (window address {w:#x}) was overwritten before the wait that completes the group: \
+                 on a GPU the group may still be reading it. Release a stage only after wgmma::wait_n* covers the groups that read it"
+            );
+        }
+    }
+}
+
 fn fields(d: u64, what: &str) -> Result<(u32, u32, u32), String> {
     let (start, lbo, sbo, base, swz) = desc_fields(d);
     if swz != 1 || base != 0 {
@@ -611,11 +675,49 @@ pub(crate) fn complete_wgmma(
                 }
             }
         }
-        wgmma(&ctxs[first], &op0, |t| match state[first + t] {
+        let acc_of = |t: usize| match state[first + t] {
             State::Wgmma(op) => op.acc,
             _ => unreachable!(),
-        })
-        .map_err(err)?;
+        };
+        let half = op0.n as usize / 2;
+        // Groups in flight: their running sums are the input, and the kernel must have
+        // passed the poison back untouched.
+        for t in 0..128 {
+            let mut w = ctxs[first + t].wg_async.borrow_mut();
+            if let Some(sums) = w.sums.take() {
+                // SAFETY: the thread's accumulator array of n / 2 floats; it is suspended.
+                let a = unsafe { std::slice::from_raw_parts_mut(acc_of(t) as *mut f32, half) };
+                if sums.len() != half || a.iter().any(|v| v.to_bits() != ACC_POISON) {
+                    return Err(err(format!(
+                        "thread {} passed accumulators to a wgmma region that are not the ones the group in flight returned                          (written, or another tile's): leave them untouched until wgmma::wait_n*::<0>",
+                        super::d(ctxs[first + t].tid)
+                    )));
+                }
+                a.copy_from_slice(&sums);
+            }
+        }
+        let reads = wgmma(&ctxs[first], &op0, acc_of).map_err(err)?;
+        for t in 0..128 {
+            let mut w = ctxs[first + t].wg_async.borrow_mut();
+            if op0.asynchronous {
+                // SAFETY: as above.
+                let a = unsafe { std::slice::from_raw_parts_mut(acc_of(t) as *mut f32, half) };
+                w.sums = Some(a.to_vec());
+                a.iter_mut().for_each(|v| *v = f32::from_bits(ACC_POISON));
+                w.in_flight += 1;
+                if t == 0 {
+                    w.groups.push_back(reads.clone());
+                }
+            } else {
+                // The region waited for every group (wait_group 0).
+                w.in_flight = 0;
+                let older: Vec<_> = w.groups.drain(..).collect();
+                drop(w);
+                for g in older {
+                    ctxs[first + t].check_operands(&g);
+                }
+            }
+        }
         for t in threads {
             state[t] = State::Run(0);
         }
@@ -624,7 +726,14 @@ pub(crate) fn complete_wgmma(
     Ok(progressed)
 }
 
-fn wgmma(ctx: &Ctx, op: &WgmmaOp, acc_of: impl Fn(usize) -> usize) -> Result<(), String> {
+/// Adds the region's product into every thread's accumulators; the operand bytes it
+/// read, as `(window address, bits)`.
+fn wgmma(
+    ctx: &Ctx,
+    op: &WgmmaOp,
+    acc_of: impl Fn(usize) -> usize,
+) -> Result<Vec<(u32, u32)>, String> {
+    let reads = std::cell::RefCell::new(Vec::new());
     let n = op.n as usize;
     let (k, eb) = match op.kind {
         MmaKind::Tf32 => (8usize, 4usize),
@@ -640,6 +749,10 @@ fn wgmma(ctx: &Ctx, op: &WgmmaOp, acc_of: impl Fn(usize) -> usize) -> Result<(),
             .window_ptr(w, eb)
             .ok_or_else(|| format!("{what} operand byte at shared window address {w:#x} is outside the block's dynamic shared memory (check the descriptor)"))?;
         // SAFETY: inside the block's dynamic shared memory (checked).
+        reads
+            .borrow_mut()
+            .push((w, unsafe { (p as *const u16).read_unaligned() } as u32));
+        // SAFETY: as above.
         let v = unsafe {
             match eb {
                 2 => {
@@ -709,5 +822,5 @@ fn wgmma(ctx: &Ctx, op: &WgmmaOp, acc_of: impl Fn(usize) -> usize) -> Result<(),
             unsafe { *acc.add(i) = d[r as usize * n + c as usize] as f32 };
         }
     }
-    Ok(())
+    Ok(reads.into_inner())
 }

@@ -157,6 +157,8 @@ pub(crate) struct Ctx {
         Vec<super::hopper::BulkStore>,
         VecDeque<(bool, Vec<super::hopper::BulkStore>)>,
     )>,
+    /// This thread's asynchronous wgmma groups.
+    pub(crate) wg_async: RefCell<super::hopper::AsyncWgmma>,
 }
 
 /// One `cp.async`: performed when a `wait` covers its group.
@@ -334,6 +336,9 @@ impl ThreadEnv for Ctx {
     }
     fn wgmma(&self, op: WgmmaOp) {
         self.suspend(Event::Wgmma(op));
+    }
+    fn wgmma_wait(&self, pending: usize, acc: usize, n: u32) {
+        self.wgmma_wait_impl(pending, acc, n)
     }
     fn copy_wait(&self, pending: usize) {
         let mut c = self.copies.borrow_mut();

@@ -122,6 +122,7 @@ pub(super) unsafe fn run_cluster(
             warp_out: Cell::new([0; 4]),
             copies: RefCell::new((Vec::new(), VecDeque::new())),
             bulk: RefCell::new((Vec::new(), VecDeque::new())),
+            wg_async: Default::default(),
         })
         .collect();
     let mut cos: Vec<Option<Coroutine<u32, Event, (), DefaultStack>>> = Vec::with_capacity(n);
