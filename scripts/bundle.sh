@@ -38,7 +38,7 @@ done
     case "$kind" in test) cp "$exe" "$out/tests/custom_kernel_$name";; esac
   done)
 cp scripts/peers.py scripts/peers_tc.py "$out/peers/"
-cp scripts/gpu-check.sh scripts/gpu-perf.sh scripts/gpu-sanitize.sh scripts/gpu-reliability.sh scripts/gpu-matmul.sh scripts/gpu-memory.sh "$out/"
+cp scripts/gpu-tc.sh scripts/gpu-check.sh scripts/gpu-perf.sh scripts/gpu-sanitize.sh scripts/gpu-reliability.sh scripts/gpu-matmul.sh scripts/gpu-memory.sh "$out/"
 strip "$out"/bin/* "$out"/tests/* "$out"/benches/* 2>/dev/null || true
 cat >"$out/run-tests.sh" <<'SH'
 #!/usr/bin/env bash

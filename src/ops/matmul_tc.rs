@@ -422,8 +422,11 @@ pub fn matmul_tf32_with(
         WG_BK / 2,
         TmaSwizzle::B128,
     )?;
-    let cm = c_map(gpu, stage, &c)?;
-    let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
+    // No TMA stores of C here: on the H100 (2026-11-23) the TF32 kernel of stage 8
+    // wrote C's columns up to the next 16-byte boundary past its edge through the
+    // same map with which the bf16 kernel writes only inside C (docs/GPU-RUNS.md,
+    // section 17; not understood). Plain stores until it is.
+    let p = wgmma_params(&am, &bm, None, &mut c, (m, n, k), epilogue);
     match stage {
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
@@ -432,7 +435,8 @@ pub fn matmul_tf32_with(
 
 /// Stage 8's map of C for its TMA-store epilogue: boxes of 16 x 32 f32, 128-byte
 /// swizzled; `None` for stage 7, or when C's rows are not 16-byte aligned (stage 8
-/// then stores from registers, as stage 7).
+/// then stores from registers, as stage 7). The 16-bit inputs only (see
+/// [`matmul_tf32_with`]).
 fn c_map(gpu: &Gpu, stage: TcKernel, c: &MatrixMut<'_, f32>) -> Result<Option<TensorMap<f32>>> {
     let aligned = c.as_ref().ptr() as usize % 16 == 0 && (c.rows() == 1 || (c.ld() * 4) % 16 == 0);
     if stage != TcKernel::WgmmaCluster || !aligned {

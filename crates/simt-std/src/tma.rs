@@ -53,8 +53,16 @@ pub const fn swizzle_128b(a: u32) -> u32 {
 }
 
 /// Fetches the tensor map into the TMA unit's cache and orders the host's write of
-/// it before this thread's copies (`fence.proxy.tensormap::generic.acquire.gpu` then
-/// `prefetch.tensormap`). Call once per map, from the thread that issues copies.
+/// it before this thread's copies (`fence.proxy.tensormap::generic.acquire.sys` then
+/// `prefetch.tensormap`). Call once per map, from each thread that issues copies or
+/// stores with it.
+///
+/// The scope is the system's because the host wrote the map (a copy from host
+/// memory): the CUDA programming guide asks for `.sys` there. With `.gpu`, the H100
+/// (2026-11-23) ran a TF32 matmul of stage 8 with a stale map of C from an earlier
+/// launch at the same address: its TMA store wrote a column past C's edge, which
+/// the property tests caught. The cache of maps (`simt::TensorMap`) reuses freed
+/// map buffers, so a stale copy is a real hazard.
 ///
 /// # Safety
 /// `map` points to a valid tensor map in global memory (64-byte aligned).
@@ -64,7 +72,7 @@ pub unsafe fn prefetch(map: *const TensorMap) {
     // SAFETY: caller's contract.
     unsafe {
         core::arch::asm!(
-            "fence.proxy.tensormap::generic.acquire.gpu [{m}], 128;",
+            "fence.proxy.tensormap::generic.acquire.sys [{m}], 128;",
             "prefetch.tensormap [{m}];",
             m = in(reg64) map, options(nostack)
         )
