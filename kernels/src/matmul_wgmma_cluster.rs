@@ -399,10 +399,6 @@ kernel! {
     /// describes `A: m x k` (boxes of 128 x 32) and `b_map` `Bᵀ: n x k` (boxes of
     /// [`TF32_B_BOX_ROWS`] = 128 rows x 32), both f32 rounded to TF32.
     ///
-    /// The host passes no map of C (`p.c_map` null: stores from registers): with TMA
-    /// stores this kernel wrote past C's right edge on the H100 (docs/GPU-RUNS.md,
-    /// section 17).
-    ///
     /// # Safety
     /// As [`matmul_wgmma_cluster_bf16()`], with f32 matrices A and Bᵀ (`p.n` rows of
     /// `p.k`) and Bᵀ's boxes of 128 rows.

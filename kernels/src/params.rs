@@ -71,7 +71,8 @@ kernel_params! {
         pub b_map: *const TensorMap,
         /// Stage 8: a map of C (f32, boxes of [`WG_C_BOX_ROWS`] x [`WG_C_BOX_COLS`],
         /// 128-byte swizzled) for its TMA-store epilogue, or null (C's rows not
-        /// 16-byte aligned: plain stores). Stage 7 ignores it.
+        /// 16-byte aligned, or not a multiple of 16 bytes long: plain stores). Stage
+        /// 7 ignores it.
         ///
         /// [`WG_C_BOX_ROWS`]: crate::config::WG_C_BOX_ROWS
         /// [`WG_C_BOX_COLS`]: crate::config::WG_C_BOX_COLS

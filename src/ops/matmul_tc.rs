@@ -422,11 +422,8 @@ pub fn matmul_tf32_with(
         WG_BK / 2,
         TmaSwizzle::B128,
     )?;
-    // No TMA stores of C here: on the H100 (2026-11-23) the TF32 kernel of stage 8
-    // wrote C's columns up to the next 16-byte boundary past its edge through the
-    // same map with which the bf16 kernel writes only inside C (docs/GPU-RUNS.md,
-    // section 17; not understood). Plain stores until it is.
-    let p = wgmma_params(&am, &bm, None, &mut c, (m, n, k), epilogue);
+    let cm = c_map(gpu, stage, &c)?;
+    let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
     match stage {
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
@@ -434,11 +431,15 @@ pub fn matmul_tf32_with(
 }
 
 /// Stage 8's map of C for its TMA-store epilogue: boxes of 16 x 32 f32, 128-byte
-/// swizzled; `None` for stage 7, or when C's rows are not 16-byte aligned (stage 8
-/// then stores from registers, as stage 7). The 16-bit inputs only (see
-/// [`matmul_tf32_with`]).
+/// swizzled; `None` for stage 7, or when C's rows do not start 16-byte aligned or
+/// are not a whole number of 16-byte chunks long (stage 8 then stores from
+/// registers, as stage 7).
 fn c_map(gpu: &Gpu, stage: TcKernel, c: &MatrixMut<'_, f32>) -> Result<Option<TensorMap<f32>>> {
-    let aligned = c.as_ref().ptr() as usize % 16 == 0 && (c.rows() == 1 || (c.ld() * 4) % 16 == 0);
+    // Rows of whole 16-byte chunks too: a TMA store writes the chunk that holds the
+    // last column entirely (simt_std::tma::store_2d), which would touch the padding.
+    let aligned = c.as_ref().ptr() as usize % 16 == 0
+        && (c.rows() == 1 || (c.ld() * 4) % 16 == 0)
+        && c.cols() % 4 == 0;
     if stage != TcKernel::WgmmaCluster || !aligned {
         return Ok(None);
     }

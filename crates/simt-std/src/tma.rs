@@ -162,8 +162,13 @@ pub unsafe fn load_2d_multicast<T>(
 /// `(x, y)` of `map`'s matrix in global memory
 /// (`cp.async.bulk.tensor.2d.global.shared::cta.bulk_group`): the way back of
 /// [`load_2d`], for an epilogue that has staged its tile in shared memory. The
-/// layout in shared memory is the map's (swizzled or not, as for a load); elements
-/// of the box outside the matrix are not written, so ragged edges need no checks.
+/// layout in shared memory is the map's (swizzled or not, as for a load). Elements
+/// of the box outside the matrix are not written, **except** those past the last
+/// column that share a 16-byte chunk with it: on the H100 (2026-11-23) stores whose
+/// matrix rows were not a multiple of 16 bytes long wrote that whole chunk, into the
+/// row padding. The emulator writes that chunk always. Keep a stored matrix's row
+/// length a multiple of 16 bytes (or accept the padding being written); rows below
+/// the matrix are never written.
 ///
 /// The copy runs asynchronously: it reads `src` at some point until a
 /// [`store_wait_read`] covers it, and its writes are visible once a [`store_wait`]

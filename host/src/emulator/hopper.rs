@@ -365,7 +365,7 @@ impl Ctx {
         let bytes = b.bytes();
         let key = self.bar_key(bar, what);
         let mut image = vec![0u8; bytes];
-        b.each(|at, src| {
+        b.each(false, |at, src| {
             // SAFETY: inside the matrix the map describes (checked when it was made).
             unsafe {
                 std::ptr::copy_nonoverlapping(src as *const u8, image.as_mut_ptr().add(at), b.eb)
@@ -468,14 +468,19 @@ impl TmaBox {
     }
 
     /// Calls `f(offset in shared memory, global address)` for every element of the
-    /// box inside the matrix; the offset has the swizzle applied.
-    fn each(&self, mut f: impl FnMut(usize, usize)) {
+    /// box inside the matrix; the offset has the swizzle applied. `chunks` (stores):
+    /// also for the elements past the matrix's last column that share its 16-byte
+    /// chunk, which an H100's TMA store may write (docs/GPU-RUNS.md, section 17).
+    fn each(&self, chunks: bool, mut f: impl FnMut(usize, usize)) {
         let row = self.boxdim[0] * self.eb;
+        let last_chunk = ((self.dims[0] - 1) * self.eb as i64) / 16;
         for r in 0..self.boxdim[1] {
             let gy = self.coords[1] as i64 + r as i64;
             for c in 0..self.boxdim[0] {
                 let gx = self.coords[0] as i64 + c as i64;
-                if gx < 0 || gx >= self.dims[0] || gy < 0 || gy >= self.dims[1] {
+                let inside_x =
+                    gx < self.dims[0] || (chunks && (gx * self.eb as i64) / 16 == last_chunk);
+                if gx < 0 || !inside_x || gy < 0 || gy >= self.dims[1] {
                     continue;
                 }
                 let lin = (r * row + c * self.eb) as u32;
@@ -515,7 +520,7 @@ impl BulkStore {
     }
 
     fn write(&self) {
-        self.b.each(|at, dst| {
+        self.b.each(true, |at, dst| {
             // SAFETY: the destination is inside the matrix the map describes (checked
             // when it was made); the image holds the box.
             unsafe {
