@@ -1,8 +1,9 @@
 //! The Hopper stage: descriptor and accumulator maps pinned by hand-worked numbers,
 //! the 128-byte swizzle's banks, TMA and mbarrier phases (the emulator's poison and
 //! hang reports), one `wgmma` region against its definition for both B layouts,
-//! tensor-map validation, and the stage-7 matmul against float64 on random and
-//! ragged shapes under every thread order. The matmul also runs on an H100/H200,
+//! tensor-map validation, TMA multicast across a cluster, asynchronous wgmma groups
+//! (and the emulator's reports of their misuse), and the stage-7 and stage-8
+//! matmuls against float64 on random and ragged shapes under every thread order. The matmul also runs on an H100/H200,
 //! where it checks the emulator's model of TMA, mbarriers and descriptors against
 //! the hardware; the probes run on the emulator only (see `probe_device`).
 mod common;

@@ -527,10 +527,22 @@ impl Gpu {
     /// times the driver's occupancy for the kernel's block and dynamic shared memory
     /// (on the emulator, one per worker). The largest grid of a cooperative kernel.
     pub fn max_resident_blocks<K: Kernel>(&self, args: &K::Args) -> Result<u32> {
-        let threads = K::BOUNDS.max_block_threads();
+        let Some((target, threads, shared)) = self.occupancy_query::<K>(args)? else {
+            return Ok(0);
+        };
+        self.resident_blocks(K::MODULE, target, K::NAME, threads, shared)
+    }
+
+    /// What an occupancy query of `K` with `args` needs: the loaded module's target,
+    /// the block's threads and its dynamic shared memory; `None` when that is more
+    /// than a block may have (nothing fits).
+    fn occupancy_query<K: Kernel>(
+        &self,
+        args: &K::Args,
+    ) -> Result<Option<(&'static str, u32, u32)>> {
         let shared = K::dynamic_shared_bytes(args);
         if shared > self.props().smem_per_block_optin as u64 {
-            return Ok(0);
+            return Ok(None);
         }
         let target = self
             .modules
@@ -542,7 +554,7 @@ impl Gpu {
                 kernel: K::NAME,
                 module: K::MODULE,
             })?;
-        self.resident_blocks(K::MODULE, target, K::NAME, threads, shared as u32)
+        Ok(Some((target, K::BOUNDS.max_block_threads(), shared as u32)))
     }
 
     /// How many clusters of `K` (a kernel with `#[launch(cluster = N)]`), launched
@@ -550,27 +562,15 @@ impl Gpu {
     /// counts only whole clusters inside one GPC (on the emulator, workers / N). The
     /// largest useful grid of a persistent cluster kernel is this times N.
     pub fn max_resident_clusters<K: Kernel>(&self, args: &K::Args) -> Result<u32> {
-        let threads = K::BOUNDS.max_block_threads();
-        let shared = K::dynamic_shared_bytes(args);
-        if shared > self.props().smem_per_block_optin as u64 {
+        let Some((target, threads, shared)) = self.occupancy_query::<K>(args)? else {
             return Ok(0);
-        }
-        let target = self
-            .modules
-            .borrow()
-            .iter()
-            .find(|(n, _, e)| *n == K::MODULE && e.iter().any(|e| e == K::NAME))
-            .map(|(_, t, _)| *t)
-            .ok_or(SimtError::ModuleNotLoaded {
-                kernel: K::NAME,
-                module: K::MODULE,
-            })?;
+        };
         self.dev.backend.max_active_clusters(
             K::MODULE,
             target,
             K::NAME,
             threads,
-            shared as u32,
+            shared,
             K::BOUNDS.cluster.max(1),
         )
     }

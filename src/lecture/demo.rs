@@ -318,7 +318,8 @@ impl<'g> Demo<'g> {
     }
 
     /// Section 5b: the same matmul on tensor cores (bf16, f16, tf32): `mma.sync`
-    /// (stage 6), then Hopper's `wgmma` + TMA (stage 7) where the device runs it.
+    /// (stage 6), then Hopper's `wgmma` + TMA (stage 7, and stage 8 as `wgmma+`: C stored by
+    /// TMA, groups in flight, clusters sharing B) where the device runs it.
     pub fn tensor_cores(&mut self) -> Result<()> {
         use crate::ops::matmul_tc::{
             bf16, f16, matmul_tc, matmul_tf32_with, to_bf16, to_f16, TcKernel,
@@ -327,7 +328,7 @@ impl<'g> Demo<'g> {
         let hopper = TcKernel::best(self.gpu).is_hopper();
         println!(
             "== Matmul + ReLU, {n}^3 on tensor cores: bf16, f16 and tf32 inputs, f32 accumulation: mma.sync{} ==",
-            if hopper { ", then wgmma + TMA (Hopper)" } else { "" }
+            if hopper { ", then wgmma + TMA (Hopper; wgmma+ = stage 8: TMA stores, clusters)" } else { "" }
         );
         let g = self.gpu;
         let a = self.rand(n * n, -1.0, 1.0);
@@ -359,9 +360,9 @@ impl<'g> Demo<'g> {
                 ("bf16", "wgmma", TcKernel::Wgmma, 989.0),
                 ("f16", "wgmma", TcKernel::Wgmma, 989.0),
                 ("tf32", "wgmma", TcKernel::Wgmma, 494.0),
-                ("bf16", "wgmma x2", TcKernel::WgmmaCluster, 989.0),
-                ("f16", "wgmma x2", TcKernel::WgmmaCluster, 989.0),
-                ("tf32", "wgmma x2", TcKernel::WgmmaCluster, 494.0),
+                ("bf16", "wgmma+", TcKernel::WgmmaCluster, 989.0),
+                ("f16", "wgmma+", TcKernel::WgmmaCluster, 989.0),
+                ("tf32", "wgmma+", TcKernel::WgmmaCluster, 494.0),
             ]);
         }
         for (name, how, stage, peak) in runs {

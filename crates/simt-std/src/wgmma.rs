@@ -52,6 +52,17 @@
 //! registers). The cost: the warpgroup waits for its own MMAs at the end of each
 //! region; a kernel hides that with two consumer warpgroups per SM.
 //!
+//! **Groups in flight** (`mma_*_async`, [`wait_n256`] and its siblings). The
+//! asynchronous form ends a region at its commit: the group runs on, and the
+//! accumulators it returns must be passed, untouched, to the next region or to the
+//! wait, which returns them once at most `N` groups are in flight. The registers
+//! still pass from one asm statement to the next as in-out operands, so LLVM has no
+//! reason to move them; if it ever did, ptxas would serialise the wgmmas and report
+//! it (C7515), and the builder refuses such a module. The emulator keeps the sums
+//! aside while a group is in flight and hands the kernel NaN poison instead: an
+//! accumulator written meanwhile, or a stage overwritten before the wait that
+//! covers its group, is an error naming the kernel, block and thread.
+//!
 //! Rules (the emulator checks 1 and 2):
 //! 1. All 128 threads of the warpgroup call the same region, converged, with the
 //!    same descriptors; the block has a multiple of 128 threads.

@@ -488,22 +488,10 @@ impl Backend for CudaBackend {
         block_threads: u32,
         shared_bytes: u32,
     ) -> Result<u32> {
-        self.current()?;
-        let mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        let m = mods
-            .iter()
-            .find(|((c, t), _)| *c == module && *t == target)
-            .map(|(_, m)| m)
-            .ok_or_else(|| {
-                SimtError::Unsupported(format!("module `{module}` ({target}) is not loaded"))
-            })?;
-        let f = m
-            .get_function(kernel)
-            .map_err(cuda(format!("finding kernel `{kernel}`")))?;
-        // SAFETY: a valid function handle; the size is within the device's opt-in limit (validated by the caller).
-        unsafe { opt_in_shared(&f, shared_bytes)? };
-        f.max_active_blocks_per_multiprocessor(block_threads.into(), shared_bytes as usize)
-            .map_err(cuda("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+        self.with_function(module, target, kernel, shared_bytes, |f| {
+            f.max_active_blocks_per_multiprocessor(block_threads.into(), shared_bytes as usize)
+                .map_err(cuda("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+        })
     }
     fn max_active_clusters(
         &self,
@@ -514,45 +502,9 @@ impl Backend for CudaBackend {
         shared_bytes: u32,
         cluster: u32,
     ) -> Result<u32> {
-        self.current()?;
-        let mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        let m = mods
-            .iter()
-            .find(|((c, t), _)| *c == module && *t == target)
-            .map(|(_, m)| m)
-            .ok_or_else(|| {
-                SimtError::Unsupported(format!("module `{module}` ({target}) is not loaded"))
-            })?;
-        let f = m
-            .get_function(kernel)
-            .map_err(cuda(format!("finding kernel `{kernel}`")))?;
-        // SAFETY: a valid function handle; the size is within the device's opt-in limit (validated by the caller).
-        unsafe { opt_in_shared(&f, shared_bytes)? };
-        let config = LaunchConfigRaw {
-            grid: [cluster, 1, 1],
-            block: [block_threads, 1, 1],
-            shared_bytes,
-            stream: std::ptr::null_mut(),
-            attrs: std::ptr::null_mut(),
-            num_attrs: 0,
-        };
-        let mut clusters: i32 = 0;
-        // SAFETY: a valid function handle of the current context; `config` is a
-        // `CUlaunchConfig` with no attributes (the kernel's cluster size is in its PTX).
-        let status = unsafe {
-            cuOccupancyMaxActiveClusters(
-                &mut clusters,
-                f.to_raw() as *mut std::ffi::c_void,
-                &config,
-            )
-        };
-        if status != 0 {
-            return Err(SimtError::Driver {
-                context: format!("cuOccupancyMaxActiveClusters(`{kernel}`, clusters of {cluster})"),
-                status: format!("status {status}"),
-            });
-        }
-        Ok(clusters.max(0) as u32)
+        self.with_function(module, target, kernel, shared_bytes, |f| {
+            clusters_of(f, kernel, block_threads, shared_bytes, cluster)
+        })
     }
     fn mem_info(&self) -> Result<MemInfo> {
         self.current()?;
@@ -614,6 +566,66 @@ impl Event for CudaEvent {
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+impl CudaBackend {
+    /// Runs `f` on `kernel` of a loaded module, its shared-memory opt-in set to
+    /// `shared_bytes`.
+    fn with_function<R>(
+        &self,
+        module: &str,
+        target: &str,
+        kernel: &str,
+        shared_bytes: u32,
+        f: impl FnOnce(&Function) -> Result<R>,
+    ) -> Result<R> {
+        self.current()?;
+        let mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        let m = mods
+            .iter()
+            .find(|((c, t), _)| *c == module && *t == target)
+            .map(|(_, m)| m)
+            .ok_or_else(|| {
+                SimtError::Unsupported(format!("module `{module}` ({target}) is not loaded"))
+            })?;
+        let func = m
+            .get_function(kernel)
+            .map_err(cuda(format!("finding kernel `{kernel}`")))?;
+        // SAFETY: a valid function handle; the size is within the device's opt-in limit (validated by the caller).
+        unsafe { opt_in_shared(&func, shared_bytes)? };
+        f(&func)
+    }
+}
+
+/// The driver's count of `cluster`-block clusters of `f` the device holds at once.
+fn clusters_of(
+    f: &Function,
+    kernel: &str,
+    block_threads: u32,
+    shared_bytes: u32,
+    cluster: u32,
+) -> Result<u32> {
+    let config = LaunchConfigRaw {
+        grid: [cluster, 1, 1],
+        block: [block_threads, 1, 1],
+        shared_bytes,
+        stream: std::ptr::null_mut(),
+        attrs: std::ptr::null_mut(),
+        num_attrs: 0,
+    };
+    let mut clusters: i32 = 0;
+    // SAFETY: a valid function handle of the current context; `config` is a
+    // `CUlaunchConfig` with no attributes (the kernel's cluster size is in its PTX).
+    let status = unsafe {
+        cuOccupancyMaxActiveClusters(&mut clusters, f.to_raw() as *mut std::ffi::c_void, &config)
+    };
+    if status != 0 {
+        return Err(SimtError::Driver {
+            context: format!("cuOccupancyMaxActiveClusters(`{kernel}`, clusters of {cluster})"),
+            status: format!("status {status}"),
+        });
+    }
+    Ok(clusters.max(0) as u32)
 }
 
 /// The driver's `CUlaunchConfig` (CUDA 12.0+), for the occupancy query only.
