@@ -169,7 +169,7 @@ pub const WG_C_BOX_COLS: u32 = 32;
 /// warp (8 warps), so one is filled while the last one's store reads the other.
 pub const WG_C_STAGE_BYTES: u32 = 8 * 2 * WG_C_BOX_ROWS * WG_C_BOX_COLS * 4;
 /// Hopper matmul, stage 8: dynamic shared memory: the stages, 1 KiB for the
-/// barriers, the epilogue's buffers, and 1 KiB of alignment slack (225 KiB of the
+/// barriers, the epilogue's buffers, and 1 KiB of alignment slack (226 KiB of the
 /// 227 KiB a block may have).
 pub const WG8_SMEM_BYTES: u32 = WG_STAGES * WG_STAGE_BYTES + 1024 + WG_C_STAGE_BYTES + 1024;
 const _: () = assert!(WG8_SMEM_BYTES <= 227 * 1024);

@@ -112,7 +112,7 @@ unsafe fn wgmma_probe(a_map: *const TensorMap, b_map: *const TensorMap, trans_b:
             [0, 1, 2, 3].map(|i| desc_k_major(b_tile, 32 * i))
         };
         // SAFETY: the whole warpgroup, converged; operands landed (the wait); modes 2
-        // and 3 break the rules on purpose (see the doc).
+        // to 4 break the rules on purpose (see the doc).
         acc = unsafe {
             match (mode, trans_b != 0) {
                 (0, true) => wgmma::mma_bf16_n128::<true>(acc, da, db),
@@ -131,6 +131,12 @@ unsafe fn wgmma_probe(a_map: *const TensorMap, b_map: *const TensorMap, trans_b:
                         };
                     } else if mode == 2 {
                         acc[0][0] = 1.0;
+                    } else if mode == 4 {
+                        if t == 0 {
+                            tma::prefetch(a_map);
+                            mbarrier::arrive_expect_tx(bar, 8192);
+                            tma::load_2d(a_tile, a_map, 0, 0, bar);
+                        }
                     } else {
                         a_tile.add(4 * t as usize).cast::<f32>().write(0.0);
                     }
@@ -173,7 +179,8 @@ kernel! {
     /// for the emulator's checks (on a GPU, undefined results; ptxas serialises the
     /// wgmmas, which the builder allows for kernels named `*_misuse`): `mode` 2 writes
     /// an accumulator while the group is in flight, 3 overwrites A's tile before the
-    /// wait.
+    /// wait, 4 starts a TMA copy into A's tile before the wait (a stage refilled too
+    /// early).
     ///
     /// # Safety
     /// As [`probe_wgmma`]; the results are undefined on a GPU.
@@ -310,7 +317,7 @@ kernel! {
     ///
     /// # Safety
     /// `map` is a tensor map of an f32 matrix with 32 x 8 boxes, no swizzle; `out`
-    /// holds `512·grid.x` floats; `grid.x` is even.
+    /// holds `512·grid.x` floats; `grid.x` is even; on a GPU, `mode` 0 only.
     #[launch(threads = PROBE_MULTICAST_THREADS, shared = PROBE_SMEM, cluster = 2, target = "sm_90a")]
     pub unsafe fn probe_multicast(map: *const TensorMap, x: i32, y: i32, mode: u32, out: *mut f32) {
         let raw = dynamic_shared::<u8>();

@@ -144,8 +144,11 @@ pub(crate) unsafe fn multiply_stage<const KIND: u32, const ASYNC: bool>(
 /// `(i, i + 1)` are adjacent columns of one row. Plain stores: they drain while the
 /// warpgroup multiplies its next tile. Unrolled, so every index into `acc` is a
 /// constant (a loop put them on the stack).
+///
+/// # Safety
+/// `p.c` is writable at `c[i*ld + j]` for `i < p.m`, `j < p.n` (the kernels' contract).
 #[inline(always)]
-pub(crate) fn store_tile(acc: &Acc, p: &MatmulParamsTma, row0: u32, col0: u32, t: u32) {
+pub(crate) unsafe fn store_tile(acc: &Acc, p: &MatmulParamsTma, row0: u32, col0: u32, t: u32) {
     let relu = p.epilogue as u32 != 0;
     let (cp, ldc) = (p.c.ptr, p.c.ld);
     let vec = ldc % 2 == 0 && cp as usize % 8 == 0;
@@ -299,7 +302,8 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
             kt += 1;
             it += 1;
         }
-        store_tile(&acc, &p, row0 + 64 * c, col0, t);
+        // SAFETY: p.c is C as the kernel's contract says.
+        unsafe { store_tile(&acc, &p, row0 + 64 * c, col0, t) };
         tile += step;
     }
 }

@@ -333,12 +333,15 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
         }
         // SAFETY: as above; the sums are final after it.
         acc = unsafe { wgmma::wait_n256::<0>(acc) };
-        release((it + stages - 1) % stages);
+        if ktiles > 0 {
+            release((it + stages - 1) % stages);
+        }
         if tma_c {
             // SAFETY: a map of C (non-null), prefetched above; this warpgroup's buffers.
             unsafe { store_tile_tma(&acc, &p, bufs, row0 + 64 * c, col0, t) };
         } else {
-            store_tile(&acc, &p, row0 + 64 * c, col0, t);
+            // SAFETY: p.c is C as the kernel's contract says.
+            unsafe { store_tile(&acc, &p, row0 + 64 * c, col0, t) };
         }
         pair += step;
     }
@@ -357,7 +360,10 @@ kernel! {
     /// As [`matmul_wgmma_bf16()`](crate::matmul_wgmma::matmul_wgmma_bf16): tensor maps
     /// of `A: m x k` (boxes of 128 x 64) and `B: k x n` (boxes of 64 x 64), 128-byte
     /// swizzled, in global memory; `p.c` writable at `c[i*ld + j]` for `i < m, j < n`,
-    /// not overlapping A or B; C has fewer than 2^32 elements.
+    /// not overlapping A or B; C has fewer than 2^32 elements; `p.k >= 1`. `p.c_map`
+    /// is null or a map of exactly this C (f32, boxes of 16 x 32, 128-byte swizzle)
+    /// whose rows start 16-byte aligned and are a whole number of 16-byte chunks
+    /// (a TMA store writes the chunk holding the last column whole).
     ///
     /// # Parameters
     /// One [`MatmulParamsTma`], as stage 7.

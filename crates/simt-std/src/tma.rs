@@ -58,11 +58,9 @@ pub const fn swizzle_128b(a: u32) -> u32 {
 /// stores with it.
 ///
 /// The scope is the system's because the host wrote the map (a copy from host
-/// memory): the CUDA programming guide asks for `.sys` there. With `.gpu`, the H100
-/// (2026-11-23) ran a TF32 matmul of stage 8 with a stale map of C from an earlier
-/// launch at the same address: its TMA store wrote a column past C's edge, which
-/// the property tests caught. The cache of maps (`simt::TensorMap`) reuses freed
-/// map buffers, so a stale copy is a real hazard.
+/// memory): the CUDA programming guide asks for `.sys` there (this library used
+/// `.gpu` until 2026-11-23). The cache of maps (`simt::TensorMap`) reuses freed map
+/// buffers, so the fence matters.
 ///
 /// # Safety
 /// `map` points to a valid tensor map in global memory (64-byte aligned).
@@ -180,7 +178,9 @@ pub unsafe fn load_2d_multicast<T>(
 /// `map` as for [`prefetch`] (called before); `src` is shared memory of the box's
 /// size, 128-byte aligned (1024-byte for the 128-byte swizzle), whose contents the
 /// block wrote before a [`fence_proxy_async`] and a barrier, and does not write
-/// again until a [`store_wait_read`] covers this copy.
+/// again until a [`store_wait_read`] covers this copy; the matrix is writable where
+/// the box meets it, including the rest of the 16-byte chunk that holds its last
+/// column.
 #[inline(always)]
 pub unsafe fn store_2d<T>(src: Smem<T>, map: *const TensorMap, x: i32, y: i32) {
     #[cfg(target_arch = "nvptx64")]

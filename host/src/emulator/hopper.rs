@@ -93,6 +93,10 @@ impl Mbar {
 #[derive(Default)]
 pub(crate) struct Hopper {
     mbars: RefCell<HashMap<usize, Mbar>>,
+    /// The shared-window ranges `[lo, hi)` that asynchronous wgmma groups in flight
+    /// read, by group id: a TMA copy into one of them is an error.
+    inflight: RefCell<Vec<(u64, u32, u32)>>,
+    next_group: std::cell::Cell<u64>,
 }
 
 impl Hopper {
@@ -381,6 +385,20 @@ impl Ctx {
             // SAFETY: the box lies in the dynamic shared memory (checked above), at
             // the same offset in every block of the cluster.
             unsafe { std::ptr::write_bytes(d as *mut u8, 0xFF, bytes) };
+            let wa = self.window_addr(dst);
+            if let Some(&(_, lo, hi)) = to
+                .hopper
+                .inflight
+                .borrow()
+                .iter()
+                .find(|g| wa < g.2 && g.1 < wa + bytes as u32)
+            {
+                panic!(
+                    "{what} into shared window [{wa:#x}, {:#x}) of rank {r}, where a wgmma group still in flight reads [{lo:#x}, {hi:#x}): \
+                     on a GPU the copy may overwrite its operands. Release a stage only after wgmma::wait_n* covers the groups that read it",
+                    wa + bytes as u32
+                );
+            }
             let remote = (r != self.rank).then_some(self.rank);
             to.hopper.queue_copy(k, d, image.clone(), remote);
         }
@@ -522,7 +540,9 @@ impl BulkStore {
     fn write(&self) {
         self.b.each(true, |at, dst| {
             // SAFETY: the destination is inside the matrix the map describes (checked
-            // when it was made); the image holds the box.
+            // when it was made), or in the 16-byte chunk that holds its last column:
+            // rows start 16-byte aligned (checked), so that chunk is inside the row
+            // stride or the allocation (rounded up to 256 bytes); the image holds the box.
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     self.image.as_ptr().add(at),
@@ -547,11 +567,29 @@ pub(crate) struct AsyncWgmma {
     sums: Option<Vec<f32>>,
     /// Groups in flight, oldest first, with their operands (the warpgroup's first
     /// thread only; empty elsewhere).
-    groups: std::collections::VecDeque<Vec<(u32, u32)>>,
+    groups: std::collections::VecDeque<(u64, Vec<Operand>)>,
     in_flight: usize,
 }
 
+/// One operand element a wgmma read: its window address, its bits and its bytes.
+pub(crate) type Operand = (u32, u32, u8);
+
 const ACC_POISON: u32 = u32::MAX;
+
+/// The `eb` (2 or 4) bytes at `p` as an integer.
+///
+/// # Safety
+/// `p` is readable for `eb` bytes.
+unsafe fn read_bits(p: *const u8, eb: u8) -> u32 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if eb == 2 {
+            (p as *const u16).read_unaligned() as u32
+        } else {
+            (p as *const u32).read_unaligned()
+        }
+    }
+}
 
 impl Ctx {
     pub(crate) fn wgmma_wait_impl(&self, pending: usize, acc: usize, n: u32) {
@@ -559,8 +597,9 @@ impl Ctx {
         let done = w.in_flight.saturating_sub(pending);
         w.in_flight -= done;
         for _ in 0..done.min(w.groups.len()) {
-            let reads = w.groups.pop_front().unwrap();
+            let (id, reads) = w.groups.pop_front().unwrap();
             self.check_operands(&reads);
+            mem(self).hopper.inflight.borrow_mut().retain(|g| g.0 != id);
         }
         if w.in_flight > 0 {
             return;
@@ -583,14 +622,14 @@ impl Ctx {
         a.copy_from_slice(&sums);
     }
 
-    fn check_operands(&self, reads: &[(u32, u32)]) {
-        for &(w, bits) in reads {
-            let now = self.window_ptr(w, 2).map(|p| {
+    fn check_operands(&self, reads: &[Operand]) {
+        for &(w, bits, eb) in reads {
+            let now = self.window_ptr(w, eb as usize).map(|p| {
                 // SAFETY: inside the dynamic shared memory (checked).
-                unsafe { (p as *const u16).read_unaligned() as u32 }
+                unsafe { read_bits(p, eb) }
             });
             assert!(
-                now == Some(bits & 0xffff),
+                now == Some(bits),
                 "the shared memory a wgmma group reads (window address {w:#x}) was overwritten before the wait that completes the group: \
                  on a GPU the group may still be reading it. Release a stage only after wgmma::wait_n* covers the groups that read it"
             );
@@ -694,7 +733,8 @@ pub(crate) fn complete_wgmma(
                 let a = unsafe { std::slice::from_raw_parts_mut(acc_of(t) as *mut f32, half) };
                 if sums.len() != half || a.iter().any(|v| v.to_bits() != ACC_POISON) {
                     return Err(err(format!(
-                        "thread {} passed accumulators to a wgmma region that are not the ones the group in flight returned                          (written, or another tile's): leave them untouched until wgmma::wait_n*::<0>",
+                        "thread {} passed accumulators to a wgmma region that are not the ones the group in flight returned \
+                         (written, or another tile's): leave them untouched until wgmma::wait_n*::<0>",
                         super::d(ctxs[first + t].tid)
                     )));
                 }
@@ -702,6 +742,14 @@ pub(crate) fn complete_wgmma(
             }
         }
         let reads = wgmma(&ctxs[first], &op0, acc_of).map_err(err)?;
+        let hop = &mem(&ctxs[first]).hopper;
+        let id = hop.next_group.get();
+        if op0.asynchronous {
+            hop.next_group.set(id + 1);
+            let lo = reads.iter().map(|r| r.0).min().unwrap_or(0);
+            let hi = reads.iter().map(|r| r.0 + r.2 as u32).max().unwrap_or(0);
+            hop.inflight.borrow_mut().push((id, lo, hi));
+        }
         for t in 0..128 {
             let mut w = ctxs[first + t].wg_async.borrow_mut();
             if op0.asynchronous {
@@ -711,15 +759,16 @@ pub(crate) fn complete_wgmma(
                 a.iter_mut().for_each(|v| *v = f32::from_bits(ACC_POISON));
                 w.in_flight += 1;
                 if t == 0 {
-                    w.groups.push_back(reads.clone());
+                    w.groups.push_back((id, reads.clone()));
                 }
             } else {
                 // The region waited for every group (wait_group 0).
                 w.in_flight = 0;
                 let older: Vec<_> = w.groups.drain(..).collect();
                 drop(w);
-                for g in older {
+                for (gid, g) in older {
                     ctxs[first + t].check_operands(&g);
+                    hop.inflight.borrow_mut().retain(|x| x.0 != gid);
                 }
             }
         }
@@ -731,13 +780,9 @@ pub(crate) fn complete_wgmma(
     Ok(progressed)
 }
 
-/// Adds the region's product into every thread's accumulators; the operand bytes it
-/// read, as `(window address, bits)`.
-fn wgmma(
-    ctx: &Ctx,
-    op: &WgmmaOp,
-    acc_of: impl Fn(usize) -> usize,
-) -> Result<Vec<(u32, u32)>, String> {
+/// Adds the region's product into every thread's accumulators; the operand elements
+/// it read.
+fn wgmma(ctx: &Ctx, op: &WgmmaOp, acc_of: impl Fn(usize) -> usize) -> Result<Vec<Operand>, String> {
     let reads = std::cell::RefCell::new(Vec::new());
     let n = op.n as usize;
     let (k, eb) = match op.kind {
@@ -756,7 +801,7 @@ fn wgmma(
         // SAFETY: inside the block's dynamic shared memory (checked).
         reads
             .borrow_mut()
-            .push((w, unsafe { (p as *const u16).read_unaligned() } as u32));
+            .push((w, unsafe { read_bits(p, eb as u8) }, eb as u8));
         // SAFETY: as above.
         let v = unsafe {
             match eb {
