@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
 use cust::event::{Event as CuEvent, EventFlags};
-use cust::function::FunctionAttribute;
+use cust::function::{Function, FunctionAttribute};
 use cust::module::Module as CuModule;
 use cust::stream::{Stream, StreamFlags};
 use cust::sys;
