@@ -238,43 +238,18 @@ impl Ctx {
     /// shared-memory access (after the first cluster barrier, to a live block); the
     /// block's memory.
     fn remote_block(&self, rank: u32, what: &str) -> &BlockMem {
-        let c = self.cluster_info();
-        let r = rank as usize;
-        assert!(
-            r < c.mems.len(),
-            "{what} to rank {rank}, but the cluster has {} blocks (ranks 0..{})",
-            c.mems.len(),
-            c.mems.len()
-        );
-        let b = c.bids[r];
-        if r != self.rank as usize {
-            assert!(
-                c.epoch.get() > 0,
-                "{what} to block ({}, {}, {}) (rank {rank} of the cluster) before the cluster's first cluster::sync(): that block may not have \
-                 started or initialised its mbarriers. Initialise, mbarrier::fence_init, then cluster::sync() before the first remote arrival or multicast",
-                b.x,
-                b.y,
-                b.z
-            );
-            assert!(
-                c.alive[r].get() > 0,
-                "{what} to block ({}, {}, {}) (rank {rank} of the cluster), whose threads have all exited: on a GPU its shared memory is gone. \
-                 That block must wait for the phase this completes before it exits",
-                b.x,
-                b.y,
-                b.z
-            );
-        }
-        // SAFETY: the block memories outlive every coroutine of the cluster.
-        unsafe { &*c.mems[r] }
+        self.cluster_block(
+            rank,
+            &format!("{what} to"),
+            false,
+            "started or initialised its mbarriers. Initialise, mbarrier::fence_init, then cluster::sync() before the first remote arrival or multicast",
+            "That block must wait for the phase this completes before it exits",
+        )
     }
 
     /// `p`, an address in this block's shared memory, in block `to`'s.
     fn in_block(&self, p: *mut u8, to: &BlockMem, what: &str) -> usize {
-        let region = mem(self)
-            .locate(p as usize)
-            .unwrap_or_else(|| panic!("{what}: {p:?} is not in this block's shared memory"));
-        to.resolve(region) as usize
+        self.same_place(p, to, what) as usize
     }
 
     pub(crate) fn mbar_arrive_remote_impl(&self, bar: *mut u8, rank: u32) {

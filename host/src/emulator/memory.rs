@@ -174,6 +174,58 @@ impl Ctx {
         self.cluster()
     }
 
+    /// Block `rank` of this cluster, reached by `what` (a remote access, arrival or
+    /// copy): the rank exists and, unless it is this block's own (`own_too` checks
+    /// that one too), the cluster passed its first barrier (`early` says how to
+    /// fix that) and the block has not exited (`gone` says how). Panics naming the
+    /// block otherwise.
+    pub(crate) fn cluster_block(
+        &self,
+        rank: u32,
+        what: &str,
+        own_too: bool,
+        early: &str,
+        gone: &str,
+    ) -> &BlockMem {
+        let c = self.cluster();
+        let r = rank as usize;
+        assert!(
+            r < c.mems.len(),
+            "{what} rank {rank}, but the cluster has {} blocks (ranks 0..{})",
+            c.mems.len(),
+            c.mems.len()
+        );
+        let b = c.bids[r];
+        if own_too || r != self.rank as usize {
+            assert!(
+                c.epoch.get() > 0,
+                "{what} block ({}, {}, {}) (rank {rank} of the cluster) before the cluster's first cluster::sync(): that block may not have {early}",
+                b.x,
+                b.y,
+                b.z
+            );
+            assert!(
+                c.alive[r].get() > 0,
+                "{what} block ({}, {}, {}) (rank {rank} of the cluster), whose threads have all exited: on a GPU its shared memory is gone. {gone}",
+                b.x,
+                b.y,
+                b.z
+            );
+        }
+        // SAFETY: the block memories outlive every coroutine of the cluster.
+        unsafe { &*c.mems[r] }
+    }
+
+    /// The address in block `to`'s shared memory of `p`, an address in this block's
+    /// (the same array and offset).
+    pub(crate) fn same_place(&self, p: *const u8, to: &BlockMem, what: &str) -> *mut u8 {
+        // SAFETY: the block memory outlives every coroutine of the block.
+        let region = unsafe { &*self.mem }
+            .locate(p as usize)
+            .unwrap_or_else(|| panic!("{what}: {p:?} is not in this block's shared memory"));
+        to.resolve(region)
+    }
+
     fn cluster(&self) -> &ClusterInfo {
         // SAFETY: the cluster outlives every coroutine of its blocks.
         unsafe { &*self.cluster }
@@ -278,32 +330,20 @@ impl ThreadEnv for Ctx {
             c.mems.len()
         );
         // SAFETY: the block memories outlive every coroutine of the cluster.
-        let (mine, theirs) = unsafe { (&*self.mem, &*c.mems[rank as usize]) };
-        let region = mine.locate(p as usize).unwrap_or_else(|| {
-            panic!("cluster::map of {p:?}, which is not in this block's shared memory (map takes an Smem of this block)")
-        });
-        theirs.resolve(region)
+        let theirs = unsafe { &*c.mems[rank as usize] };
+        self.same_place(p, theirs, "cluster::map (it takes an Smem of this block)")
     }
     fn cluster_access(&self, rank: u32, p: *const u8, bytes: usize) {
         let c = self.cluster();
         let r = rank as usize;
         let b = c.bids[r];
-        if c.epoch.get() == 0 {
-            panic!(
-                "accesses the shared memory of block ({}, {}, {}) (rank {rank} of the cluster) before the cluster's first cluster::sync(): \
-                 that block may not have started on a GPU. Sync the cluster before the first remote access",
-                b.x, b.y, b.z
-            );
-        }
-        if c.alive[r].get() == 0 {
-            panic!(
-                "accesses the shared memory of block ({}, {}, {}) (rank {rank} of the cluster), whose threads have all exited: \
-                 on a GPU that memory is gone. End the kernel with cluster::sync() after the last remote access",
-                b.x, b.y, b.z
-            );
-        }
-        // SAFETY: the block memories outlive every coroutine of the cluster.
-        let theirs = unsafe { &*c.mems[r] };
+        let theirs = self.cluster_block(
+            rank,
+            "accesses the shared memory of",
+            true,
+            "started on a GPU. Sync the cluster before the first remote access",
+            "End the kernel with cluster::sync() after the last remote access",
+        );
         assert!(
             theirs.contains(p as usize, bytes),
             "a remote access of {bytes} bytes at {p:?} lies outside the shared arrays of block ({}, {}, {}) (rank {rank})",
