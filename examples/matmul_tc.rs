@@ -7,11 +7,11 @@
 //! inputs; each checked against float64 on sampled rows, both of the rounded inputs
 //! (what the kernel must get right) and of the original f32 ones (what the precision
 //! costs), then timed. GPU if present, else the emulator (small sizes).
-use rust_simt::ops::matmul::{Dims, Epilogue};
+use rust_simt::ops::matmul::Epilogue;
 use rust_simt::ops::matmul_tc::{
     bf16, f16, matmul_tc, matmul_tf32_with, to_bf16, to_f16, TcKernel,
 };
-use rust_simt::{reference, Gpu, Result};
+use rust_simt::{reference, Buffer, Gpu, Result};
 
 /// Median ms per call over 7 samples of `reps` back-to-back calls (after a warm-up).
 fn time(gpu: &Gpu, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
@@ -24,6 +24,66 @@ fn time(gpu: &Gpu, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64
         .collect::<Result<Vec<f64>>>()?;
     t.sort_by(f64::total_cmp);
     Ok(t[t.len() / 2])
+}
+
+/// One size's shared state: the device, the size, the sampled rows and the float64
+/// product of the original f32 inputs on them.
+struct Case<'a> {
+    gpu: &'a Gpu,
+    n: usize,
+    rows: Vec<usize>,
+    exact: Vec<f64>,
+    reps: usize,
+}
+
+impl Case<'_> {
+    /// The sampled rows of an `n x n` matrix.
+    fn sample(&self, x: &[f32]) -> Vec<f32> {
+        let n = self.n;
+        self.rows
+            .iter()
+            .flat_map(|&r| x[r * n..(r + 1) * n].to_vec())
+            .collect()
+    }
+
+    /// Poisons C (`poison`), runs `run` once and checks the sampled rows against
+    /// `want` (float64 of the rounded inputs) within the f32 accumulation's error plus
+    /// `out_eps` (the rounding of a 16-bit C), then times it and prints a row.
+    #[allow(clippy::too_many_arguments)]
+    fn report<O: cust::memory::DeviceCopy + Default + Clone>(
+        &self,
+        name: &str,
+        peak: f64,
+        want: &[f64],
+        c: &mut Buffer<O>,
+        poison: O,
+        to_f32: fn(&O) -> f32,
+        out_eps: f64,
+        run: &mut dyn FnMut(&mut Buffer<O>) -> Result<()>,
+    ) -> Result<()> {
+        let (gpu, n) = (self.gpu, self.n);
+        gpu.write(c, &vec![poison; n * n])?;
+        run(c)?;
+        let got: Vec<f32> = gpu.download(c)?.iter().map(to_f32).collect();
+        let got = self.sample(&got);
+        let (e_r, e_x) = (
+            reference::rel_err(&got, want),
+            reference::rel_err(&got, &self.exact),
+        );
+        let ms = time(gpu, self.reps, || run(c))?;
+        let tf = 2.0 * (n as f64).powi(3) / ms / 1e9;
+        println!(
+            "{name:<26} {n:>6} {ms:>10.4} {tf:>9.1} {:>6.1}% {e_r:>12.1e} {e_x:>12.1e}",
+            100.0 * tf / peak
+        );
+        // f32 accumulation of n products: the relative error grows like sqrt(n)·eps.
+        let tol = 5e-7 * (n as f64).sqrt() + out_eps;
+        assert!(
+            e_r < tol,
+            "{name}: error {e_r:e} against float64 of the rounded inputs (tolerance {tol:e})"
+        );
+        Ok(())
+    }
 }
 
 fn main() -> Result<()> {
@@ -70,7 +130,6 @@ fn main() -> Result<()> {
         "kernel", "n", "ms", "TFLOP/s", "% peak", "err rounded", "err f32 in"
     );
     for n in sizes {
-        let d = Dims { m: n, n, k: n };
         let a: Vec<f32> = (0..n * n)
             .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
             .collect();
@@ -86,51 +145,33 @@ fn main() -> Result<()> {
         to_f16(&gpu, &bf, &mut bh)?;
         let mut c = gpu.alloc::<f32>(n * n)?;
         // float64 references of 4 sampled rows.
-        let rows: Vec<usize> = (0..4).map(|i| (i * 2654435761usize + 7) % n).collect();
-        let sample = |x: &[f32]| -> Vec<f32> {
-            rows.iter()
-                .flat_map(|&r| x[r * n..(r + 1) * n].to_vec())
-                .collect()
+        let mut case = Case {
+            gpu: &gpu,
+            n,
+            rows: (0..4).map(|i| (i * 2654435761usize + 7) % n).collect(),
+            exact: Vec::new(),
+            reps: if full { 5 } else { 1 },
         };
-        let reference_of = |round: &dyn Fn(f32) -> f32| {
+        let reference_of = |case: &Case, round: &dyn Fn(f32) -> f32| {
             let (ar, br): (Vec<f32>, Vec<f32>) = (
-                sample(&a).iter().map(|&v| round(v)).collect(),
+                case.sample(&a).iter().map(|&v| round(v)).collect(),
                 b.iter().map(|&v| round(v)).collect(),
             );
-            reference::matmul(&ar, &br, rows.len(), n, n, n, n, true)
+            reference::matmul(&ar, &br, case.rows.len(), n, n, n, n, true)
         };
-        let exact = reference_of(&|v| v);
-        let want_bf = reference_of(&|v| bf16::from_f32(v).to_f32());
-        let want_h = reference_of(&|v| f16::from_f32(v).to_f32());
-        let want_tf =
-            reference_of(&|v| f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v)));
-        let reps = if full { 5 } else { 1 };
+        case.exact = reference_of(&case, &|v| v);
+        let want_bf = reference_of(&case, &|v| bf16::from_f32(v).to_f32());
+        let want_h = reference_of(&case, &|v| f16::from_f32(v).to_f32());
+        let want_tf = reference_of(&case, &|v| {
+            f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v))
+        });
+        let f32_of = |x: &f32| *x;
         let report = |name: &str,
                       peak: f64,
                       want: &[f64],
-                      c: &mut rust_simt::Buffer<f32>,
-                      run: &mut dyn FnMut(&mut rust_simt::Buffer<f32>) -> Result<()>|
-         -> Result<()> {
-            gpu.write(c, &vec![f32::NAN; n * n])?;
-            run(c)?;
-            let got = sample(&gpu.download(c)?);
-            let (e_r, e_x) = (
-                reference::rel_err(&got, want),
-                reference::rel_err(&got, &exact),
-            );
-            let ms = time(&gpu, reps, || run(c))?;
-            let tf = d.flops() / ms / 1e9;
-            println!(
-                "{name:<26} {n:>6} {ms:>10.4} {tf:>9.1} {:>6.1}% {e_r:>12.1e} {e_x:>12.1e}",
-                100.0 * tf / peak
-            );
-            // f32 accumulation of n products: the relative error grows like sqrt(n)·eps.
-            let tol = 5e-7 * (n as f64).sqrt();
-            assert!(
-                e_r < tol,
-                "{name}: error {e_r:e} against float64 of the rounded inputs (tolerance {tol:e})"
-            );
-            Ok(())
+                      c: &mut Buffer<f32>,
+                      run: &mut dyn FnMut(&mut Buffer<f32>) -> Result<()>| {
+            case.report(name, peak, want, c, f32::NAN, f32_of, 0.0, run)
         };
         let hopper = TcKernel::best(&gpu).is_hopper();
         let mut stages = vec![
@@ -157,6 +198,52 @@ fn main() -> Result<()> {
         if hopper {
             f16_stages.push(("f16 stage 7 (wgmma)", TcKernel::Wgmma));
             f16_stages.push(("f16 stage 8 (multicast)", TcKernel::WgmmaCluster));
+        }
+        if hopper {
+            // C in the inputs' precision, as torch.relu(A @ B) returns on bf16/f16
+            // tensors: each element rounded once more (relative 2^-9 bf16, 2^-12 f16).
+            let mut c16 = gpu.alloc::<bf16>(n * n)?;
+            let name = "bf16 stage 8 -> bf16 C";
+            case.report(
+                name,
+                peak16,
+                &want_bf,
+                &mut c16,
+                bf16::NAN,
+                |x| x.to_f32(),
+                4e-3,
+                &mut |c| {
+                    matmul_tc(
+                        &gpu,
+                        TcKernel::WgmmaCluster,
+                        ab.matrix(n, n)?,
+                        bb.matrix(n, n)?,
+                        c.matrix_mut(n, n)?,
+                        Epilogue::Relu,
+                    )
+                },
+            )?;
+            let mut c16 = gpu.alloc::<f16>(n * n)?;
+            let name = "f16 stage 8 -> f16 C";
+            case.report(
+                name,
+                peak16,
+                &want_h,
+                &mut c16,
+                f16::NAN,
+                |x| x.to_f32(),
+                5e-4,
+                &mut |c| {
+                    matmul_tc(
+                        &gpu,
+                        TcKernel::WgmmaCluster,
+                        ah.matrix(n, n)?,
+                        bh.matrix(n, n)?,
+                        c.matrix_mut(n, n)?,
+                        Epilogue::Relu,
+                    )
+                },
+            )?;
         }
         for (name, stage) in f16_stages {
             report(name, peak16, &want_h, &mut c, &mut |c| {

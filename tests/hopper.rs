@@ -17,7 +17,7 @@ use kernels::params::Epilogue;
 use kernels::simt_std::tma::swizzle_128b;
 use kernels::simt_std::wgmma::{acc_coords, desc, desc_fields, Swizzle};
 use rust_simt::emulator::{EmuConfig, EmuError, Order};
-use rust_simt::ops::matmul_tc::{matmul_tc, TcInput, TcKernel};
+use rust_simt::ops::matmul_tc::{matmul_tc, TcInput, TcKernel, TcOutput};
 use rust_simt::{dim3, Gpu, LaunchConfig, Layout, SimtError, TensorMap, TmaSwizzle};
 
 /// Whether `g` runs the sm_90a kernels (the emulator, an H100 or H200).
@@ -399,6 +399,161 @@ fn wgmma_matmul_random_and_ragged() {
             check_wgmma::<f16>(&g, stage, 2944, 2304, 192, 192, 2304, 2307, false);
         }
     }
+}
+
+/// `C16 = relu(A·B)` in 16-bit `O` from the same inputs as an f32 C: every element
+/// must be the f32 result rounded to nearest even, bit for bit (the kernels sum in
+/// the same order either way), and C16's padding between rows must keep its poison.
+fn check_out16<T: TcInput, O: TcOutput + Copy + Default>(
+    g: &Gpu,
+    stage: TcKernel,
+    (m, n, k): (usize, usize, usize),
+    ldc: usize,
+    round: impl Fn(f32) -> u16,
+) {
+    let (mut r, seed) = rng("matmul_out16");
+    let (lda, ldb) = (k.next_multiple_of(8), n.next_multiple_of(8));
+    let to16 = |v: &[f32]| -> Vec<T> {
+        v.iter()
+            .map(|&x| {
+                let h = if T::NAME == "bf16" {
+                    bf16::from_f32(x).to_bits()
+                } else {
+                    f16::from_f32(x).to_bits()
+                };
+                // SAFETY: T is bf16 or f16, 16 bits.
+                unsafe { std::mem::transmute_copy(&h) }
+            })
+            .collect()
+    };
+    let a = to16(&uniform(&mut r, m * lda, -1.0, 1.0));
+    let b = to16(&uniform(&mut r, k * ldb, -1.0, 1.0));
+    let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+    let (av, bv) = (
+        || ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
+        || bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
+    );
+    let mut c32 = poisoned(g, (m - 1) * n + n);
+    matmul_tc(
+        g,
+        stage,
+        av(),
+        bv(),
+        c32.matrix_mut(m, n).unwrap(),
+        Epilogue::Relu,
+    )
+    .unwrap();
+    let want: Vec<u16> = g.download(&c32).unwrap().into_iter().map(round).collect();
+    const POISON: u16 = 0x7fc1;
+    // SAFETY: O is bf16 or f16 here, 16 bits.
+    let poison: O = unsafe { std::mem::transmute_copy(&POISON) };
+    let mut c16 = g.upload(&vec![poison; (m - 1) * ldc + n]).unwrap();
+    matmul_tc(
+        g,
+        stage,
+        av(),
+        bv(),
+        c16.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
+        Epilogue::Relu,
+    )
+    .unwrap();
+    let got: Vec<u16> = g
+        .download(&c16)
+        .unwrap()
+        .iter()
+        // SAFETY: as above.
+        .map(|x| unsafe { std::mem::transmute_copy::<O, u16>(x) })
+        .collect();
+    let what = format!(
+        "{stage:?} {} -> {} {m}x{n}x{k} ldc {ldc} (seed {seed})",
+        T::NAME,
+        std::any::type_name::<O>()
+    );
+    for i in 0..m {
+        for j in 0..ldc.min(got.len() - i * ldc) {
+            let (at, x) = (i * ldc + j, got[i * ldc + j]);
+            if j < n {
+                assert_eq!(
+                    x,
+                    want[i * n + j],
+                    "{what}: C[{i}][{j}] is {x:#06x}, the f32 result rounded is {:#06x}",
+                    want[i * n + j]
+                );
+            } else {
+                assert_eq!(x, POISON, "{what}: padding at {at} written");
+            }
+        }
+    }
+}
+
+#[test]
+fn sixteen_bit_output_is_the_f32_result_rounded() {
+    let g = gpu_two_sms();
+    if !hopper(&g) {
+        return;
+    }
+    let bf = |x: f32| bf16::from_f32(x).to_bits();
+    let hf = |x: f32| f16::from_f32(x).to_bits();
+    // C's rows whole 16-byte chunks and aligned (stage 8 stores through TMA), or
+    // not (plain stores, 2-byte pairs when ldc is odd); ragged tiles; a single element.
+    let mut shapes = vec![
+        ((1, 1, 1), 1),
+        ((130, 264, 72), 272),
+        ((130, 264, 72), 267),
+        ((257, 100, 136), 100),
+        ((300, 520, 80), 520),
+    ];
+    if on_gpu(&g) {
+        shapes.push(((2944, 2304, 192), 2304));
+        shapes.push(((1000, 1500, 1100), 1501));
+    }
+    for (shape, ldc) in shapes {
+        for stage in HOPPER_STAGES {
+            check_out16::<bf16, bf16>(&g, stage, shape, ldc, bf);
+            check_out16::<f16, f16>(&g, stage, shape, ldc, hf);
+            check_out16::<bf16, f16>(&g, stage, shape, ldc, hf);
+        }
+    }
+    // An empty sum writes zeros, and the mma.sync stages refuse a 16-bit C.
+    let (a, b) = (
+        g.upload(&vec![bf16::ONE; 8]).unwrap(),
+        g.upload(&vec![bf16::ONE; 8]).unwrap(),
+    );
+    let mut c = g.upload(&vec![bf16::NAN; 12]).unwrap();
+    let lay = Layout::strided(3, 3, 4);
+    matmul_tc(
+        &g,
+        TcKernel::WgmmaCluster,
+        a.matrix(3, 0).unwrap(),
+        b.matrix(0, 3).unwrap(),
+        c.matrix_mut_strided(lay).unwrap(),
+        Epilogue::Relu,
+    )
+    .unwrap();
+    let got = g.download(&c).unwrap();
+    for (i, x) in got.iter().enumerate() {
+        assert!(
+            if i % 4 < 3 {
+                x.to_bits() == 0
+            } else {
+                x.is_nan()
+            },
+            "k = 0: element {i} is {x}"
+        );
+    }
+    let e = matmul_tc(
+        &g,
+        TcKernel::MmaPipelined,
+        a.matrix(2, 4).unwrap(),
+        b.matrix(4, 2).unwrap(),
+        c.matrix_mut(2, 2).unwrap(),
+        Epilogue::None,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, SimtError::Unsupported(m) if m.contains("Hopper stage")),
+        "{e}"
+    );
 }
 
 /// A row stride of at least `n` f32 whose rows are 16-byte aligned, with a gap.

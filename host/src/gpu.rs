@@ -41,6 +41,10 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 type Timing = (&'static str, Box<dyn Event>, Box<dyn Event>);
 
+/// What an occupancy answer depends on: module, PTX target, kernel, block threads,
+/// dynamic shared bytes, cluster size (0: blocks per SM).
+type OccupancyKey = (&'static str, &'static str, &'static str, u32, u32, u32);
+
 /// A device that runs rust-simt kernels: [`Gpu::from_env`], [`Gpu::cuda`] or
 /// [`Gpu::emulator`].
 ///
@@ -75,6 +79,10 @@ pub struct Gpu {
     flags: RefCell<Option<(Arc<Buffer<u32>>, u32)>>,
     /// Tensor maps in device memory, most recent last (see `tensor_map`).
     tensor_maps: RefCell<Vec<(crate::tensor_map::TensorMapDesc, Arc<Buffer<u64>>)>>,
+    /// Occupancy answers by (module, target, kernel, threads, shared bytes, cluster size): the
+    /// driver's query costs host time on every launch of a persistent kernel, and
+    /// its answer never changes for one device and module.
+    occupancy: RefCell<Vec<(OccupancyKey, u32)>>,
 }
 
 impl Gpu {
@@ -89,6 +97,7 @@ impl Gpu {
             modules: RefCell::new(Vec::new()),
             profile: RefCell::new(None),
             tensor_maps: RefCell::new(Vec::new()),
+            occupancy: RefCell::new(Vec::new()),
             scratch: RefCell::new(Vec::new()),
             flags: RefCell::new(None),
         }
@@ -565,14 +574,34 @@ impl Gpu {
         let Some((target, threads, shared)) = self.occupancy_query::<K>(args)? else {
             return Ok(0);
         };
-        self.dev.backend.max_active_clusters(
-            K::MODULE,
-            target,
-            K::NAME,
-            threads,
-            shared,
-            K::BOUNDS.cluster.max(1),
+        let cluster = K::BOUNDS.cluster.max(1);
+        self.occupancy_cached(
+            (K::MODULE, target, K::NAME, threads, shared, cluster),
+            || {
+                self.dev.backend.max_active_clusters(
+                    K::MODULE,
+                    target,
+                    K::NAME,
+                    threads,
+                    shared,
+                    cluster,
+                )
+            },
         )
+    }
+
+    /// `query()`'s answer for `key`, asked once per `Gpu`.
+    fn occupancy_cached(
+        &self,
+        key: OccupancyKey,
+        query: impl FnOnce() -> Result<u32>,
+    ) -> Result<u32> {
+        if let Some((_, v)) = self.occupancy.borrow().iter().find(|(k, _)| *k == key) {
+            return Ok(*v);
+        }
+        let v = query()?;
+        self.occupancy.borrow_mut().push((key, v));
+        Ok(v)
     }
 
     fn resident_blocks(
@@ -583,10 +612,11 @@ impl Gpu {
         threads: u32,
         shared: u32,
     ) -> Result<u32> {
-        let per_sm = self
-            .dev
-            .backend
-            .max_active_blocks(module, target, kernel, threads, shared)?;
+        let per_sm = self.occupancy_cached((module, target, kernel, threads, shared, 0), || {
+            self.dev
+                .backend
+                .max_active_blocks(module, target, kernel, threads, shared)
+        })?;
         Ok(per_sm.saturating_mul(self.props().sms))
     }
 

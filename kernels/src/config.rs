@@ -162,8 +162,8 @@ pub const WG_CLUSTER: u32 = 2;
 /// Hopper matmul, stage 8: rows of C per TMA store of the epilogue (one consumer
 /// warp's rows of its `m64n256` tile).
 pub const WG_C_BOX_ROWS: u32 = 16;
-/// Hopper matmul, stage 8: columns of C per TMA store (128 bytes of f32: the
-/// 128-byte swizzle's span).
+/// Hopper matmul, stage 8: columns of an f32 C per TMA store (128 bytes: the
+/// 128-byte swizzle's span; a 16-bit C stores twice as many).
 pub const WG_C_BOX_COLS: u32 = 32;
 /// Hopper matmul, stage 8: the epilogue's staging buffers: two boxes per consumer
 /// warp (8 warps), so one is filled while the last one's store reads the other.

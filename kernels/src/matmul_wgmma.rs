@@ -30,6 +30,7 @@ use crate::config::{
     WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_SMEM_BYTES, WG_STAGES, WG_STAGE_BYTES, WG_THREADS,
 };
 use crate::params::MatmulParamsTma;
+use simt_std::convert::{pack_bf16x2_rne, pack_f16x2_rne};
 use simt_std::mbarrier;
 use simt_std::memory::store2;
 use simt_std::shared::{dynamic_shared, Smem};
@@ -140,18 +141,49 @@ pub(crate) unsafe fn multiply_stage<const KIND: u32, const ASYNC: bool>(
 }
 
 /// Stores a consumer's 64x256 accumulators at rows `row0 ..` and columns `col0 ..`
-/// of C (rows and columns past C's edges skipped), with the ReLU if asked. Pairs
-/// `(i, i + 1)` are adjacent columns of one row. Plain stores: they drain while the
-/// warpgroup multiplies its next tile. Unrolled, so every index into `acc` is a
-/// constant (a loop put them on the stack).
+/// of C (rows and columns past C's edges skipped), with the ReLU if asked, as
+/// `p.c_type`. Pairs `(i, i + 1)` are adjacent columns of one row. Plain stores:
+/// they drain while the warpgroup multiplies its next tile. Unrolled, so every
+/// index into `acc` is a constant (a loop put them on the stack).
 ///
 /// # Safety
-/// `p.c` is writable at `c[i*ld + j]` for `i < p.m`, `j < p.n` (the kernels' contract).
+/// `p.c` is writable at `c[i*ld + j]` for `i < p.m`, `j < p.n` (the kernels' contract),
+/// with elements of `p.c_type`.
 #[inline(always)]
 pub(crate) unsafe fn store_tile(acc: &Acc, p: &MatmulParamsTma, row0: u32, col0: u32, t: u32) {
+    // SAFETY (all three): forwarded.
+    unsafe {
+        match p.c_type as u32 {
+            0 => store_tile_as::<0>(acc, p, row0, col0, t),
+            1 => store_tile_as::<1>(acc, p, row0, col0, t),
+            _ => store_tile_as::<2>(acc, p, row0, col0, t),
+        }
+    }
+}
+
+/// Two adjacent outputs, after the epilogue, as C's 16-bit elements packed in a
+/// `u32` (`OUT` 1: bf16, 2: f16; [`OutType`](crate::params::OutType)'s numbers).
+#[inline(always)]
+pub(crate) fn pack16<const OUT: u32>(v0: f32, v1: f32) -> u32 {
+    if OUT == 1 {
+        pack_bf16x2_rne(v0, v1)
+    } else {
+        pack_f16x2_rne(v0, v1)
+    }
+}
+
+/// [`store_tile`] for C's element type `OUT` (0: f32, 1: bf16, 2: f16).
+///
+/// # Safety
+/// As [`store_tile`].
+#[inline(always)]
+unsafe fn store_tile_as<const OUT: u32>(acc: &Acc, p: &MatmulParamsTma, row0: u32, col0: u32, t: u32) {
     let relu = p.epilogue as u32 != 0;
-    let (cp, ldc) = (p.c.ptr, p.c.ld);
-    let vec = ldc % 2 == 0 && cp as usize % 8 == 0;
+    let ldc = p.c.ld;
+    let (c32, c16) = (p.c.ptr, p.c.ptr as *mut u16);
+    // Pairs go out as one 8-byte (f32) or 4-byte (16-bit) store when C's start and
+    // row stride keep every pair aligned.
+    let vec = ldc % 2 == 0 && c32 as usize % if OUT == 0 { 8 } else { 4 } == 0;
     unroll!(8, I => {
         unroll!(8, J => {
             {
@@ -161,19 +193,35 @@ pub(crate) unsafe fn store_tile(acc: &Acc, p: &MatmulParamsTma, row0: u32, col0:
                 let f = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
                 let (v0, v1) = (f(acc[i / 4][i % 4]), f(acc[i / 4][i % 4 + 1]));
                 if row < p.m {
+                    let at = (row * ldc + col) as usize;
                     // SAFETY: row < m and each column < n (checked), so inside C
-                    // (the kernel's contract); `vec` makes the pair 8-byte aligned
-                    // (col is even).
+                    // (the kernel's contract); `vec` makes the pair 8-byte (f32) or
+                    // 4-byte (16-bit) aligned (col is even).
                     unsafe {
-                        let q = cp.add((row * ldc + col) as usize);
-                        if vec && col + 1 < p.n {
-                            store2(q, v0, v1);
-                        } else {
-                            if col < p.n {
-                                *q = v0;
+                        if OUT == 0 {
+                            let q = c32.add(at);
+                            if vec && col + 1 < p.n {
+                                store2(q, v0, v1);
+                            } else {
+                                if col < p.n {
+                                    *q = v0;
+                                }
+                                if col + 1 < p.n {
+                                    *q.add(1) = v1;
+                                }
                             }
-                            if col + 1 < p.n {
-                                *q.add(1) = v1;
+                        } else {
+                            let q = c16.add(at);
+                            let w = pack16::<OUT>(v0, v1);
+                            if vec && col + 1 < p.n {
+                                *(q as *mut u32) = w;
+                            } else {
+                                if col < p.n {
+                                    *q = w as u16;
+                                }
+                                if col + 1 < p.n {
+                                    *q.add(1) = (w >> 16) as u16;
+                                }
                             }
                         }
                     }
@@ -309,18 +357,20 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
 }
 
 kernel! {
-    /// `C = epilogue(A · B)` on Hopper tensor cores, bf16 inputs, f32 accumulation and
-    /// output: `wgmma.m64n256k16` from shared memory, fed by TMA, persistent.
+    /// `C = epilogue(A · B)` on Hopper tensor cores, bf16 inputs, f32 accumulation,
+    /// C in f32, bf16 or f16 (`p.c_type`): `wgmma.m64n256k16` from shared memory, fed
+    /// by TMA, persistent.
     ///
     /// # Safety
     /// `p.a_map` and `p.b_map` are tensor maps (in global memory) of the bf16
     /// matrices `A: m x k` (boxes of 128 rows x 64 columns) and `B: k x n` (boxes of
     /// 64 x 64), 128-byte swizzled; `p.c` is writable at `c[i*ld + j]` for `i < m,
-    /// j < n` and does not overlap A or B; C has fewer than 2^32 elements.
+    /// j < n` with elements of `p.c_type` and does not overlap A or B; C has fewer
+    /// than 2^32 elements.
     ///
     /// # Parameters
-    /// One [`MatmulParamsTma`]: the two maps, `c`: `[m, n]` row-major f32, the sizes,
-    /// and `epilogue: Relu` to fuse the ReLU.
+    /// One [`MatmulParamsTma`]: the two maps, `c`: `[m, n]` row-major of `c_type`,
+    /// the sizes, and `epilogue: Relu` to fuse the ReLU.
     ///
     /// # Tiling
     /// Tiles of 128x256, K steps of 64 (one 128-byte row of A); 4 stages of 48 KiB

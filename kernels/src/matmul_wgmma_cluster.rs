@@ -63,7 +63,7 @@ use crate::config::{
     WG_C_BOX_ROWS, WG_C_STAGE_BYTES, WG_STAGES, WG_STAGE_BYTES, WG_THREADS,
 };
 use crate::matmul_wgmma::{
-    multiply_stage, store_tile, Acc, Ring, A_BYTES, BF16, B_BOX_BYTES, F16, GROUP_M, TF32,
+    multiply_stage, pack16, store_tile, Acc, Ring, A_BYTES, BF16, B_BOX_BYTES, F16, GROUP_M, TF32,
 };
 use crate::params::MatmulParamsTma;
 use simt_std::shared::Smem;
@@ -91,17 +91,19 @@ const _: () = assert!(
 );
 
 /// Stores consumer warpgroup's 64x256 accumulators (rows `row0 ..`, columns
-/// `col0 ..` of C) through shared memory and TMA, with the ReLU if asked.
+/// `col0 ..` of C) through shared memory and TMA, with the ReLU if asked, as
+/// `p.c_type`.
 ///
 /// Why: the plain stores of stage 7 write 8-byte pairs, 8 rows apart in a warp, so
 /// each store instruction touches 8 lines of C; they cost more than 10 us per tile
 /// at 4096^3 (docs/PERFORMANCE.md), time in which this warpgroup multiplies nothing.
-/// Here each warp writes its 16 rows, 32 columns at a time, into a 2 KiB box in
-/// shared memory in the 128-byte swizzled layout (8 rows of a store land in 8
-/// different banks groups), and lane 0 hands the box to the copy engine
-/// ([`tma::store_2d`]): whole lines of C, clipped at C's edges by the engine, while
-/// the warp goes on. Two boxes per warp alternate; before refilling one, lane 0
-/// waits until the store before last has read it ([`tma::store_wait_read`]).
+/// Here each warp writes its 16 rows, 128 bytes of C at a time (32 f32 or 64
+/// 16-bit columns), into a 2 KiB box in shared memory in the 128-byte swizzled
+/// layout (8 rows of a store land in 8 different banks groups), and lane 0 hands
+/// the box to the copy engine ([`tma::store_2d`]): whole lines of C, clipped at C's
+/// edges by the engine, while the warp goes on. Two boxes per warp alternate;
+/// before refilling one, lane 0 waits until the store before last has read it
+/// ([`tma::store_wait_read`]). A 16-bit C is half the boxes: 4 per warp and tile.
 ///
 /// # Safety
 /// `p.c_map` is a map of C as [`MatmulParamsTma::c_map`] says, prefetched by lane 0
@@ -109,52 +111,92 @@ const _: () = assert!(
 /// boxes, used by nothing else.
 #[inline(always)]
 unsafe fn store_tile_tma(acc: &Acc, p: &MatmulParamsTma, bufs: Smem<u8>, row0: u32, col0: u32, t: u32) {
+    // SAFETY (all three): forwarded.
+    unsafe {
+        match p.c_type as u32 {
+            0 => store_tile_tma_as::<0>(acc, p, bufs, row0, col0, t),
+            1 => store_tile_tma_as::<1>(acc, p, bufs, row0, col0, t),
+            _ => store_tile_tma_as::<2>(acc, p, bufs, row0, col0, t),
+        }
+    }
+}
+
+/// [`store_tile_tma`] for C's element type `OUT` (0: f32, 1: bf16, 2: f16).
+///
+/// # Safety
+/// As [`store_tile_tma`].
+#[inline(always)]
+unsafe fn store_tile_tma_as<const OUT: u32>(
+    acc: &Acc,
+    p: &MatmulParamsTma,
+    bufs: Smem<u8>,
+    row0: u32,
+    col0: u32,
+    t: u32,
+) {
     let relu = p.epilogue as u32 != 0;
     let f = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
     let (w, lane) = (t / 32, t % 32);
     let mine = bufs.add((w * 2 * C_BOX_BYTES) as usize);
-    unroll!(8, J => {
-        {
-            let buf = mine.add((J as u32 % 2 * C_BOX_BYTES) as usize);
-            if lane == 0 {
-                // The store before last read this box.
-                tma::store_wait_read::<1>();
-            }
-            warp::sync();
-            unroll!(4, G => {
+    // Bytes per element; columns per box (a 128-byte box row); the accumulators'
+    // 8-column blocks per box (32 per tile row of 256).
+    let eb = if OUT == 0 { 4 } else { 2 };
+    let box_cols = 128 / eb;
+    let per_box = box_cols / 8;
+    unroll!(8, X => {
+        unroll!(4, Y => {
+            {
+                // Block `bl` of 8 columns lies in box `j`.
+                let bl = (4 * X + Y) as u32;
+                let j = bl / per_box;
+                let buf = mine.add((j % 2 * C_BOX_BYTES) as usize);
+                if bl % per_box == 0 {
+                    if lane == 0 {
+                        // The store before last read this box.
+                        tma::store_wait_read::<1>();
+                    }
+                    warp::sync();
+                }
                 unroll!(2, H => {
                     {
-                        let i = 4 * (4 * J + G) + 2 * H;
+                        let i = 4 * (4 * X + Y) + 2 * H;
                         let (r, c) = acc_coords(t, i as u32);
-                        let lin = (r - 16 * w) * 128 + (c - 32 * J as u32) * 4;
+                        let lin = (r - 16 * w) * 128 + (c - box_cols * j) * eb;
+                        let (v0, v1) = (f(acc[i / 4][i % 4]), f(acc[i / 4][i % 4 + 1]));
+                        let at = buf.add(tma::swizzle_128b(lin) as usize);
                         // SAFETY: inside this warp's box (16 rows of 128 bytes, 1024-byte
                         // aligned, so the swizzle is a function of the offset); 8-byte
-                        // aligned (c is even); no store reads it (the wait above).
+                        // (f32 pair) or 4-byte (16-bit pair) aligned, as c is even; no
+                        // store reads it (the wait above).
                         unsafe {
-                            buf.add(tma::swizzle_128b(lin) as usize)
-                                .cast::<f32>()
-                                .store2(f(acc[i / 4][i % 4]), f(acc[i / 4][i % 4 + 1]))
+                            if OUT == 0 {
+                                at.cast::<f32>().store2(v0, v1)
+                            } else {
+                                at.cast::<u32>().write(pack16::<OUT>(v0, v1))
+                            }
                         };
                     }
                 });
-            });
-            tma::fence_proxy_async();
-            warp::sync();
-            if lane == 0 {
-                // SAFETY: the caller's map, prefetched; the box was written and fenced
-                // by the whole warp (the barrier above) and is not written again until
-                // a wait covers this store.
-                unsafe {
-                    tma::store_2d(
-                        buf,
-                        p.c_map,
-                        (col0 + WG_C_BOX_COLS * J as u32) as i32,
-                        (row0 + WG_C_BOX_ROWS * w) as i32,
-                    )
-                };
-                tma::store_commit();
+                if bl % per_box == per_box - 1 {
+                    tma::fence_proxy_async();
+                    warp::sync();
+                    if lane == 0 {
+                        // SAFETY: the caller's map, prefetched; the box was written and
+                        // fenced by the whole warp (the barrier above) and is not written
+                        // again until a wait covers this store.
+                        unsafe {
+                            tma::store_2d(
+                                buf,
+                                p.c_map,
+                                (col0 + box_cols * j) as i32,
+                                (row0 + WG_C_BOX_ROWS * w) as i32,
+                            )
+                        };
+                        tma::store_commit();
+                    }
+                }
             }
-        }
+        });
     });
 }
 
@@ -353,17 +395,19 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
 }
 
 kernel! {
-    /// `C = epilogue(A · B)` on Hopper tensor cores, bf16 inputs, f32 accumulation and
-    /// output, in clusters of two blocks that share B's tile by TMA multicast.
+    /// `C = epilogue(A · B)` on Hopper tensor cores, bf16 inputs, f32 accumulation,
+    /// C in f32, bf16 or f16 (`p.c_type`), in clusters of two blocks that share B's
+    /// tile by TMA multicast.
     ///
     /// # Safety
     /// As [`matmul_wgmma_bf16()`](crate::matmul_wgmma::matmul_wgmma_bf16): tensor maps
     /// of `A: m x k` (boxes of 128 x 64) and `B: k x n` (boxes of 64 x 64), 128-byte
     /// swizzled, in global memory; `p.c` writable at `c[i*ld + j]` for `i < m, j < n`,
-    /// not overlapping A or B; C has fewer than 2^32 elements; `p.k >= 1`. `p.c_map`
-    /// is null or a map of exactly this C (f32, boxes of 16 x 32, 128-byte swizzle)
-    /// whose rows start 16-byte aligned and are a whole number of 16-byte chunks
-    /// (a TMA store writes the chunk holding the last column whole).
+    /// not overlapping A or B, of elements `p.c_type`; C has fewer than 2^32
+    /// elements; `p.k >= 1`. `p.c_map` is null or a map of exactly this C (its
+    /// element type, boxes of 16 rows x 128 bytes, 128-byte swizzle) whose rows start
+    /// 16-byte aligned and are a whole number of 16-byte chunks (a TMA store writes
+    /// the chunk holding the last column whole).
     ///
     /// # Parameters
     /// One [`MatmulParamsTma`], as stage 7.
@@ -372,8 +416,9 @@ kernel! {
     /// Stage 7's: tiles of 128x256, K steps of 64, 4 stages of 48 KiB (A `[128][64]`,
     /// B as 4 boxes `[64][64]`), a full and an empty mbarrier per stage. Rank `r` of a
     /// cluster loads B's boxes `2r` and `2r + 1` into both blocks. The epilogue
-    /// stages C in boxes of 16 x 32 f32, two per consumer warp, and stores them with
-    /// TMA (`p.c_map`; plain stores when it is null).
+    /// stages C in boxes of 16 rows x 128 bytes (32 f32 or 64 16-bit columns), two
+    /// per consumer warp, and stores them with TMA (`p.c_map`; plain stores when it
+    /// is null).
     ///
     /// # Thread Mapping
     /// 384 threads = 3 warpgroups, as stage 7. A 1-D grid of clusters of two: cluster

@@ -65,14 +65,16 @@ kernel_params! {
 
     /// `C = epilogue(A · B)` for the Hopper kernels: A and B as TMA tensor maps in
     /// global memory (`a_map` of `A: m x k` with boxes of 128 rows x 64 columns,
-    /// `b_map` of `B: k x n` with boxes of 64 x 64, both 128-byte swizzled), f32 `C`.
+    /// `b_map` of `B: k x n` with boxes of 64 x 64, both 128-byte swizzled), `C` of
+    /// element type `c_type` (`c.ptr` points at such elements, `c.ld` counts them).
     pub struct MatmulParamsTma {
         pub a_map: *const TensorMap,
         pub b_map: *const TensorMap,
-        /// Stage 8: a map of C (f32, boxes of [`WG_C_BOX_ROWS`] x [`WG_C_BOX_COLS`],
-        /// 128-byte swizzled) for its TMA-store epilogue, or null (C's rows not
-        /// 16-byte aligned, or not a multiple of 16 bytes long: plain stores). Stage
-        /// 7 ignores it.
+        /// Stage 8: a map of C (`c_type`, boxes of [`WG_C_BOX_ROWS`] rows of 128
+        /// bytes: [`WG_C_BOX_COLS`] f32 or twice as many 16-bit elements, 128-byte
+        /// swizzled) for its TMA-store epilogue, or null (C's rows not 16-byte
+        /// aligned, or not a multiple of 16 bytes long: plain stores). Stage 7
+        /// ignores it.
         ///
         /// [`WG_C_BOX_ROWS`]: crate::config::WG_C_BOX_ROWS
         /// [`WG_C_BOX_COLS`]: crate::config::WG_C_BOX_COLS
@@ -82,6 +84,8 @@ kernel_params! {
         pub n: u32,
         pub k: u32,
         pub epilogue: Epilogue,
+        /// C's element type.
+        pub c_type: OutType,
     }
 }
 
@@ -97,6 +101,33 @@ pub enum Epilogue {
 
 // SAFETY: a `#[repr(u32)]` enum is a u32 on both sides; the host only builds valid variants.
 unsafe impl KernelParam for Epilogue {}
+
+/// The element type a matmul stores C in. The sums are f32 either way; a 16-bit C
+/// is each sum rounded to nearest even after the epilogue, as PyTorch's bf16 and
+/// f16 matmuls return, and half the bytes to write.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutType {
+    /// f32.
+    F32 = 0,
+    /// bf16 bits (`u16`).
+    Bf16 = 1,
+    /// f16 bits (`u16`).
+    F16 = 2,
+}
+
+impl OutType {
+    /// Bytes per element.
+    pub const fn bytes(self) -> u32 {
+        match self {
+            OutType::F32 => 4,
+            OutType::Bf16 | OutType::F16 => 2,
+        }
+    }
+}
+
+// SAFETY: as `Epilogue`'s.
+unsafe impl KernelParam for OutType {}
 
 impl MatmulParams {
     /// The fields as the kernels' loops use them:

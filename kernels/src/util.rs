@@ -24,3 +24,55 @@ kernel! {
         }
     }
 }
+
+/// `y[r·ld + c] = value` for `r < rows`, `c < cols`, grid-stride.
+///
+/// # Safety
+/// `y` is valid for writes at those places; `rows · cols` fits a usize.
+#[inline(always)]
+unsafe fn fill_matrix<T: Copy>(y: *mut T, rows: u32, cols: u32, ld: u32, value: T) {
+    let n = rows as usize * cols as usize;
+    let mut i = global_index_x();
+    while i < n {
+        let (r, c) = (i / cols as usize, i % cols as usize);
+        // SAFETY: r < rows, c < cols.
+        unsafe { *y.add(r * ld as usize + c) = value };
+        i += grid_stride_x();
+    }
+}
+
+kernel! {
+    /// `y[r·ld + c] = value` for `r < rows`, `c < cols`: fills a strided matrix of
+    /// 32-bit elements (an f32 C of an empty product), leaving the padding between
+    /// rows alone.
+    ///
+    /// # Safety
+    /// `y` is valid for writes at `r·ld + c` for `r < rows`, `c < cols`.
+    ///
+    /// # Parameters
+    /// * `y`: `[rows][ld]` output. * `rows`, `cols`, `ld`: its view. * `value`: the
+    ///   bits to store.
+    ///
+    /// # Thread Mapping
+    /// Grid-stride loop over the `rows · cols` elements, any 1-D launch.
+    #[launch(max_threads = 1024)]
+    pub unsafe fn fill_matrix_u32(y: *mut u32, rows: u32, cols: u32, ld: u32, value: u32) {
+        // SAFETY: forwarded.
+        unsafe { fill_matrix(y, rows, cols, ld, value) }
+    }
+}
+
+kernel! {
+    /// As [`fill_matrix_u32()`] for 16-bit elements (a bf16 or f16 C).
+    ///
+    /// # Safety
+    /// As [`fill_matrix_u32()`], for 16-bit elements.
+    ///
+    /// # Parameters
+    /// As [`fill_matrix_u32()`]; `value`'s low 16 bits are stored.
+    #[launch(max_threads = 1024)]
+    pub unsafe fn fill_matrix_u16(y: *mut u16, rows: u32, cols: u32, ld: u32, value: u32) {
+        // SAFETY: forwarded.
+        unsafe { fill_matrix(y, rows, cols, ld, value as u16) }
+    }
+}

@@ -1,7 +1,7 @@
 //! `C = epilogue(A·B)` on tensor cores: bf16, f16 or TF32 inputs, f32
-//! accumulation and output (stages 5 and 6 of the matmul progression with
-//! `mma.sync`, and stage 7 with Hopper's `wgmma` + TMA: [`TcKernel`];
-//! [`TcKernel::best`] picks the fastest the device runs).
+//! accumulation, f32 output, or bf16/f16 output on Hopper (stages 5 and 6 of the
+//! matmul progression with `mma.sync`, stages 7 and 8 with Hopper's `wgmma` + TMA:
+//! [`TcKernel`]; [`TcKernel::best`] picks the fastest the device runs).
 //!
 //! The precision is in the types: [`matmul_tc`] takes `MatrixRef<bf16>` or
 //! `MatrixRef<f16>` (the `half` crate's types; [`to_bf16`] and [`to_f16`] convert
@@ -9,6 +9,11 @@
 //! [`matmul_tf32`] takes f32 matrices and rounds them to TF32 inside the kernel, as
 //! `torch.backends.cuda.matmul.allow_tf32 = True` does. A device below sm_80 is
 //! [`SimtError::Unsupported`].
+//!
+//! C's type is the output's ([`TcOutput`]): f32, or bf16/f16 (the Hopper stages),
+//! each f32 sum rounded to nearest even after the epilogue, as `torch.relu(A @ B)`
+//! on bf16 tensors returns. A 16-bit C halves the bytes the epilogue writes, which
+//! is most of what a product with one tile per SM spends outside its K loop.
 //!
 //! Why BF16 loses digits: bf16 keeps 8 bits of mantissa (f32 keeps 24), so each
 //! input is off by up to 2^-9 relative (0.2%) before any arithmetic; the products
@@ -23,7 +28,7 @@ pub use half::{bf16, f16};
 use kernels::config::{TC_BM, TC_BN};
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
-    Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma,
+    Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma, OutType,
     Tf32CopyParams,
 };
 use kernels::{
@@ -81,6 +86,25 @@ impl TcKernel {
         TcKernel::Wgmma,
         TcKernel::WgmmaCluster,
     ];
+}
+
+/// The element types of the tensor-core matmul's C: `f32` on every stage, [`bf16`]
+/// and [`f16`] on the Hopper stages (7 and 8).
+pub trait TcOutput: TmaElement {
+    /// The kernels' name for it.
+    const TYPE: OutType;
+}
+
+impl TcOutput for f32 {
+    const TYPE: OutType = OutType::F32;
+}
+
+impl TcOutput for bf16 {
+    const TYPE: OutType = OutType::Bf16;
+}
+
+impl TcOutput for f16 {
+    const TYPE: OutType = OutType::F16;
 }
 
 /// The 16-bit input types of the tensor-core matmul.
@@ -182,12 +206,12 @@ fn check_device(gpu: &Gpu, op: &'static str) -> Result<()> {
 }
 
 /// Shapes, devices and 32-bit byte offsets of `A·B -> C`: `(m, n, k)`.
-fn check<T: DeviceCopy>(
+fn check<T: DeviceCopy, O: DeviceCopy>(
     gpu: &Gpu,
     op: &'static str,
     a: &MatrixRef<'_, T>,
     b: &MatrixRef<'_, T>,
-    c: &MatrixMut<'_, f32>,
+    c: &MatrixMut<'_, O>,
 ) -> Result<(u32, u32, u32)> {
     let Product { m, n, k, .. } = check_product(gpu, op, a, b, c)?;
     let eb = std::mem::size_of::<T>();
@@ -216,34 +240,34 @@ fn rows_aligned<T: DeviceCopy>(v: &MatrixRef<'_, T>) -> bool {
 }
 
 /// `C = epilogue(A·B)` on tensor cores with 16-bit inputs (`T` = [`bf16`] or
-/// [`f16`]), f32 accumulation and output. Any shape and strides.
-pub fn matmul_tc<T: TcInput>(
+/// [`f16`]), f32 accumulation, C in `O` = f32, or [`bf16`] / [`f16`] on the Hopper
+/// stages (another stage with a 16-bit C is [`SimtError::Unsupported`]). Any shape
+/// and strides.
+pub fn matmul_tc<T: TcInput, O: TcOutput>(
     gpu: &Gpu,
     stage: TcKernel,
     a: MatrixRef<'_, T>,
     b: MatrixRef<'_, T>,
-    mut c: MatrixMut<'_, f32>,
+    mut c: MatrixMut<'_, O>,
     epilogue: Epilogue,
 ) -> Result<()> {
     let op = "matmul_tc";
     let (m, n, k) = check(gpu, op, &a, &b, &c)?;
     check_device(gpu, op)?;
+    if O::TYPE != OutType::F32 && !stage.is_hopper() {
+        return Err(SimtError::Unsupported(format!(
+            "{op}: a {} C needs a Hopper stage (TcKernel::Wgmma or TcKernel::WgmmaCluster); {stage:?} writes f32: pass an f32 C and convert it",
+            std::any::type_name::<O>()
+        )));
+    }
     if m == 0 || n == 0 {
         return Ok(());
     }
-    if k == 0 {
-        // The empty sum: epilogue(0) = 0 everywhere, through the FP32 path's k = 0 case.
-        let empty = gpu.alloc::<f32>(0)?;
-        return super::matmul::matmul(
-            gpu,
-            super::matmul::MatmulKernel::Naive,
-            empty.matrix(m as usize, 0)?,
-            empty.matrix(0, n as usize)?,
-            c,
-            epilogue,
-        );
-    }
     ptx::load(gpu)?;
+    if k == 0 {
+        // The empty sum: epilogue(0) = 0 everywhere.
+        return fill_zero(gpu, &mut c);
+    }
     let aligned = rows_aligned(&a) && rows_aligned(&b);
     if stage.is_hopper() && aligned {
         check_hopper(gpu, op)?;
@@ -255,6 +279,8 @@ pub fn matmul_tc<T: TcInput>(
         return T::launch_tma(gpu, stage, p);
     }
     let ldc = c.ld() as u32;
+    // The mma.sync stages below write f32 only (checked above).
+    let c_ptr = c.ptr_mut() as *mut f32;
     let p = MatmulParams16 {
         a: MatRef16 {
             ptr: a.ptr() as *const u16,
@@ -269,7 +295,7 @@ pub fn matmul_tc<T: TcInput>(
             ld: b.ld() as u32,
         },
         c: MatMut {
-            ptr: c.ptr_mut(),
+            ptr: c_ptr,
             rows: m,
             cols: n,
             ld: ldc,
@@ -430,16 +456,21 @@ pub fn matmul_tf32_with(
     }
 }
 
-/// Stage 8's map of C for its TMA-store epilogue: boxes of 16 x 32 f32, 128-byte
-/// swizzled; `None` for stage 7, or when C's rows do not start 16-byte aligned or
-/// are not a whole number of 16-byte chunks long (stage 8 then stores from
-/// registers, as stage 7).
-fn c_map(gpu: &Gpu, stage: TcKernel, c: &MatrixMut<'_, f32>) -> Result<Option<TensorMap<f32>>> {
+/// Stage 8's map of C for its TMA-store epilogue: boxes of 16 rows x 128 bytes (32
+/// f32 or 64 16-bit columns), 128-byte swizzled; `None` for stage 7, or when C's
+/// rows do not start 16-byte aligned or are not a whole number of 16-byte chunks
+/// long (stage 8 then stores from registers, as stage 7).
+fn c_map<O: TcOutput>(
+    gpu: &Gpu,
+    stage: TcKernel,
+    c: &MatrixMut<'_, O>,
+) -> Result<Option<TensorMap<O>>> {
     // Rows of whole 16-byte chunks too: a TMA store writes the chunk that holds the
     // last column entirely (simt_std::tma::store_2d), which would touch the padding.
+    let eb = O::TYPE.bytes() as usize;
     let aligned = c.as_ref().ptr() as usize % 16 == 0
-        && (c.rows() == 1 || (c.ld() * 4) % 16 == 0)
-        && c.cols() % 4 == 0;
+        && (c.rows() == 1 || (c.ld() * eb) % 16 == 0)
+        && (c.cols() * eb) % 16 == 0;
     if stage != TcKernel::WgmmaCluster || !aligned {
         return Ok(None);
     }
@@ -447,18 +478,47 @@ fn c_map(gpu: &Gpu, stage: TcKernel, c: &MatrixMut<'_, f32>) -> Result<Option<Te
         gpu,
         c.as_ref(),
         WG_C_BOX_ROWS,
-        WG_C_BOX_COLS,
+        WG_C_BOX_COLS * 4 / eb as u32,
         TmaSwizzle::B128,
     )
     .map(Some)
 }
 
+/// `C = 0` for an empty product (`k = 0`: `epilogue(0) = 0`), in C's element type.
+fn fill_zero<O: TcOutput>(gpu: &Gpu, c: &mut MatrixMut<'_, O>) -> Result<()> {
+    let (rows, cols, ld) = (c.rows() as u32, c.cols() as u32, c.ld() as u32);
+    let p = c.ptr_mut();
+    match O::TYPE {
+        OutType::F32 => {
+            type K = kernels::util::fill_matrix_u32;
+            // SAFETY: a checked view of this Gpu: writable at r·ld + c for r < rows,
+            // c < cols, fewer than 2^32 elements (checked by `check`); grid-stride.
+            unsafe {
+                gpu.launch::<K>(
+                    LaunchConfig::linear::<K>(rows as usize * cols as usize)?,
+                    (p as *mut u32, rows, cols, ld, 0),
+                )
+            }
+        }
+        OutType::Bf16 | OutType::F16 => {
+            type K = kernels::util::fill_matrix_u16;
+            // SAFETY: as above, for 16-bit elements (0 is +0.0 in both formats).
+            unsafe {
+                gpu.launch::<K>(
+                    LaunchConfig::linear::<K>(rows as usize * cols as usize)?,
+                    (p as *mut u16, rows, cols, ld, 0),
+                )
+            }
+        }
+    }
+}
+
 /// The Hopper stages' parameters.
-fn wgmma_params<TA: TmaElement, TB: TmaElement>(
+fn wgmma_params<TA: TmaElement, TB: TmaElement, O: TcOutput>(
     am: &TensorMap<TA>,
     bm: &TensorMap<TB>,
-    cm: Option<&TensorMap<f32>>,
-    c: &mut MatrixMut<'_, f32>,
+    cm: Option<&TensorMap<O>>,
+    c: &mut MatrixMut<'_, O>,
     (m, n, k): (u32, u32, u32),
     epilogue: Epilogue,
 ) -> MatmulParamsTma {
@@ -466,8 +526,9 @@ fn wgmma_params<TA: TmaElement, TB: TmaElement>(
         a_map: am.ptr(),
         b_map: bm.ptr(),
         c_map: cm.map_or(std::ptr::null(), |m| m.ptr()),
+        // The kernels read C's element type from c_type.
         c: MatMut {
-            ptr: c.ptr_mut(),
+            ptr: c.ptr_mut() as *mut f32,
             rows: m,
             cols: n,
             ld: c.ld() as u32,
@@ -476,6 +537,7 @@ fn wgmma_params<TA: TmaElement, TB: TmaElement>(
         n,
         k,
         epilogue,
+        c_type: O::TYPE,
     }
 }
 

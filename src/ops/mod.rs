@@ -48,11 +48,11 @@ pub(crate) fn check_ref<T: DeviceCopy>(
 }
 
 /// As [`check_ref`], for a writable view.
-pub(crate) fn check_mut(
+pub(crate) fn check_mut<T: DeviceCopy>(
     gpu: &Gpu,
     op: &'static str,
     what: &'static str,
-    m: &MatrixMut<'_, f32>,
+    m: &MatrixMut<'_, T>,
 ) -> Result<(u32, u32, u32)> {
     check_ref(gpu, op, what, &m.as_ref())
 }
@@ -69,12 +69,12 @@ pub(crate) struct Product {
 }
 
 /// Devices, 32-bit sizes and agreeing shapes of `A·B -> C`: what every matmul checks.
-pub(crate) fn check_product<T: DeviceCopy>(
+pub(crate) fn check_product<T: DeviceCopy, O: DeviceCopy>(
     gpu: &Gpu,
     op: &'static str,
     a: &MatrixRef<'_, T>,
     b: &MatrixRef<'_, T>,
-    c: &MatrixMut<'_, f32>,
+    c: &MatrixMut<'_, O>,
 ) -> Result<Product> {
     let (m, k, lda) = check_ref(gpu, op, "A", a)?;
     let (kb, n, ldb) = check_ref(gpu, op, "B", b)?;

@@ -120,6 +120,46 @@ pub fn f32_to_f16_rne(x: f32) -> u16 {
     }
 }
 
+/// Two f32 to bf16, round to nearest even, packed: `lo` in bits 0..16, `hi` in
+/// 16..32, as two consecutive bf16 in memory (`cvt.rn.bf16x2.f32`: one instruction
+/// for both; its first source goes to the upper half). Bit-exact against
+/// [`f32_to_bf16_rne`] on each.
+#[inline(always)]
+pub fn pack_bf16x2_rne(lo: f32, hi: f32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a conversion; no memory.
+        unsafe {
+            core::arch::asm!("cvt.rn.bf16x2.f32 {r}, {h}, {l};", r = out(reg32) r, h = in(reg32) hi, l = in(reg32) lo, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        f32_to_bf16_rne(lo) as u32 | (f32_to_bf16_rne(hi) as u32) << 16
+    }
+}
+
+/// Two f32 to f16, round to nearest even, packed as [`pack_bf16x2_rne`]
+/// (`cvt.rn.f16x2.f32`); bit-exact against [`f32_to_f16_rne`] on each.
+#[inline(always)]
+pub fn pack_f16x2_rne(lo: f32, hi: f32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a conversion; no memory.
+        unsafe {
+            core::arch::asm!("cvt.rn.f16x2.f32 {r}, {h}, {l};", r = out(reg32) r, h = in(reg32) hi, l = in(reg32) lo, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        f32_to_f16_rne(lo) as u32 | (f32_to_f16_rne(hi) as u32) << 16
+    }
+}
+
 /// f32 to TF32 as `cvt.rna.tf32.f32`: keep 10 mantissa bits, round to nearest with
 /// ties away from zero; the result is f32 bits with the low 13 bits zero.
 #[inline(always)]

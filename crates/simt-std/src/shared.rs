@@ -141,6 +141,32 @@ impl<T> Smem<T> {
     }
 }
 
+impl Smem<u32> {
+    /// Writes one `u32` (`st.shared.b32`), e.g. two packed 16-bit values.
+    ///
+    /// # Safety
+    /// In bounds and 4-byte aligned; no other thread accesses it until a barrier
+    /// (module rules).
+    #[inline(always)]
+    pub unsafe fn write(self, v: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: caller's contract.
+        unsafe {
+            core::arch::asm!("st.shared.b32 [{a}], {v};", a = in(reg32) self.addr, v = in(reg32) v, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: caller's contract.
+        unsafe {
+            assert!(
+                self.ptr as usize % 4 == 0,
+                "Smem::<u32>::write at {:p}, which is not 4-byte aligned",
+                self.ptr
+            );
+            *self.ptr = v
+        };
+    }
+}
+
 impl Smem<f32> {
     /// Reads one `f32` (`ld.shared.f32`).
     ///
