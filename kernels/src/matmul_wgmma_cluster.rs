@@ -200,48 +200,6 @@ unsafe fn store_tile_tma_as<const OUT: u32>(
     });
 }
 
-/// TF32: the producer warpgroup's threads that round A in shared memory (its last
-/// three warps; the first holds the thread that issues the copies).
-const ROUNDERS: u32 = 96;
-
-/// Rounds stage `st`'s A box (`[128][32]` f32, swizzled: rounding is per element,
-/// so the layout does not matter) to TF32 in place, thread `t` of [`ROUNDERS`]
-/// taking every 96th 16-byte vector, then makes the writes visible to `wgmma`
-/// (the asynchronous proxy).
-///
-/// Why here: `wgmma` reads tf32 operands from shared memory as they are (the
-/// tensor cores ignore the low 13 bits: truncation), and A comes straight from the
-/// caller's matrix, so nothing else rounds it. Rounding it on the way costs 32 KiB
-/// of shared-memory traffic per K step in warps that were idle; the copy it
-/// replaces read and wrote all of A in DRAM before the product (about a tenth of
-/// the time at 4096^3, docs/PERFORMANCE.md).
-///
-/// # Safety
-/// The stage's copies have landed (its full barrier) and no one else reads or
-/// writes its A box until the caller's arrival on `rounded`.
-#[inline(always)]
-unsafe fn round_tf32(st: Smem<u8>, t: u32) {
-    let a = st.cast::<f32>();
-    let rnd = |x: f32| f32::from_bits(simt_std::mma::to_tf32(x));
-    let mut i = t;
-    while i < A_BYTES / 16 {
-        let at = a.add(4 * i as usize);
-        // SAFETY: inside the stage's A box (A_BYTES), 16-byte aligned; the caller's
-        // exclusivity.
-        unsafe {
-            let v = at.load4();
-            at.store4(simt_std::memory::F32x4 {
-                x: rnd(v.x),
-                y: rnd(v.y),
-                z: rnd(v.z),
-                w: rnd(v.w),
-            });
-        }
-        i += ROUNDERS;
-    }
-    tma::fence_proxy_async();
-}
-
 /// The kernel for `KIND` (stage 7's BF16, F16 or TF32).
 ///
 /// # Safety
@@ -252,9 +210,6 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
     let stages = WG_STAGES;
     let ring = Ring::new();
     let (stage, full, empty) = (|s| ring.stage(s), |s| ring.full(s), |s| ring.empty(s));
-    // TF32: the barrier the rounding warps announce stage `s`'s A rounded on (after
-    // the full and empty barriers, inside the ring's 1 KiB of barrier slots).
-    let rounded = |s: u32| ring.stage(WG_STAGES).cast::<u64>().add((2 * WG_STAGES + s) as usize);
     let tid = thread_idx().x;
     let rank = cluster::rank();
     let partner = rank ^ 1;
@@ -266,9 +221,6 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
             unsafe {
                 mbarrier::init(full(s), 1);
                 mbarrier::init(empty(s), 2 * WG_CLUSTER);
-                if KIND == TF32 {
-                    mbarrier::init(rounded(s), ROUNDERS);
-                }
             }
             s += 1;
         }
@@ -297,28 +249,6 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
         // even split of 384 threads gives (40·128 + 232·256 <= 65536).
         // SAFETY: the whole warpgroup, converged (nothing diverged yet).
         unsafe { wgmma::set_max_registers::<40, false>() };
-        if KIND == TF32 && tid >= 128 - ROUNDERS {
-            let mut it = 0;
-            let mut pair = first;
-            while pair < pairs {
-                let mut kt = 0;
-                while kt < ktiles {
-                    let s = it % stages;
-                    // SAFETY: initialised barriers; the wait makes the stage's copies
-                    // visible; the consumers read A only after `rounded(s)`, and the
-                    // producer refills it only after they release it.
-                    unsafe {
-                        mbarrier::wait(full(s), (it / stages) & 1);
-                        round_tf32(stage(s), tid - (128 - ROUNDERS));
-                        mbarrier::arrive(rounded(s));
-                    }
-                    kt += 1;
-                    it += 1;
-                }
-                pair += step;
-            }
-            return;
-        }
         // The producer: one thread; its warp-mates leave (`mbarrier`'s rule 4).
         if tid != 0 {
             return;
@@ -426,14 +356,9 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
         let mut kt = 0;
         while kt < ktiles {
             let s = it % stages;
-            // SAFETY: initialised barriers; waiting makes the stage's copies (this
-            // block's and the partner's) visible, and for TF32 the rounded A.
-            unsafe {
-                mbarrier::wait(full(s), (it / stages) & 1);
-                if KIND == TF32 {
-                    mbarrier::wait(rounded(s), (it / stages) & 1);
-                }
-            }
+            // SAFETY: an initialised barrier; waiting makes the stage's copies (this
+            // block's and the partner's) visible.
+            unsafe { mbarrier::wait(full(s), (it / stages) & 1) };
             // One group in flight across K steps: this step's wgmmas queue behind the
             // last step's, so the tensor cores never drain between steps.
             // SAFETY: the whole warpgroup is here, converged; the stage has landed;
@@ -522,12 +447,8 @@ kernel! {
 kernel! {
     /// As [`matmul_wgmma_cluster_bf16()`] in TF32, as
     /// [`matmul_wgmma_tf32()`](crate::matmul_wgmma::matmul_wgmma_tf32): `a_map`
-    /// describes `A: m x k` (boxes of 128 x 32), f32 as the caller has it: the
-    /// producer warpgroup's last three warps round each stage's A to TF32 in shared
-    /// memory (`round_tf32`) before the consumers multiply it; `b_map` describes
-    /// `Bᵀ: n x k` (boxes of [`TF32_B_BOX_ROWS`] = 128 rows x 32), f32 already
-    /// rounded to TF32 (B needs a transposed copy anyway: tf32 `wgmma` reads K-major
-    /// operands only).
+    /// describes `A: m x k` (boxes of 128 x 32) and `b_map` `Bᵀ: n x k` (boxes of
+    /// [`TF32_B_BOX_ROWS`] = 128 rows x 32), both f32 rounded to TF32.
     ///
     /// # Safety
     /// As [`matmul_wgmma_cluster_bf16()`], with f32 matrices A and Bᵀ (`p.n` rows of

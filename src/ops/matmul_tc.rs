@@ -366,9 +366,7 @@ pub fn matmul_tf32(
 /// [`matmul_tf32`]; [`TcKernel::Wgmma`] (compute capability 9.0) first writes `A`
 /// and `Bᵀ` rounded to TF32 into the `Gpu`'s scratch buffers
 /// ([`kernels::tf32_prep`]: `wgmma` reads tf32 K-major only and rounds nothing), then
-/// multiplies them with stage 7; [`TcKernel::WgmmaCluster`] copies only `Bᵀ` and
-/// rounds A in shared memory, reading the caller's A (copied too when its rows are
-/// not 16-byte aligned). Both take any strides. [`TcKernel::Mma`] has no TF32
+/// multiplies them with stage 7; it takes any strides. [`TcKernel::Mma`] has no TF32
 /// kernel: [`SimtError::Unsupported`].
 pub fn matmul_tf32_with(
     gpu: &Gpu,
@@ -406,20 +404,13 @@ pub fn matmul_tf32_with(
             });
         }
     }
-    // Stage 8 rounds A in shared memory: it maps the caller's A when TMA can read it.
-    let a_direct = stage == TcKernel::WgmmaCluster && rows_aligned(&a);
-    let ar = match a_direct {
-        true => None,
-        false => Some(gpu.scratch_f32(super::SCRATCH_TF32_A, m as usize * kp)?),
-    };
-    let bt = gpu.scratch_f32(super::SCRATCH_TF32_B, n as usize * kp)?;
+    let (ar, bt) = (
+        gpu.scratch_f32(super::SCRATCH_TF32_A, m as usize * kp)?,
+        gpu.scratch_f32(super::SCRATCH_TF32_B, n as usize * kp)?,
+    );
     type Prep = kernels::tf32_prep::tf32_round_copy;
     let tile = kernels::tf32_prep::TILE;
-    let mut copies = vec![(&b, &bt, 1u32)];
-    if let Some(ar) = &ar {
-        copies.insert(0, (&a, ar, 0));
-    }
-    for (src, dst, transpose) in copies {
+    for (src, dst, transpose) in [(&a, &ar, 0u32), (&b, &bt, 1)] {
         let (rows, cols) = (src.rows() as u32, src.cols() as u32);
         let p = Tf32CopyParams {
             src: MatRef {
@@ -441,10 +432,7 @@ pub fn matmul_tf32_with(
     }
     let am = TensorMap::tiled(
         gpu,
-        match &ar {
-            None => a,
-            Some(ar) => ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
-        },
+        ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
         WG_BM,
         WG_BK / 2,
         TmaSwizzle::B128,
