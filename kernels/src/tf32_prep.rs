@@ -11,12 +11,15 @@
 use crate::params::Tf32CopyParams;
 use simt_std::mma::to_tf32;
 use simt_std::thread::{block_idx, sync_threads, thread_idx};
-use simt_std::{kernel, shared_array};
+use simt_std::{kernel, shared_array, unroll};
 
 /// Side of the square tile a block moves.
 pub const TILE: u32 = 32;
-/// Rows of the tile each thread row covers (the block is 32 x 8).
+/// Rows of the tile one pass of the block covers (the block is 32 x 8).
 const ROWS_PER_PASS: u32 = 8;
+/// Passes per tile: elements per thread.
+const PASSES: u32 = TILE / ROWS_PER_PASS;
+const _: () = assert!(PASSES == 4);
 
 kernel! {
     /// `dst = tf32(src)` or `dst = tf32(src)ᵀ`: every element rounded to TF32
@@ -41,23 +44,28 @@ kernel! {
         let (tx, ty) = (thread_idx().x, thread_idx().y);
         let (r0, c0) = (block_idx().y * TILE, block_idx().x * TILE);
         let (rows, cols) = (p.src.rows, p.src.cols);
-        let mut r = ty;
-        while r < TILE {
-            let (gr, gc) = (r0 + r, c0 + tx);
+        // All four loads first, then the shared stores: interleaved, each load waited
+        // for the store before it (LLVM cannot tell the shared tile's generic pointer
+        // from src), four DRAM round trips in a row; the copy ran at 55% of DRAM
+        // bandwidth on the H100 (docs/PERFORMANCE.md).
+        let mut v = [0f32; PASSES as usize];
+        unroll!(4, I => {
+            let (gr, gc) = (r0 + ty + ROWS_PER_PASS * I as u32, c0 + tx);
             if gr < rows && gc < cols {
-                // SAFETY: inside src (contract) and inside the tile.
-                unsafe {
-                    *tile.add((r * (TILE + 1) + tx) as usize) =
-                        f32::from_bits(to_tf32(*p.src.ptr.add((gr * p.src.ld + gc) as usize)))
-                };
+                // SAFETY: inside src (contract).
+                v[I] = unsafe { *p.src.ptr.add((gr * p.src.ld + gc) as usize) };
             }
-            r += ROWS_PER_PASS;
-        }
+        });
+        unroll!(4, I => {
+            let r = ty + ROWS_PER_PASS * I as u32;
+            // SAFETY: inside the tile (r < 32, tx < 32).
+            unsafe { *tile.add((r * (TILE + 1) + tx) as usize) = f32::from_bits(to_tf32(v[I])) };
+        });
         sync_threads();
-        let mut r = ty;
-        while r < TILE {
-            // SAFETY (both): inside the tile, written above for the elements inside src;
-            // inside dst (contract).
+        unroll!(4, I => {
+            let r = ty + ROWS_PER_PASS * I as u32;
+            // SAFETY (both): inside the tile, written above (elements outside src are
+            // never stored); inside dst (contract).
             if p.transpose != 0 {
                 // dst row = a column of src: element (c0 + r, r0 + tx) of dst.
                 let (dr, dc) = (c0 + r, r0 + tx);
@@ -70,7 +78,6 @@ kernel! {
                     unsafe { *p.dst.add((dr * p.ld_dst + dc) as usize) = *tile.add((r * (TILE + 1) + tx) as usize) };
                 }
             }
-            r += ROWS_PER_PASS;
-        }
+        });
     }
 }
