@@ -9,6 +9,8 @@
 //!     [--out DIR]            output folder (default results/)
 //! cargo run --release --example benchmarking -- --from results/merged.csv --copy-gbps 3002 --fp32-tflops 66.9 --device NAME
 //!                            tables and plots of an earlier run, without running anything
+//! cargo run --release --example benchmarking -- --tc LOG [--out DIR] [--device NAME]
+//!                            tensor-core bar charts from a scripts/gpu-tc.sh log (ours and the peers)
 //! ```
 use std::path::PathBuf;
 
@@ -31,6 +33,20 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
+    if let Some(log) = value("--tc") {
+        let text = std::fs::read_to_string(&log).map_err(|e| format!("--tc {log}: {e}"))?;
+        let rows = rust_simt::tc_report::parse_log(&text);
+        let out = PathBuf::from(value("--out").unwrap_or_else(|| "results".into()));
+        std::fs::create_dir_all(&out)?;
+        let device = value("--device").unwrap_or_else(|| "GPU".into());
+        let files = rust_simt::tc_report::plot(&rows, &out, &device)?;
+        println!(
+            "{} rows from {log}; plots: {}",
+            rows.len(),
+            files.join(", ")
+        );
+        return Ok(());
+    }
     if let Some(csv) = value("--from") {
         let rows = sweep::read_csv(std::path::Path::new(&csv))?;
         let num = |f: &str| {

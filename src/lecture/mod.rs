@@ -6,3 +6,4 @@ pub mod info;
 pub mod plot;
 pub mod profile;
 pub mod sweep;
+pub mod tc_report;

@@ -116,7 +116,8 @@ pub fn bar_plot(
         .flat_map(|s| s.points.iter().map(|p| p.1))
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max)
-        * 1.15;
+        // Headroom for the legend (about 4% of the height per series) above the bars.
+        * (1.1 + 0.045 * series.len() as f64);
     if categories.is_empty() || y1 <= 0.0 {
         return Err(format!("plotting {}: no finite values", path.display()));
     }
