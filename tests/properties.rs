@@ -31,6 +31,7 @@ use rust_simt::ops::gelu::{gelu, gelu_erf, gelu_matrix, gelu_naive};
 use rust_simt::ops::matmul::{matmul, MatmulKernel};
 use rust_simt::ops::matmul_tc::{
     bf16_to_f32, f16_to_f32, matmul_tc, matmul_tf32_with, to_bf16, to_f16, TcInput, TcKernel,
+    TcOutput,
 };
 use rust_simt::ops::row_sum::row_sum;
 use rust_simt::ops::softmax::{
@@ -665,12 +666,14 @@ fn mnk(max: usize, max_k: usize) -> BoxedStrategy<(usize, usize, usize)> {
 
 /// Checks C against float64 of `a·b` (A and B as given, already rounded for
 /// reduced precisions), and the poison outside C's view.
+/// `out_rtol`: the relative error a 16-bit C adds (its rounding), 0 for f32.
 fn check_product_out(
     what: &str,
     p: &Product,
     a: &[f32],
     b: &[f32],
     c: &[f32],
+    out_rtol: f64,
 ) -> Result<(), String> {
     let (m, n, k) = (p.c.rows, p.c.cols, p.a.cols);
     check_untouched(what, c, &p.c)?;
@@ -679,7 +682,7 @@ fn check_product_out(
     }
     let want = reference::matmul(&p.a.dense(a), &p.b.dense(b), m, n, k, k, n, p.relu);
     let atol = common::matmul_atol(k) * p.scale as f64;
-    check_close(&p.c.dense(c), &want, 1e-5, atol, 1e-5)
+    check_close(&p.c.dense(c), &want, 1e-5 + out_rtol, atol, 1e-5 + out_rtol)
         .map(|_| ())
         .map_err(|e| format!("{what}: {e}"))
 }
@@ -745,7 +748,7 @@ fn check_matmul(
     }
     r.map_err(err)?;
     let c = g.download(&cb).map_err(err)?;
-    check_product_out(&format!("matmul {kernel:?}"), &p, &a, &b, &c)
+    check_product_out(&format!("matmul {kernel:?}"), &p, &a, &b, &c, 0.0)
 }
 
 #[test]
@@ -788,7 +791,15 @@ fn rows_aligned(buf_ptr: usize, v: &View, eb: usize) -> bool {
     (buf_ptr + v.offset * eb) % 16 == 0 && v.ld() * eb % 16 == 0
 }
 
-fn run_tc<T: TcInput>(
+/// C in the inputs' 16-bit type, as `torch.relu(A @ B)` on bf16 tensors: the poison
+/// of its padding (a NaN in both formats, which no finite product rounds to).
+const POISON16: u16 = 0x7fe5;
+
+/// Runs `matmul_tc` on the case with f32 C, or with C in `T` when `out16`; returns
+/// the rounded inputs and C as f32 (a 16-bit C's untouched poison read back as the
+/// f32 poison, so the padding check is the same).
+#[allow(clippy::too_many_arguments)]
+fn run_tc<T: TcInput + TcOutput + Copy + Default>(
     g: &Gpu,
     stage: TcKernel,
     p: &Product,
@@ -796,6 +807,7 @@ fn run_tc<T: TcInput>(
     b: &[f32],
     to: fn(f32) -> T,
     back: fn(T) -> f32,
+    out16: bool,
 ) -> Result<Option<(Vec<f32>, Vec<f32>, Vec<f32>)>, String> {
     let (a16, b16): (Vec<T>, Vec<T>) = (
         a.iter().map(|&v| to(v)).collect(),
@@ -803,16 +815,24 @@ fn run_tc<T: TcInput>(
     );
     let (ab, bb) = (g.upload(&a16).map_err(err)?, g.upload(&b16).map_err(err)?);
     let mut cb = poison_buf(g, p.c.buffer_len())?;
+    // SAFETY: T is bf16 or f16 (16 bits).
+    let poison16: T = unsafe { std::mem::transmute_copy(&POISON16) };
+    let mut cb16 = g
+        .upload(&vec![poison16; if out16 { p.c.buffer_len() } else { 0 }])
+        .map_err(err)?;
     let aligned =
         rows_aligned(ab.ptr() as usize, &p.a, 2) && rows_aligned(bb.ptr() as usize, &p.b, 2);
-    let r = matmul_tc(
-        g,
-        stage,
+    let (av, bv) = (
         ab.matrix_at(p.a.offset, p.a.layout()).map_err(err)?,
         bb.matrix_at(p.b.offset, p.b.layout()).map_err(err)?,
-        cb.matrix_mut_at(p.c.offset, p.c.layout()).map_err(err)?,
-        epilogue(p.relu),
     );
+    let r = if out16 {
+        let cv = cb16.matrix_mut_at(p.c.offset, p.c.layout()).map_err(err)?;
+        matmul_tc(g, stage, av, bv, cv, epilogue(p.relu))
+    } else {
+        let cv = cb.matrix_mut_at(p.c.offset, p.c.layout()).map_err(err)?;
+        matmul_tc(g, stage, av, bv, cv, epilogue(p.relu))
+    };
     let empty = p.c.rows == 0 || p.c.cols == 0 || p.a.cols == 0;
     match r {
         Err(SimtError::Unsupported(_))
@@ -826,7 +846,23 @@ fn run_tc<T: TcInput>(
         Err(e) => return Err(format!("{} {stage:?}: {}", T::NAME, err(e))),
         Ok(()) => {}
     }
-    let c = g.download(&cb).map_err(err)?;
+    let c = if out16 {
+        g.download(&cb16)
+            .map_err(err)?
+            .into_iter()
+            .map(|x| {
+                // SAFETY: as above.
+                let bits: u16 = unsafe { std::mem::transmute_copy(&x) };
+                if bits == POISON16 {
+                    f32::from_bits(POISON)
+                } else {
+                    back(x)
+                }
+            })
+            .collect()
+    } else {
+        g.download(&cb).map_err(err)?
+    };
     Ok(Some((
         a16.iter().map(|&v| back(v)).collect(),
         b16.iter().map(|&v| back(v)).collect(),
@@ -834,26 +870,44 @@ fn run_tc<T: TcInput>(
     )))
 }
 
-fn check_tc(g: &Gpu, &(bf, si, p, seed): &(bool, usize, Product, u64)) -> Result<(), String> {
+fn check_tc(
+    g: &Gpu,
+    &(bf, si, out16, p, seed): &(bool, usize, bool, Product, u64),
+) -> Result<(), String> {
     let stage = TC_STAGES[si];
+    // A 16-bit C on the Hopper stages; in f16 only without the stability case's
+    // scale (its sums can pass f16's 65504).
+    let out16 = out16 && stage.is_hopper() && (bf || p.scale == 1.0);
     let mut a = fill(seed, p.a.buffer_len(), Values::Unit);
     a.iter_mut().for_each(|v| *v *= p.scale);
     let b = fill(seed ^ 1, p.b.buffer_len(), Values::Unit);
     let out = if bf {
-        run_tc::<bf16>(g, stage, &p, &a, &b, bf16::from_f32, bf16::to_f32)?
+        run_tc::<bf16>(g, stage, &p, &a, &b, bf16::from_f32, bf16::to_f32, out16)?
     } else {
         // f16 tops out at 65504: keep the stability case's products in range.
         a.iter_mut().for_each(|v| *v = v.clamp(-60000.0, 60000.0));
-        run_tc::<f16>(g, stage, &p, &a, &b, f16::from_f32, f16::to_f32)?
+        run_tc::<f16>(g, stage, &p, &a, &b, f16::from_f32, f16::to_f32, out16)?
+    };
+    // A 16-bit C's rounding: at most half an ulp, 2^-9 (bf16) or 2^-12 (f16)
+    // relative; the tolerance allows twice that.
+    let out_rtol = match (out16, bf) {
+        (false, _) => 0.0,
+        (true, true) => 2f64.powi(-8),
+        (true, false) => 2f64.powi(-11),
     };
     match out {
         None => Ok(()),
         Some((ar, br, c)) => check_product_out(
-            &format!("matmul_tc {} {stage:?}", if bf { "bf16" } else { "f16" }),
+            &format!(
+                "matmul_tc {} {stage:?}{}",
+                if bf { "bf16" } else { "f16" },
+                if out16 { " (16-bit C)" } else { "" }
+            ),
             &p,
             &ar,
             &br,
             &c,
+            out_rtol,
         ),
     }
 }
@@ -864,9 +918,21 @@ fn matmul_tc_every_stage_any_view() {
         "matmul_tc",
         |g| {
             let (mx, kx) = if big(g) { (700, 700) } else { (300, 200) };
-            (any::<bool>(), 0..TC_STAGES.len(), mnk(mx, kx)).prop_flat_map(|(bf, si, (m, n, k))| {
-                (Just(bf), Just(si), product(m, n, k), any::<u64>())
-            })
+            (
+                any::<bool>(),
+                0..TC_STAGES.len(),
+                any::<bool>(),
+                mnk(mx, kx),
+            )
+                .prop_flat_map(|(bf, si, out16, (m, n, k))| {
+                    (
+                        Just(bf),
+                        Just(si),
+                        Just(out16),
+                        product(m, n, k),
+                        any::<u64>(),
+                    )
+                })
         },
         &check_tc,
     );
@@ -917,7 +983,7 @@ fn check_tf32(g: &Gpu, &(si, p, seed): &(usize, Product, u64)) -> Result<(), Str
         a.iter().map(|&v| tf32(v)).collect(),
         b.iter().map(|&v| tf32(v)).collect(),
     );
-    check_product_out(&format!("matmul_tf32 {stage:?}"), &p, &ar, &br, &c)
+    check_product_out(&format!("matmul_tf32 {stage:?}"), &p, &ar, &br, &c, 0.0)
 }
 
 #[test]

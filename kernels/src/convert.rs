@@ -70,3 +70,59 @@ kernel! {
         unsafe { map(x, y, n, f16_to_f32) }
     }
 }
+
+/// `y[r·ld + c] = f(x[r·cols + c])` for `r < rows`, `c < cols`, grid-stride: a dense
+/// f32 matrix into a strided 16-bit one.
+///
+/// # Safety
+/// `x` readable for `rows · cols` f32; `y` writable at `r·ld + c` for `r < rows`,
+/// `c < cols`.
+#[inline(always)]
+unsafe fn map_into_strided(
+    x: *const f32,
+    y: *mut u16,
+    rows: u32,
+    cols: u32,
+    ld: u32,
+    f: impl Fn(f32) -> u16,
+) {
+    let n = rows as usize * cols as usize;
+    let mut i = global_index_x();
+    while i < n {
+        let (r, c) = (i / cols as usize, i % cols as usize);
+        // SAFETY: i < rows·cols; r < rows, c < cols.
+        unsafe { *y.add(r * ld as usize + c) = f(*x.add(i)) };
+        i += grid_stride_x();
+    }
+}
+
+kernel! {
+    /// `y[r·ld + c] = bf16(x[r·cols + c])`, round to nearest even: a dense f32 matrix
+    /// into a strided bf16 one (a matmul's f32 result into the caller's bf16 C).
+    ///
+    /// # Safety
+    /// `x` readable for `rows · cols` f32; `y` writable at `r·ld + c` for `r < rows`,
+    /// `c < cols` (u16, bf16 bits).
+    ///
+    /// # Thread Mapping
+    /// Grid-stride over the `rows · cols` elements, any grid of
+    /// `ELEMENTWISE_THREADS`-thread blocks.
+    #[launch(threads = ELEMENTWISE_THREADS)]
+    pub unsafe fn f32_to_bf16_strided(x: *const f32, y: *mut u16, rows: u32, cols: u32, ld: u32) {
+        // SAFETY: forwarded.
+        unsafe { map_into_strided(x, y, rows, cols, ld, f32_to_bf16_rne) }
+    }
+}
+
+kernel! {
+    /// As [`f32_to_bf16_strided()`], to f16 (round to nearest even; beyond 65504
+    /// gives infinity).
+    ///
+    /// # Safety
+    /// As [`f32_to_bf16_strided()`].
+    #[launch(threads = ELEMENTWISE_THREADS)]
+    pub unsafe fn f32_to_f16_strided(x: *const f32, y: *mut u16, rows: u32, cols: u32, ld: u32) {
+        // SAFETY: forwarded.
+        unsafe { map_into_strided(x, y, rows, cols, ld, f32_to_f16_rne) }
+    }
+}

@@ -242,7 +242,8 @@ fn rows_aligned<T: DeviceCopy>(v: &MatrixRef<'_, T>) -> bool {
 /// `C = epilogue(A·B)` on tensor cores with 16-bit inputs (`T` = [`bf16`] or
 /// [`f16`]), f32 accumulation, C in `O` = f32, or [`bf16`] / [`f16`] on the Hopper
 /// stages (another stage with a 16-bit C is [`SimtError::Unsupported`]). Any shape
-/// and strides.
+/// and strides: inputs whose rows are not 16-byte aligned run stage 5, with a 16-bit
+/// C through a temporary f32 product rounded into it.
 pub fn matmul_tc<T: TcInput, O: TcOutput>(
     gpu: &Gpu,
     stage: TcKernel,
@@ -269,6 +270,15 @@ pub fn matmul_tc<T: TcInput, O: TcOutput>(
         return fill_zero(gpu, &mut c);
     }
     let aligned = rows_aligned(&a) && rows_aligned(&b);
+    if O::TYPE != OutType::F32 && !aligned {
+        // Stage 5 runs unaligned inputs and writes f32 only: into a temporary f32 C
+        // (allocated per call: this path is for odd views, not for speed), then
+        // rounded into the caller's.
+        let mut c32 = gpu.alloc::<f32>(m as usize * n as usize)?;
+        let dense = c32.matrix_mut(m as usize, n as usize)?;
+        matmul_tc(gpu, TcKernel::Mma, a, b, dense, epilogue)?;
+        return round_into(gpu, &c32, &mut c);
+    }
     if stage.is_hopper() && aligned {
         check_hopper(gpu, op)?;
         // Boxes: A 128 rows x 64 columns (one 128-byte row of K), B 64 k-rows x 64 columns.
@@ -482,6 +492,40 @@ fn c_map<O: TcOutput>(
         TmaSwizzle::B128,
     )
     .map(Some)
+}
+
+/// `C = round(x)`: a dense `m x n` f32 matrix rounded to nearest even into C's
+/// 16-bit type (C is bf16 or f16).
+fn round_into<O: TcOutput>(gpu: &Gpu, x: &Buffer<f32>, c: &mut MatrixMut<'_, O>) -> Result<()> {
+    let (rows, cols, ld) = (c.rows() as u32, c.cols() as u32, c.ld() as u32);
+    let y = c.ptr_mut() as *mut u16;
+    let threads = rows as usize * cols as usize;
+    match O::TYPE {
+        OutType::Bf16 => {
+            type K = cv::f32_to_bf16_strided;
+            // SAFETY: x holds rows·cols f32 of this Gpu; C is a checked 16-bit view of
+            // it (writable at r·ld + c); grid-stride.
+            unsafe {
+                gpu.launch::<K>(
+                    LaunchConfig::linear::<K>(threads)?,
+                    (x.ptr(), y, rows, cols, ld),
+                )
+            }
+        }
+        OutType::F16 => {
+            type K = cv::f32_to_f16_strided;
+            // SAFETY: as above.
+            unsafe {
+                gpu.launch::<K>(
+                    LaunchConfig::linear::<K>(threads)?,
+                    (x.ptr(), y, rows, cols, ld),
+                )
+            }
+        }
+        OutType::F32 => Err(SimtError::Unsupported(
+            "round_into: C is f32, nothing to round (a bug in matmul_tc)".into(),
+        )),
+    }
 }
 
 /// `C = 0` for an empty product (`k = 0`: `epilogue(0) = 0`), in C's element type.
