@@ -1,5 +1,5 @@
-//! Tunes `MatmulKernel::Auto` and `SoftmaxKernel::Auto` (rows past the register
-//! kernels) ahead of time, like running a `@triton.autotune`d kernel once per shape:
+//! Tunes `MatmulKernel::Auto`, `TcKernel::Auto` (bf16 inputs, f32 C) and
+//! `SoftmaxKernel::Auto` (rows past the register kernels) ahead of time, like running a `@triton.autotune`d kernel once per shape:
 //! every candidate is timed on each shape, the winner is written to the tuning
 //! cache, and a table shows the winner against the heuristic (what `Auto` runs when
 //! a shape was never tuned).
@@ -30,6 +30,67 @@ fn save(key: &Key, entry: Entry) -> Result<()> {
             "writing the tuning cache: {e}; set SIMT_TUNE_CACHE to a writable file"
         ))
     })
+}
+
+/// Tunes the tensor-core matmul (bf16 inputs, f32 C) of each `MxNxK` shape; prints a
+/// table like the FP32 one.
+fn tune_tc(g: &Gpu, shapes: &[String], timing: Timing) -> Result<()> {
+    use rust_simt::kernels::params::OutType;
+    use rust_simt::ops::matmul_tc::{
+        bf16, matmul_tc, tc_candidates, tc_heuristic, tc_key, TcShape,
+    };
+    // Tensor cores need sm_80 or newer (the emulator has them).
+    if shapes.is_empty() || g.props().compute_capability < (8, 0) {
+        return Ok(());
+    }
+    println!("\nTensor cores, bf16 inputs, f32 C:");
+    println!("| shape | candidates | tuned choice | ms | heuristic | ms | heuristic / tuned |");
+    println!("|---|---|---|---|---|---|---|");
+    for s in shapes {
+        let d: Vec<usize> = s.split('x').filter_map(|v| v.parse().ok()).collect();
+        let [m, n, k] = d[..] else { continue };
+        let a = g.upload(&vec![bf16::from_f32(0.5); m * k])?;
+        let b = g.upload(&vec![bf16::from_f32(0.25); k * n])?;
+        let mut c = g.alloc::<f32>(m * n)?;
+        let shape = TcShape {
+            m: m as u32,
+            n: n as u32,
+            k: k as u32,
+            aligned: k % 8 == 0 && n % 8 == 0,
+            input: "bf16",
+            out: OutType::F32,
+        };
+        let cands = tc_candidates(g, shape);
+        let (best, entry) = tune::tune(g, &cands, timing, |kern| {
+            matmul_tc(
+                g,
+                kern,
+                a.matrix(m, k)?,
+                b.matrix(k, n)?,
+                c.matrix_mut(m, n)?,
+                Epilogue::Relu,
+            )
+        })?;
+        let h = tc_heuristic(g, shape);
+        let ms_of = |label: &str| {
+            entry
+                .timings
+                .iter()
+                .find(|t| t.0 == label)
+                .map_or(f64::NAN, |t| t.1)
+        };
+        let (tb, th) = (ms_of(best.label()), ms_of(h.label()));
+        println!(
+            "| {s} | {} | {} | {tb:.4} | {} | {th:.4} | {:.2}x |",
+            cands.len(),
+            best.label(),
+            h.label(),
+            th / tb
+        );
+        save(&tc_key(g, shape), entry)?;
+    }
+    println!("Cached: `TcKernel::Auto` now runs the tuned choice for these shapes' buckets.");
+    Ok(())
 }
 
 /// Tunes the softmax of each `ROWSxCOLS` shape whose rows are past the register
@@ -159,5 +220,6 @@ fn main() -> Result<()> {
     }
     pb.finish_and_clear();
     println!("Cached: `MatmulKernel::Auto` now runs the tuned choice for these shapes' buckets.");
+    tune_tc(&g, &shapes, timing)?;
     tune_softmax(&g, &softmax_shapes, timing)
 }

@@ -404,16 +404,24 @@ fn wgmma_matmul_random_and_ragged() {
 /// `C16 = relu(A·B)` in 16-bit `O` from the same inputs as an f32 C: every element
 /// must be the f32 result rounded to nearest even, bit for bit (the kernels sum in
 /// the same order either way), and C16's padding between rows must keep its poison.
+/// `a_aligned`: A's rows 16-byte aligned (else stage 5, through a temporary f32 C);
+/// `off`: C's view starts `off` elements into its buffer.
+#[allow(clippy::too_many_arguments)]
 fn check_out16<T: TcInput, O: TcOutput + Copy + Default>(
     g: &Gpu,
     stage: TcKernel,
     (m, n, k): (usize, usize, usize),
     ldc: usize,
+    a_aligned: bool,
+    off: usize,
     round: impl Fn(f32) -> u16,
 ) {
     let (mut r, seed) = rng("matmul_out16");
-    // ldc odd: A's rows unaligned too (stage 5, through a temporary f32 C).
-    let lda = if ldc % 2 == 1 { k + 1 } else { k.next_multiple_of(8) };
+    let lda = if a_aligned {
+        k.next_multiple_of(8)
+    } else {
+        k + 1
+    };
     let ldb = n.next_multiple_of(8);
     let to16 = |v: &[f32]| -> Vec<T> {
         v.iter()
@@ -449,13 +457,13 @@ fn check_out16<T: TcInput, O: TcOutput + Copy + Default>(
     const POISON: u16 = 0x7fc1;
     // SAFETY: O is bf16 or f16 here, 16 bits.
     let poison: O = unsafe { std::mem::transmute_copy(&POISON) };
-    let mut c16 = g.upload(&vec![poison; (m - 1) * ldc + n]).unwrap();
+    let mut c16 = g.upload(&vec![poison; off + (m - 1) * ldc + n]).unwrap();
     matmul_tc(
         g,
         stage,
         av(),
         bv(),
-        c16.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
+        c16.matrix_mut_at(off, Layout::strided(m, n, ldc)).unwrap(),
         Epilogue::Relu,
     )
     .unwrap();
@@ -466,8 +474,13 @@ fn check_out16<T: TcInput, O: TcOutput + Copy + Default>(
         // SAFETY: as above.
         .map(|x| unsafe { std::mem::transmute_copy::<O, u16>(x) })
         .collect();
+    assert!(
+        got[..off].iter().all(|&x| x == POISON),
+        "written before C's view"
+    );
+    let got = &got[off..];
     let what = format!(
-        "{stage:?} {} -> {} {m}x{n}x{k} ldc {ldc} (seed {seed})",
+        "{stage:?} {} -> {} {m}x{n}x{k} ldc {ldc} A aligned {a_aligned} offset {off} (seed {seed})",
         T::NAME,
         std::any::type_name::<O>()
     );
@@ -497,24 +510,28 @@ fn sixteen_bit_output_is_the_f32_result_rounded() {
     let bf = |x: f32| bf16::from_f32(x).to_bits();
     let hf = |x: f32| f16::from_f32(x).to_bits();
     // C's rows whole 16-byte chunks and aligned (stage 8 stores through TMA), or
-    // not (plain stores); ragged tiles; a single element. An odd ldc comes with
-    // unaligned rows of A: stage 5 into a temporary f32 C, then rounded.
-    let mut shapes = vec![
-        ((1, 1, 1), 1),
-        ((130, 264, 72), 272),
-        ((130, 264, 72), 267),
-        ((257, 100, 136), 100),
-        ((300, 520, 80), 520),
+    // not (plain stores: 4-byte pairs, or single elements for an odd ldc, an odd
+    // last column or a view starting at an odd element); ragged tiles; a single
+    // element; unaligned rows of A (stage 5 into a temporary f32 C, then rounded).
+    let mut cases = vec![
+        ((1, 1, 1), 1, false, 0),
+        ((130, 264, 72), 272, true, 0),
+        ((130, 264, 72), 267, false, 0),
+        ((130, 263, 72), 263, true, 0),
+        ((130, 264, 72), 272, true, 1),
+        ((257, 100, 136), 100, true, 0),
+        ((300, 520, 80), 520, true, 0),
     ];
     if on_gpu(&g) {
-        shapes.push(((2944, 2304, 192), 2304));
-        shapes.push(((1000, 1500, 1100), 1501));
+        cases.push(((2944, 2304, 192), 2304, true, 0));
+        cases.push(((1000, 1500, 1100), 1501, true, 0));
+        cases.push(((1000, 1500, 1100), 1504, false, 3));
     }
-    for (shape, ldc) in shapes {
+    for (shape, ldc, a_aligned, off) in cases {
         for stage in HOPPER_STAGES {
-            check_out16::<bf16, bf16>(&g, stage, shape, ldc, bf);
-            check_out16::<f16, f16>(&g, stage, shape, ldc, hf);
-            check_out16::<bf16, f16>(&g, stage, shape, ldc, hf);
+            check_out16::<bf16, bf16>(&g, stage, shape, ldc, a_aligned, off, bf);
+            check_out16::<f16, f16>(&g, stage, shape, ldc, a_aligned, off, hf);
+            check_out16::<bf16, f16>(&g, stage, shape, ldc, a_aligned, off, hf);
         }
     }
     // An empty sum writes zeros, and the mma.sync stages refuse a 16-bit C.

@@ -419,3 +419,125 @@ fn softmax_long_rows_tune_too() {
         1e-5,
     );
 }
+
+#[test]
+fn tensor_core_auto_picks_a_stage_that_runs_the_shape() {
+    use half::bf16;
+    use kernels::params::OutType;
+    use rust_simt::ops::matmul_tc::{
+        matmul_tc, tc_candidates, tc_heuristic, tc_key, TcKernel, TcShape,
+    };
+    for k in TcKernel::ALL.into_iter().chain([TcKernel::Auto]) {
+        assert_eq!(TcKernel::from_label(k.label()), Some(k));
+    }
+    assert_eq!(TcKernel::from_label("wgmma+"), None);
+    let g = gpu();
+    let hopper = g.can_load(&rust_simt::ptx::sm90a::MODULE);
+    let shape = |aligned, input, out| TcShape {
+        m: 300,
+        n: 200,
+        k: 100,
+        aligned,
+        input,
+        out,
+    };
+    for s in [
+        shape(true, "bf16", OutType::F32),
+        shape(false, "bf16", OutType::F32),
+        shape(true, "f16", OutType::F16),
+        shape(false, "bf16", OutType::Bf16),
+        shape(true, "tf32", OutType::F32),
+        shape(false, "tf32", OutType::F32),
+    ] {
+        let (c, h) = (tc_candidates(&g, s), tc_heuristic(&g, s));
+        // Unaligned 16-bit inputs into f32: stage 5 only; a 16-bit C: Hopper only.
+        assert_eq!(
+            c.contains(&TcKernel::MmaPipelined),
+            s.aligned && s.out == OutType::F32,
+            "{s:?}: {c:?}"
+        );
+        assert!(
+            c.iter().all(|k| s.out == OutType::F32 || k.is_hopper()),
+            "{s:?}: {c:?}"
+        );
+        if hopper || s.out == OutType::F32 && (s.aligned || s.input != "tf32") {
+            assert!(c.contains(&h), "{s:?}: heuristic {h:?} not among {c:?}");
+        }
+    }
+    // The key separates precisions, C types and alignment.
+    let keys = [
+        tc_key(&g, shape(true, "bf16", OutType::F32)),
+        tc_key(&g, shape(true, "bf16", OutType::Bf16)),
+        tc_key(&g, shape(true, "f16", OutType::F32)),
+        tc_key(&g, shape(false, "bf16", OutType::F32)),
+    ];
+    for i in 0..keys.len() {
+        for j in 0..i {
+            assert_ne!(keys[i], keys[j]);
+        }
+    }
+    // Auto computes what its choice computes, bit for bit (on the emulator the tuner
+    // is off: the heuristic, stage 8 on its sm_90a module).
+    let (m, n, k) = (70, 136, 72);
+    let a: Vec<bf16> = (0..m * k)
+        .map(|i| bf16::from_f32(((i * 37) % 17) as f32 / 8.0 - 1.0))
+        .collect();
+    let b: Vec<bf16> = (0..k * n)
+        .map(|i| bf16::from_f32(((i * 11) % 13) as f32 / 6.0 - 1.0))
+        .collect();
+    let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+    let run = |stage| {
+        let mut c = g.upload(&vec![f32::NAN; m * n]).unwrap();
+        matmul_tc(
+            &g,
+            stage,
+            ab.matrix(m, k).unwrap(),
+            bb.matrix(k, n).unwrap(),
+            c.matrix_mut(m, n).unwrap(),
+            Epilogue::Relu,
+        )
+        .unwrap();
+        g.download(&c).unwrap()
+    };
+    let s = shape(true, "bf16", OutType::F32);
+    let chosen = tune::lookup(
+        &g,
+        &tc_key(
+            &g,
+            TcShape {
+                m: m as u32,
+                n: n as u32,
+                k: k as u32,
+                ..s
+            },
+        ),
+        tc_heuristic(&g, s),
+        |_| true,
+    );
+    let (auto, direct) = (run(TcKernel::Auto), run(chosen));
+    assert!(
+        auto.iter()
+            .zip(&direct)
+            .all(|(x, y)| x.to_bits() == y.to_bits()),
+        "Auto ({chosen:?}) differs from {chosen:?}"
+    );
+    let want = reference::matmul(
+        &a.iter().map(|x| x.to_f32()).collect::<Vec<_>>(),
+        &b.iter().map(|x| x.to_f32()).collect::<Vec<_>>(),
+        m,
+        n,
+        k,
+        k,
+        n,
+        true,
+    );
+    assert_close(
+        "matmul_tc Auto",
+        0,
+        &auto,
+        &want,
+        1e-5,
+        matmul_atol(k),
+        1e-5,
+    );
+}

@@ -25,7 +25,7 @@
 //! `empty[s]`.
 //!
 //! The host sends only problems whose rows of A and B are 16-byte aligned (TMA),
-//! on compute capability 9.0; others take stage 6.
+//! on compute capability 9.0; others take stage 5.
 use crate::config::{
     WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_SMEM_BYTES, WG_STAGES, WG_STAGE_BYTES, WG_THREADS,
 };
@@ -193,13 +193,15 @@ unsafe fn store_tile_as<const OUT: u32>(acc: &Acc, p: &MatmulParamsTma, row0: u3
                 let f = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
                 let (v0, v1) = (f(acc[i / 4][i % 4]), f(acc[i / 4][i % 4 + 1]));
                 if row < p.m {
-                    let at = (row * ldc + col) as usize;
-                    // SAFETY: row < m and each column < n (checked), so inside C
-                    // (the kernel's contract); `vec` makes the pair 8-byte (f32) or
-                    // 4-byte (16-bit) aligned (col is even).
+                    // In usize, and wrapping: a column past n (the tile's right edge)
+                    // may point past C, and is never dereferenced.
+                    let at = row as usize * ldc as usize + col as usize;
+                    // SAFETY: dereferenced only where row < m and the column < n
+                    // (checked), so inside C (the kernel's contract); `vec` makes the
+                    // pair 8-byte (f32) or 4-byte (16-bit) aligned (col is even).
                     unsafe {
                         if OUT == 0 {
-                            let q = c32.add(at);
+                            let q = c32.wrapping_add(at);
                             if vec && col + 1 < p.n {
                                 store2(q, v0, v1);
                             } else {
@@ -211,7 +213,7 @@ unsafe fn store_tile_as<const OUT: u32>(acc: &Acc, p: &MatmulParamsTma, row0: u3
                                 }
                             }
                         } else {
-                            let q = c16.add(at);
+                            let q = c16.wrapping_add(at);
                             let w = pack16::<OUT>(v0, v1);
                             if vec && col + 1 < p.n {
                                 *(q as *mut u32) = w;

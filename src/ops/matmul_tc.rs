@@ -1,7 +1,8 @@
 //! `C = epilogue(A·B)` on tensor cores: bf16, f16 or TF32 inputs, f32
 //! accumulation, f32 output, or bf16/f16 output on Hopper (stages 5 and 6 of the
 //! matmul progression with `mma.sync`, stages 7 and 8 with Hopper's `wgmma` + TMA:
-//! [`TcKernel`]; [`TcKernel::best`] picks the fastest the device runs).
+//! [`TcKernel`]; [`TcKernel::best`] is the fastest on large products, and
+//! [`TcKernel::Auto`] asks the autotuner per shape bucket).
 //!
 //! The precision is in the types: [`matmul_tc`] takes `MatrixRef<bf16>` or
 //! `MatrixRef<f16>` (the `half` crate's types; [`to_bf16`] and [`to_f16`] convert
@@ -53,13 +54,18 @@ pub enum TcKernel {
     MmaPipelined,
     /// Stage 7 (Hopper, compute capability 9.0 only): `wgmma` from shared memory,
     /// TMA copies, an mbarrier ring, a producer and two consumer warpgroups. Views
-    /// whose rows are not 16-byte aligned run stage 5; another device is
-    /// [`SimtError::Unsupported`] (use [`TcKernel::best`]).
+    /// whose rows are not 16-byte aligned run stage 5 (with a 16-bit C: into a
+    /// temporary f32 C, allocated and freed by the call, which then waits for the
+    /// GPU); another device is [`SimtError::Unsupported`] (use [`TcKernel::best`]).
     Wgmma,
     /// Stage 8 (Hopper, as stage 7): stage 7 with an epilogue that stores C through
     /// shared memory and TMA, `wgmma` groups kept in flight across K steps, and
     /// clusters of two blocks that share the tile of B through TMA multicast.
     WgmmaCluster,
+    /// The autotuner's choice for the product's shape bucket, precision and C type
+    /// ([`crate::tune`]; [`tc_candidates`], [`tc_heuristic`]): the cached winner, or
+    /// the heuristic where the bucket was never tuned (always on the emulator).
+    Auto,
 }
 
 impl TcKernel {
@@ -79,7 +85,27 @@ impl TcKernel {
         matches!(self, TcKernel::Wgmma | TcKernel::WgmmaCluster)
     }
 
-    /// Every stage, in the order of the progression.
+    /// A stable name (the tuner's cache stores it).
+    pub fn label(self) -> &'static str {
+        match self {
+            TcKernel::Mma => "mma",
+            TcKernel::MmaPipelined => "mma_pipelined",
+            TcKernel::Wgmma => "wgmma",
+            TcKernel::WgmmaCluster => "wgmma_cluster",
+            TcKernel::Auto => "auto",
+        }
+    }
+
+    /// Parses a [`label`](Self::label).
+    pub fn from_label(s: &str) -> Option<TcKernel> {
+        Self::ALL
+            .into_iter()
+            .chain([TcKernel::Auto])
+            .find(|k| k.label() == s)
+    }
+
+    /// Every stage, in the order of the progression (not [`Auto`](Self::Auto), which
+    /// picks one of them).
     pub const ALL: [TcKernel; 4] = [
         TcKernel::Mma,
         TcKernel::MmaPipelined,
@@ -90,9 +116,18 @@ impl TcKernel {
 
 /// The element types of the tensor-core matmul's C: `f32` on every stage, [`bf16`]
 /// and [`f16`] on the Hopper stages (7 and 8).
-pub trait TcOutput: TmaElement {
+pub trait TcOutput: TmaElement + sealed::Sealed {
     /// The kernels' name for it.
     const TYPE: OutType;
+}
+
+/// The kernels decide C's and the inputs' element sizes from these traits' constants:
+/// only the types below may implement them.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for super::bf16 {}
+    impl Sealed for super::f16 {}
 }
 
 impl TcOutput for f32 {
@@ -108,7 +143,7 @@ impl TcOutput for f16 {
 }
 
 /// The 16-bit input types of the tensor-core matmul.
-pub trait TcInput: TmaElement + Default {
+pub trait TcInput: TmaElement + Default + sealed::Sealed {
     /// "bf16" or "f16".
     const NAME: &'static str;
     #[doc(hidden)]
@@ -134,8 +169,8 @@ impl TcInput for bf16 {
         match stage {
             TcKernel::Mma => go::<s5::matmul_mma_bf16, _>(gpu, grid, p),
             TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_bf16, _>(gpu, grid, p),
-            TcKernel::Wgmma | TcKernel::WgmmaCluster => {
-                unreachable!("the Hopper stages launch through launch_tma")
+            TcKernel::Wgmma | TcKernel::WgmmaCluster | TcKernel::Auto => {
+                unreachable!("Hopper stages launch through launch_tma; Auto is resolved first")
             }
         }
     }
@@ -153,8 +188,8 @@ impl TcInput for f16 {
         match stage {
             TcKernel::Mma => go::<s5::matmul_mma_f16, _>(gpu, grid, p),
             TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_f16, _>(gpu, grid, p),
-            TcKernel::Wgmma | TcKernel::WgmmaCluster => {
-                unreachable!("the Hopper stages launch through launch_tma")
+            TcKernel::Wgmma | TcKernel::WgmmaCluster | TcKernel::Auto => {
+                unreachable!("Hopper stages launch through launch_tma; Auto is resolved first")
             }
         }
     }
@@ -243,7 +278,8 @@ fn rows_aligned<T: DeviceCopy>(v: &MatrixRef<'_, T>) -> bool {
 /// [`f16`]), f32 accumulation, C in `O` = f32, or [`bf16`] / [`f16`] on the Hopper
 /// stages (another stage with a 16-bit C is [`SimtError::Unsupported`]). Any shape
 /// and strides: inputs whose rows are not 16-byte aligned run stage 5, with a 16-bit
-/// C through a temporary f32 product rounded into it.
+/// C through a temporary f32 product rounded into it (allocated and freed by the
+/// call, which then waits for the GPU).
 pub fn matmul_tc<T: TcInput, O: TcOutput>(
     gpu: &Gpu,
     stage: TcKernel,
@@ -255,6 +291,25 @@ pub fn matmul_tc<T: TcInput, O: TcOutput>(
     let op = "matmul_tc";
     let (m, n, k) = check(gpu, op, &a, &b, &c)?;
     check_device(gpu, op)?;
+    if stage == TcKernel::Auto {
+        let s = TcShape {
+            m,
+            n,
+            k,
+            aligned: rows_aligned(&a) && rows_aligned(&b),
+            input: T::NAME,
+            out: O::TYPE,
+        };
+        let chosen = crate::tune::choose(
+            gpu,
+            &tc_key(gpu, s),
+            &tc_candidates(gpu, s),
+            tc_heuristic(gpu, s),
+            |kern| tc_candidates(gpu, s).contains(&kern),
+            |kern| matmul_tc(gpu, kern, a, b, c.reborrow(), epilogue),
+        )?;
+        return matmul_tc(gpu, chosen, a, b, c, epilogue);
+    }
     if O::TYPE != OutType::F32 && !stage.is_hopper() {
         return Err(SimtError::Unsupported(format!(
             "{op}: a {} C needs a Hopper stage (TcKernel::Wgmma or TcKernel::WgmmaCluster); {stage:?} writes f32: pass an f32 C and convert it",
@@ -387,7 +442,28 @@ pub fn matmul_tf32_with(
     epilogue: Epilogue,
 ) -> Result<()> {
     let op = "matmul_tf32_with";
+    if stage == TcKernel::Auto {
+        let (m, n, k) = check(gpu, op, &a, &b, &c)?;
+        let s = TcShape {
+            m,
+            n,
+            k,
+            aligned: rows_aligned(&a) && rows_aligned(&b),
+            input: "tf32",
+            out: OutType::F32,
+        };
+        let chosen = crate::tune::choose(
+            gpu,
+            &tc_key(gpu, s),
+            &tc_candidates(gpu, s),
+            tc_heuristic(gpu, s),
+            |kern| tc_candidates(gpu, s).contains(&kern),
+            |kern| matmul_tf32_with(gpu, kern, a, b, c.reborrow(), epilogue),
+        )?;
+        return matmul_tf32_with(gpu, chosen, a, b, c, epilogue);
+    }
     match stage {
+        TcKernel::Auto => unreachable!("resolved above"),
         TcKernel::MmaPipelined => return matmul_tf32(gpu, a, b, c, epilogue),
         TcKernel::Mma => {
             return Err(SimtError::Unsupported(format!(
@@ -463,6 +539,85 @@ pub fn matmul_tf32_with(
     match stage {
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
+    }
+}
+
+/// What [`TcKernel::Auto`] decides on: the product's sizes, whether A's and B's rows
+/// all start 16-byte aligned, the inputs' precision (`"bf16"`, `"f16"` or `"tf32"`)
+/// and C's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcShape {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub aligned: bool,
+    pub input: &'static str,
+    pub out: OutType,
+}
+
+/// The tuner's key of a tensor-core product: the device, the precision and C's type,
+/// `m`, `n`, `k` rounded up to powers of two, and the alignment.
+pub fn tc_key(gpu: &Gpu, s: TcShape) -> crate::tune::Key {
+    let out = match s.out {
+        OutType::F32 => "f32",
+        OutType::Bf16 => "bf16",
+        OutType::F16 => "f16",
+    };
+    crate::tune::Key::new(gpu, "matmul_tc", &format!("{}->{out}", s.input))
+        .dim("m", s.m as usize)
+        .dim("n", s.n as usize)
+        .dim("k", s.k as usize)
+        .flag("aligned", s.aligned)
+}
+
+/// The stages that run a product on this device: stage 5 always (16-bit inputs, f32
+/// C), stage 6 when the rows are aligned (TF32: only then), the Hopper stages where
+/// the sm_90a module loads (16-bit inputs: aligned rows; TF32: any, through its
+/// copies). A 16-bit C takes the Hopper stages only; stage 8 also runs it for
+/// unaligned inputs (through stage 5 and a rounding pass). Empty when nothing runs
+/// it (a 16-bit C off Hopper); `Auto` then reports the heuristic's error.
+pub fn tc_candidates(gpu: &Gpu, s: TcShape) -> Vec<TcKernel> {
+    let hopper = gpu.can_load(&ptx::sm90a::MODULE);
+    let tf32 = s.input == "tf32";
+    let mut v = Vec::new();
+    if s.out == OutType::F32 {
+        if !tf32 {
+            v.push(TcKernel::Mma);
+        }
+        if s.aligned {
+            v.push(TcKernel::MmaPipelined);
+        }
+    }
+    if hopper {
+        if s.aligned || tf32 {
+            v.push(TcKernel::Wgmma);
+        }
+        if s.aligned || tf32 || s.out != OutType::F32 {
+            v.push(TcKernel::WgmmaCluster);
+        }
+    }
+    v
+}
+
+/// What `Auto` runs without a tuned choice: [`TcKernel::best`] for aligned rows (and
+/// TF32, whose Hopper stages copy the inputs), stage 8 for a 16-bit C, stage 5 for
+/// unaligned 16-bit inputs into an f32 C.
+pub fn tc_heuristic(gpu: &Gpu, s: TcShape) -> TcKernel {
+    if s.out != OutType::F32 {
+        TcKernel::WgmmaCluster
+    } else if s.aligned || s.input == "tf32" {
+        TcKernel::best(gpu)
+    } else {
+        TcKernel::Mma
+    }
+}
+
+impl crate::tune::Config for TcKernel {
+    fn label(&self) -> String {
+        TcKernel::label(*self).to_string()
+    }
+    fn from_label(s: &str) -> Option<Self> {
+        TcKernel::from_label(s)
     }
 }
 
