@@ -12,9 +12,11 @@
 //! writes the 4 sums as one 16-byte store: a quarter of the load instructions and of
 //! the store instructions. The last `rows % 4` rows take scalar loads. Measured
 //! (same GPU and day, commit 6d4e7fe): 0.0283 ms against `torch.compile`'s 0.0268,
-//! still 1.06x behind; two groups per thread did not help (0.0289).
+//! still 1.06x behind; two groups per thread did not help (0.0289). Loads through
+//! the read-only path (`ld.global.nc`, as `row_sum_stream`): 0.0281 against 0.0268
+//! (commit after f80d442), within the spread between runs.
 use crate::config::ELEMENTWISE_THREADS;
-use simt_std::memory::{load4, store4, F32x4};
+use simt_std::memory::{load4_nc, store4, F32x4};
 use simt_std::thread::{block_dim, block_idx, thread_idx};
 use simt_std::{kernel, unroll};
 
@@ -42,8 +44,10 @@ unsafe fn tiny<const C: usize>(x: *const f32, out: *mut f32, rows: u32) {
         let mut k = 0;
         while k < C {
             // SAFETY: floats 4C·i + 4k ..+4 lie in rows r0..r0+4; 16-byte aligned (the
-            // matrix is, and 4C·i floats are 16C·i bytes).
-            v[k] = unsafe { load4(x.add(4 * C * i + 4 * k)) };
+            // matrix is, and 4C·i floats are 16C·i bytes); nothing writes x during
+            // the kernel (the contract: out does not overlap it), as the read-only
+            // path needs.
+            v[k] = unsafe { load4_nc(x.add(4 * C * i + 4 * k)) };
             k += 1;
         }
         let mut s = [0.0f32; 4];
@@ -81,7 +85,8 @@ macro_rules! tiny_kernel {
             ///
             /// # Safety
             /// `x` readable for `rows·C` contiguous floats (row stride `C`), `out`
-            /// writable for `rows` floats; both 16-byte aligned.
+            /// writable for `rows` floats, not overlapping `x` (x is read through the
+            /// read-only path); both 16-byte aligned.
             ///
             /// # Thread Mapping
             /// Thread `i` (of the whole grid) sums rows `4i .. 4i + 4`;
