@@ -14,9 +14,14 @@
 //! (same GPU and day, commit 6d4e7fe): 0.0283 ms against `torch.compile`'s 0.0268,
 //! still 1.06x behind; two groups per thread did not help (0.0289). Loads through
 //! the read-only path (`ld.global.nc`, as `row_sum_stream`): 0.0281 against 0.0268
-//! (commit after f80d442), within the spread between runs.
+//! (commit after f80d442), within the spread between runs. Then coalesced loads:
+//! a warp's 128 rows are `32·C` consecutive vectors, loaded lane by lane (each
+//! instruction 512 contiguous bytes, where a thread's own `C` vectors 48 bytes apart
+//! touched twice the sectors per instruction), passed through shared memory to
+//! the thread that sums them.
 use crate::config::ELEMENTWISE_THREADS;
-use simt_std::memory::{load4_nc, store4, F32x4};
+use simt_std::memory::{load4, load4_nc, store4, F32x4};
+use simt_std::{shared_array, warp};
 use simt_std::thread::{block_dim, block_idx, thread_idx};
 use simt_std::{kernel, unroll};
 
@@ -31,6 +36,26 @@ fn at(v: F32x4, i: usize) -> f32 {
     }
 }
 
+/// Rows `r0 .. r0 + 4` from their `4·C` floats as `C` vectors: each row's `C` floats
+/// added in registers, the 4 sums stored as one vector.
+///
+/// # Safety
+/// `out[r0..r0 + 4]` is writable and 16-byte aligned.
+#[inline(always)]
+unsafe fn sum_and_store<const C: usize>(v: [F32x4; C], out: *mut f32, r0: usize) {
+    let mut s = [0.0f32; 4];
+    unroll!(4, J => {
+        let mut c = 0;
+        while c < C {
+            let e = J * C + c;
+            s[J] += at(v[e / 4], e % 4);
+            c += 1;
+        }
+    });
+    // SAFETY: the caller's.
+    unsafe { store4(out.add(r0), F32x4 { x: s[0], y: s[1], z: s[2], w: s[3] }) };
+}
+
 /// The body of `row_sum_tiny_*`.
 ///
 /// # Safety
@@ -39,7 +64,44 @@ fn at(v: F32x4, i: usize) -> f32 {
 unsafe fn tiny<const C: usize>(x: *const f32, out: *mut f32, rows: u32) {
     let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
     let (r0, rows) = (4 * i, rows as usize);
-    if r0 + 4 <= rows {
+    let lane = (thread_idx().x % 32) as usize;
+    // The warp's 128 rows (`32·C` vectors), when they all exist.
+    let first = i - lane;
+    let stage = shared_array!(ROW_SUM_TINY, f32, (ELEMENTWISE_THREADS * 4 * 3) as usize)
+        .generic()
+        .wrapping_add((thread_idx().x / 32) as usize * 128 * C);
+    if 4 * (first + 32) <= rows {
+        // Coalesced: lane l loads vectors l, l + 32, ... of the warp's span, all
+        // before any store (a generic store could alias the next load); through
+        // shared memory, each thread then takes its own C vectors (48-byte strides
+        // for C = 3: conflict-free per quarter warp).
+        let mut g = [F32x4::default(); C];
+        let mut k = 0;
+        while k < C {
+            // SAFETY: vector lane + 32k of the warp's 32·C lies in its 128 rows, which
+            // exist (checked); 16-byte aligned (the matrix is); x is read-only during
+            // the kernel (the contract: out does not overlap it).
+            g[k] = unsafe { load4_nc(x.add(4 * C * first + 4 * (lane + 32 * k))) };
+            k += 1;
+        }
+        let mut k = 0;
+        while k < C {
+            // SAFETY: inside this warp's 128·C floats of the block's array.
+            unsafe { store4(stage.add(4 * (lane + 32 * k)), g[k]) };
+            k += 1;
+        }
+        warp::sync();
+        let mut v = [F32x4::default(); C];
+        let mut k = 0;
+        while k < C {
+            // SAFETY: as above; written by the warp before the sync.
+            v[k] = unsafe { load4(stage.add(4 * C * lane + 4 * k)) };
+            k += 1;
+        }
+        // SAFETY: rows r0..r0 + 4 exist, so out[r0..r0 + 4] does; 16-byte aligned
+        // (out is, and r0 % 4 == 0).
+        unsafe { sum_and_store::<C>(v, out, r0) };
+    } else if r0 + 4 <= rows {
         let mut v = [F32x4::default(); C];
         let mut k = 0;
         while k < C {
@@ -50,17 +112,9 @@ unsafe fn tiny<const C: usize>(x: *const f32, out: *mut f32, rows: u32) {
             v[k] = unsafe { load4_nc(x.add(4 * C * i + 4 * k)) };
             k += 1;
         }
-        let mut s = [0.0f32; 4];
-        unroll!(4, J => {
-            let mut c = 0;
-            while c < C {
-                let e = J * C + c;
-                s[J] += at(v[e / 4], e % 4);
-                c += 1;
-            }
-        });
-        // SAFETY: out[r0..r0+4] exists; 16-byte aligned (out is, r0 % 4 == 0).
-        unsafe { store4(out.add(r0), F32x4 { x: s[0], y: s[1], z: s[2], w: s[3] }) };
+        // SAFETY: rows r0..r0 + 4 exist, so out[r0..r0 + 4] does; 16-byte aligned
+        // (out is, and r0 % 4 == 0).
+        unsafe { sum_and_store::<C>(v, out, r0) };
     } else if r0 < rows {
         let mut r = r0;
         while r < rows {
