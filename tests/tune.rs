@@ -464,8 +464,27 @@ fn tensor_core_auto_picks_a_stage_that_runs_the_shape() {
             assert!(c.contains(&h), "{s:?}: heuristic {h:?} not among {c:?}");
         }
     }
-    // The key separates precisions, C types and alignment.
+    // The key separates precisions, C types, alignment and ragged tiles (1000 and 1024
+    // share every size bucket).
     let keys = [
+        tc_key(
+            &g,
+            TcShape {
+                m: 1000,
+                n: 1000,
+                k: 1000,
+                ..shape(true, "bf16", OutType::F32)
+            },
+        ),
+        tc_key(
+            &g,
+            TcShape {
+                m: 1024,
+                n: 1024,
+                k: 1000,
+                ..shape(true, "bf16", OutType::F32)
+            },
+        ),
         tc_key(&g, shape(true, "bf16", OutType::F32)),
         tc_key(&g, shape(true, "bf16", OutType::Bf16)),
         tc_key(&g, shape(true, "f16", OutType::F32)),

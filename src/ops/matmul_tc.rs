@@ -556,7 +556,9 @@ pub struct TcShape {
 }
 
 /// The tuner's key of a tensor-core product: the device, the precision and C's type,
-/// `m`, `n`, `k` rounded up to powers of two, and the alignment.
+/// `m`, `n`, `k` rounded up to powers of two, the alignment, and whether C has
+/// ragged 128x128 tiles (H100, 2026-11-23: stage 6 won 1024^3 and took 1.6x stage
+/// 8's time at 1000^3, one bucket apart from it otherwise; docs/PERFORMANCE.md).
 pub fn tc_key(gpu: &Gpu, s: TcShape) -> crate::tune::Key {
     let out = match s.out {
         OutType::F32 => "f32",
@@ -568,6 +570,7 @@ pub fn tc_key(gpu: &Gpu, s: TcShape) -> crate::tune::Key {
         .dim("n", s.n as usize)
         .dim("k", s.k as usize)
         .flag("aligned", s.aligned)
+        .flag("ragged", s.m % TC_BM != 0 || s.n % TC_BN != 0)
 }
 
 /// The stages that run a product on this device: stage 5 always (16-bit inputs, f32
