@@ -26,6 +26,25 @@ fn values(n: usize, seed: usize) -> impl Iterator<Item = f32> {
     (0..n).map(move |i| ((i * 7919 + seed * 104729) % 2001) as f32 / 1000.0 - 1.0)
 }
 
+/// The head of the tables the example prints, one row per shape ([`table_row`]).
+const TABLE_HEAD: &str = "| shape | candidates | tuned choice | ms | heuristic | ms | heuristic / tuned |\n|---|---|---|---|---|---|---|";
+
+/// A table row: the tuned winner's and the heuristic's median times from `entry`.
+fn table_row(shape: &str, candidates: usize, entry: &Entry, best: &str, heuristic: &str) -> String {
+    let ms_of = |label: &str| {
+        entry
+            .timings
+            .iter()
+            .find(|t| t.0 == label)
+            .map_or(f64::NAN, |t| t.1)
+    };
+    let (tb, th) = (ms_of(best), ms_of(heuristic));
+    format!(
+        "| {shape} | {candidates} | {best} | {tb:.4} | {heuristic} | {th:.4} | {:.2}x |",
+        th / tb
+    )
+}
+
 /// Writes one tuned key to the cache.
 fn save(key: &Key, entry: Entry) -> Result<()> {
     tune::with_cache(|cache| {
@@ -51,8 +70,7 @@ fn tune_tc(g: &Gpu, shapes: &[String], timing: Timing) -> Result<()> {
         return Ok(());
     }
     println!("\nTensor cores, bf16 inputs, f32 C:");
-    println!("| shape | candidates | tuned choice | ms | heuristic | ms | heuristic / tuned |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("{TABLE_HEAD}");
     for s in shapes {
         let d: Vec<usize> = s.split('x').filter_map(|v| v.parse().ok()).collect();
         let [m, n, k] = d[..] else { continue };
@@ -79,20 +97,9 @@ fn tune_tc(g: &Gpu, shapes: &[String], timing: Timing) -> Result<()> {
             )
         })?;
         let h = tc_heuristic(g, shape);
-        let ms_of = |label: &str| {
-            entry
-                .timings
-                .iter()
-                .find(|t| t.0 == label)
-                .map_or(f64::NAN, |t| t.1)
-        };
-        let (tb, th) = (ms_of(best.label()), ms_of(h.label()));
         println!(
-            "| {s} | {} | {} | {tb:.4} | {} | {th:.4} | {:.2}x |",
-            cands.len(),
-            best.label(),
-            h.label(),
-            th / tb
+            "{}",
+            table_row(s, cands.len(), &entry, best.label(), h.label())
         );
         save(&tc_key(g, shape), entry)?;
     }
@@ -117,8 +124,7 @@ fn tune_softmax(g: &Gpu, shapes: &[String], timing: Timing) -> Result<()> {
         return Ok(());
     }
     println!("\nSoftmax, rows past the register kernels:");
-    println!("| shape | candidates | tuned choice | ms | heuristic | ms | heuristic / tuned |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("{TABLE_HEAD}");
     for (rows, cols) in shapes {
         let x = g.upload(&values(rows * cols, 3).collect::<Vec<_>>())?;
         let mut y = g.alloc::<f32>(rows * cols)?;
@@ -127,20 +133,10 @@ fn tune_softmax(g: &Gpu, shapes: &[String], timing: Timing) -> Result<()> {
             softmax::softmax_with(g, k, x.matrix(rows, cols)?, y.matrix_mut(rows, cols)?)
         })?;
         let h = softmax::auto_kernel(g, rows, cols, true)?;
-        let ms_of = |k: softmax::SoftmaxKernel| {
-            entry
-                .timings
-                .iter()
-                .find(|t| t.0 == k.label())
-                .map_or(f64::NAN, |t| t.1)
-        };
-        let (tb, th) = (ms_of(best), ms_of(h));
+        let shape = format!("{rows}x{cols}");
         println!(
-            "| {rows}x{cols} | {} | {} | {tb:.4} | {} | {th:.4} | {:.2}x |",
-            cands.len(),
-            best.label(),
-            h.label(),
-            th / tb
+            "{}",
+            table_row(&shape, cands.len(), &entry, best.label(), h.label())
         );
         save(&softmax::auto_key(g, rows, cols, true), entry)?;
     }
@@ -172,8 +168,7 @@ fn main() -> Result<()> {
         g.props().name,
         tune::with_cache(|c| c.path().display().to_string())
     );
-    println!("| shape | candidates | tuned choice | ms | heuristic | ms | heuristic / tuned |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("{TABLE_HEAD}");
     let timing = if on_gpu {
         Timing::default()
     } else {
@@ -208,20 +203,8 @@ fn main() -> Result<()> {
             )
         })?;
         let h = auto_heuristic(&g, shape);
-        let ms_of = |label: &str| entry.timings.iter().find(|t| t.0 == label).map(|t| t.1);
-        let (tb, th) = (
-            ms_of(&best.label()).unwrap_or(f64::NAN),
-            ms_of(&h.label()).unwrap_or(f64::NAN),
-        );
-        pb.suspend(|| {
-            println!(
-                "| {s} | {} | {} | {tb:.4} | {} | {th:.4} | {:.2}x |",
-                cands.len(),
-                best.label(),
-                h.label(),
-                th / tb
-            )
-        });
+        let row = table_row(s, cands.len(), &entry, &best.label(), &h.label());
+        pb.suspend(|| println!("{row}"));
         save(&auto_key(&g, shape), entry)?;
         pb.inc(1);
     }

@@ -613,6 +613,10 @@ fn wgmma_matmul_every_thread_order() {
         let g = emulator(order);
         for stage in HOPPER_STAGES {
             check_wgmma::<bf16>(&g, stage, 140, 260, 136, 136, 264, 268, true);
+            // A 16-bit C: through TMA (aligned rows) and plain stores (odd ldc).
+            let bf = |x: f32| bf16::from_f32(x).to_bits();
+            check_out16::<bf16, bf16>(&g, stage, (140, 264, 72), 272, true, 0, bf);
+            check_out16::<bf16, bf16>(&g, stage, (140, 263, 72), 263, true, 0, bf);
         }
     }
 }

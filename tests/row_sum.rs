@@ -216,6 +216,11 @@ fn every_kernel_every_thread_order() {
             (3, 100, 101),
             (9, 3, 3),
             (5, 2, 2),
+            // Whole warps of 128 rows (loaded together through shared memory) and a
+            // partial one after them.
+            (1000, 3, 3),
+            (300, 2, 2),
+            (260, 1, 1),
         ] {
             check_on(&g, rows, cols, ld, -2.0, 3.0);
         }

@@ -2,6 +2,7 @@
 //! as PyTorch's `.bfloat16()` and `.half()`), and back (exact). Elementwise and
 //! memory-bound: 6 bytes per element.
 use crate::config::ELEMENTWISE_THREADS;
+use crate::util::map_strided;
 use simt_std::convert::{bf16_to_f32, f16_to_f32, f32_to_bf16_rne, f32_to_f16_rne};
 use simt_std::kernel;
 use simt_std::thread::{global_index_x, grid_stride_x};
@@ -71,8 +72,8 @@ kernel! {
     }
 }
 
-/// `y[r·ld + c] = f(x[r·cols + c])` for `r < rows`, `c < cols`, grid-stride: a dense
-/// f32 matrix into a strided 16-bit one.
+/// `y[r·ld + c] = f(x[r·cols + c])` for `r < rows`, `c < cols`: a dense f32 matrix
+/// into a strided 16-bit one.
 ///
 /// # Safety
 /// `x` readable for `rows · cols` f32; `y` writable at `r·ld + c` for `r < rows`,
@@ -86,14 +87,8 @@ unsafe fn map_into_strided(
     ld: u32,
     f: impl Fn(f32) -> u16,
 ) {
-    let n = rows as usize * cols as usize;
-    let mut i = global_index_x();
-    while i < n {
-        let (r, c) = (i / cols as usize, i % cols as usize);
-        // SAFETY: i < rows·cols; r < rows, c < cols.
-        unsafe { *y.add(r * ld as usize + c) = f(*x.add(i)) };
-        i += grid_stride_x();
-    }
+    // SAFETY: the caller's; `map_strided` passes dense indices below rows·cols.
+    unsafe { map_strided(y, rows, cols, ld, |i| f(*x.add(i))) }
 }
 
 kernel! {

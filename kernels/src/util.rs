@@ -25,18 +25,20 @@ kernel! {
     }
 }
 
-/// `y[r·ld + c] = value` for `r < rows`, `c < cols`, grid-stride.
+/// `y[r·ld + c] = f(r·cols + c)` for `r < rows`, `c < cols`, grid-stride over the
+/// dense index: writes a strided matrix (a fill, or a dense source converted).
 ///
 /// # Safety
-/// `y` is valid for writes at those places; `rows · cols` fits a usize.
+/// `y` is valid for writes at those places; `f` is safe to call with every dense
+/// index below `rows · cols`.
 #[inline(always)]
-unsafe fn fill_matrix<T: Copy>(y: *mut T, rows: u32, cols: u32, ld: u32, value: T) {
+pub(crate) unsafe fn map_strided<T>(y: *mut T, rows: u32, cols: u32, ld: u32, f: impl Fn(usize) -> T) {
     let n = rows as usize * cols as usize;
     let mut i = global_index_x();
     while i < n {
         let (r, c) = (i / cols as usize, i % cols as usize);
         // SAFETY: r < rows, c < cols.
-        unsafe { *y.add(r * ld as usize + c) = value };
+        unsafe { *y.add(r * ld as usize + c) = f(i) };
         i += grid_stride_x();
     }
 }
@@ -58,7 +60,7 @@ kernel! {
     #[launch(max_threads = 1024)]
     pub unsafe fn fill_matrix_u32(y: *mut u32, rows: u32, cols: u32, ld: u32, value: u32) {
         // SAFETY: forwarded.
-        unsafe { fill_matrix(y, rows, cols, ld, value) }
+        unsafe { map_strided(y, rows, cols, ld, |_| value) }
     }
 }
 
@@ -73,6 +75,6 @@ kernel! {
     #[launch(max_threads = 1024)]
     pub unsafe fn fill_matrix_u16(y: *mut u16, rows: u32, cols: u32, ld: u32, value: u32) {
         // SAFETY: forwarded.
-        unsafe { fill_matrix(y, rows, cols, ld, value as u16) }
+        unsafe { map_strided(y, rows, cols, ld, |_| value as u16) }
     }
 }

@@ -300,14 +300,9 @@ pub fn matmul_tc<T: TcInput, O: TcOutput>(
             input: T::NAME,
             out: O::TYPE,
         };
-        let chosen = crate::tune::choose(
-            gpu,
-            &tc_key(gpu, s),
-            &tc_candidates(gpu, s),
-            tc_heuristic(gpu, s),
-            |kern| tc_candidates(gpu, s).contains(&kern),
-            |kern| matmul_tc(gpu, kern, a, b, c.reborrow(), epilogue),
-        )?;
+        let chosen = choose_stage(gpu, s, |kern| {
+            matmul_tc(gpu, kern, a, b, c.reborrow(), epilogue)
+        })?;
         return matmul_tc(gpu, chosen, a, b, c, epilogue);
     }
     if O::TYPE != OutType::F32 && !stage.is_hopper() {
@@ -452,14 +447,9 @@ pub fn matmul_tf32_with(
             input: "tf32",
             out: OutType::F32,
         };
-        let chosen = crate::tune::choose(
-            gpu,
-            &tc_key(gpu, s),
-            &tc_candidates(gpu, s),
-            tc_heuristic(gpu, s),
-            |kern| tc_candidates(gpu, s).contains(&kern),
-            |kern| matmul_tf32_with(gpu, kern, a, b, c.reborrow(), epilogue),
-        )?;
+        let chosen = choose_stage(gpu, s, |kern| {
+            matmul_tf32_with(gpu, kern, a, b, c.reborrow(), epilogue)
+        })?;
         return matmul_tf32_with(gpu, chosen, a, b, c, epilogue);
     }
     match stage {
@@ -613,6 +603,24 @@ pub fn tc_heuristic(gpu: &Gpu, s: TcShape) -> TcKernel {
     } else {
         TcKernel::Mma
     }
+}
+
+/// [`TcKernel::Auto`]'s stage for `s`: the tuner's choice among [`tc_candidates`]
+/// (`run` runs the product with a candidate when tuning).
+fn choose_stage(
+    gpu: &Gpu,
+    s: TcShape,
+    run: impl FnMut(TcKernel) -> Result<()>,
+) -> Result<TcKernel> {
+    let candidates = tc_candidates(gpu, s);
+    crate::tune::choose(
+        gpu,
+        &tc_key(gpu, s),
+        &candidates,
+        tc_heuristic(gpu, s),
+        |kern| candidates.contains(&kern),
+        run,
+    )
 }
 
 impl crate::tune::Config for TcKernel {
