@@ -6,7 +6,7 @@
 //! present, else the emulator.
 use rust_simt::ops::softmax::{
     auto_kernel, softmax, softmax_naive, softmax_with, split_async_max_cols, split_max_cols,
-    SoftmaxKernel,
+    split_wide_max_cols, SoftmaxKernel,
 };
 use rust_simt::{reference, Layout, Result};
 
@@ -112,13 +112,15 @@ fn main() -> Result<()> {
     let xb = gpu.upload(&x)?;
     let mut y = gpu.upload(&vec![f32::NAN; rows * cols])?;
     println!(
-        "\n{rows} x {cols}: softmax picks {:?} (split kernels take rows up to {} / {} columns here)",
+        "\n{rows} x {cols}: softmax picks {:?} (split kernels take rows up to {} / {} / {} columns here)",
         auto_kernel(&gpu, rows, cols, true)?,
+        split_wide_max_cols(&gpu)?,
         split_async_max_cols(&gpu)?,
         split_max_cols(&gpu)?
     );
     for k in [
         SoftmaxKernel::Cluster,
+        SoftmaxKernel::SplitWide,
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::Split,
         SoftmaxKernel::Online,

@@ -5,7 +5,7 @@ use common::*;
 use rust_simt::emulator::{EmuConfig, Order};
 use rust_simt::ops::softmax::{
     has_clusters, max_cols, softmax, softmax_naive, softmax_with, split_async_max_cols,
-    split_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS, REGISTER_MAX_COLS,
+    split_max_cols, split_wide_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS, REGISTER_MAX_COLS,
 };
 use rust_simt::Layout;
 use rust_simt::{reference, Gpu, SimtError};
@@ -32,6 +32,9 @@ fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
     // Contiguous rows from an aligned buffer: 16-byte aligned when cols % 4 == 0.
     if cols % 4 == 0 && cols <= split_async_max_cols(g).unwrap() {
         v.push(SoftmaxKernel::SplitAsync);
+    }
+    if cols % 4 == 0 && cols <= split_wide_max_cols(g).unwrap() {
+        v.push(SoftmaxKernel::SplitWide);
     }
     v
 }
@@ -337,11 +340,20 @@ fn long_rows(r: &mut impl rand::Rng, rows: usize, cols: usize) -> Vec<f32> {
 fn long_rows_split_and_online_every_order() {
     // Rows past the register kernels: split over 2 to 4 blocks (whole rows per wave
     // of 4 resident blocks on the emulator: 1 or 2 rows a wave) and the online two
-    // passes, under every thread order.
+    // passes, under every thread order. The wide split kernel's chunks are 32768
+    // columns, 16384 in registers and 16384 staged: 32868 ends its second chunk in
+    // the register part (nothing staged), 49160 in the staged part.
     for order in [Order::InOrder, Order::Reversed, Order::Random(7)] {
         let g = gpu_four_sms(order);
         let (mut r, seed) = rng("softmax long rows");
-        for (rows, cols) in [(5, 16385), (3, 24580), (2, 32768), (5, 40000)] {
+        for (rows, cols) in [
+            (5, 16385),
+            (3, 24580),
+            (2, 32768),
+            (5, 40000),
+            (2, 32868),
+            (3, 49160),
+        ] {
             let x = long_rows(&mut r, rows, cols);
             check_on(&g, rows, cols, &x, seed);
             let y = rust_simt::ops::softmax::softmax_host(&g, &x, rows, cols).unwrap();

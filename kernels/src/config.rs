@@ -40,6 +40,29 @@ pub const SOFTMAX_ASYNC_STAGES: u32 = 2;
 /// Dynamic shared memory of `softmax_split_async`.
 pub const SOFTMAX_ASYNC_SMEM_BYTES: u32 = SOFTMAX_ASYNC_STAGES * SOFTMAX_ASYNC_CHUNK * 4;
 
+/// Split-row softmax with wide chunks (`softmax_split_wide`): threads per block,
+/// and 16-byte vectors per thread held in registers and staged in shared memory. A
+/// chunk is 32768 columns (128 KiB): the first 16384 in registers (32 floats a
+/// thread, as `softmax_row_16k`), the next 16384 staged in 64 KiB of shared
+/// memory. Two blocks per SM (at most 64 registers a thread) hold 256 KiB: an H100
+/// holds 264 chunks, 33 MiB, at once. (Fewer floats in registers and more staged
+/// spilled more, not less: 24 and 40 spilled 20 bytes on sm_80 and sm_90, 32 and 32
+/// none on sm_80 and 4 on sm_90.)
+pub const SOFTMAX_WIDE_THREADS: u32 = 512;
+/// See [`SOFTMAX_WIDE_THREADS`].
+pub const SOFTMAX_WIDE_REG_VECS: u32 = 8;
+/// See [`SOFTMAX_WIDE_THREADS`].
+pub const SOFTMAX_WIDE_SMEM_VECS: u32 = 8;
+/// Columns of a `softmax_split_wide` chunk held in registers (the first ones).
+pub const SOFTMAX_WIDE_REG_COLS: u32 = 4 * SOFTMAX_WIDE_THREADS * SOFTMAX_WIDE_REG_VECS;
+/// Columns of a `softmax_split_wide` chunk.
+pub const SOFTMAX_WIDE_CHUNK: u32 =
+    4 * SOFTMAX_WIDE_THREADS * (SOFTMAX_WIDE_REG_VECS + SOFTMAX_WIDE_SMEM_VECS);
+/// Dynamic shared memory of `softmax_split_wide`: the staged part of a chunk.
+pub const SOFTMAX_WIDE_SMEM_BYTES: u32 = 16 * SOFTMAX_WIDE_THREADS * SOFTMAX_WIDE_SMEM_VECS;
+/// Blocks per SM `softmax_split_wide` is compiled for (launch bounds).
+pub const SOFTMAX_WIDE_MIN_BLOCKS: u32 = 2;
+
 /// Softmax of long rows over a thread-block cluster (`softmax_cluster_32k` …
 /// `_256k`, Hopper): threads per block.
 pub const SOFTMAX_CLUSTER_THREADS: u32 = 512;

@@ -12,6 +12,7 @@
 //! | [`softmax_regs`] | the row in registers: a warp per row (up to 1024 columns), a block per row (up to 16384) |
 //! | [`softmax_split`] | long rows over several cooperating blocks, chunks in registers (one read) |
 //! | [`softmax_split_async`] | long rows over cooperating blocks, chunks staged by `cp.async` (one read, DRAM busy through the waits) |
+//! | [`softmax_split_wide`] | long rows over cooperating blocks, chunks of 128 KiB half in registers and half staged in shared memory (8 rows of 2^20 floats in one wave on an H100) |
 //! | [`softmax_cluster`] | long rows over a thread-block cluster: chunks in registers, `(max, sum)` pairs over distributed shared memory (Hopper, sm_90a module) |
 //! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
 //! | [`row_sum`] | blocks per row with atomics, lane groups per row |
@@ -78,6 +79,7 @@ portable!(
     softmax_regs,
     softmax_split,
     softmax_split_async,
+    softmax_split_wide,
     tf32_prep,
     util,
 );

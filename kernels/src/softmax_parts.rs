@@ -2,7 +2,11 @@
 //! and the Hopper one): a row slice held in registers, and the online-softmax
 //! combination of `(max, sum)` pairs.
 use simt_std::math::exp;
-use simt_std::memory::{load4, load4_first, prefetch_l2, store4, store4_first, F32x4};
+use simt_std::memory::{
+    compiler_barrier, load4, load4_first, prefetch_l2, store4, store4_first, F32x4,
+};
+use simt_std::pipeline::copy_async;
+use simt_std::shared::Smem;
 use simt_std::unroll;
 use simt_std::warp::{max_nan, shfl_xor_f32};
 
@@ -145,6 +149,218 @@ impl<const V: usize> Slice<V> {
             }
             k += 1;
         }
+    }
+}
+
+/// The lane's vectors of `row[start..end]` staged in shared memory: `cp.async`
+/// copies into `dst`, vector `k` at `dst[Slice::col(0, lane, lanes, k)]` (the
+/// [`Slice`] layout, offset by `start`). Nothing past `end` is read: the vector cut
+/// by it copies its valid floats with 4-byte copies and zero-fills the rest.
+/// Each lane later reads back only its own vectors ([`Slice::read_staged`],
+/// [`staged_max`], [`staged_exp_sum`]): after its own `wait`, no barrier needed.
+///
+/// # Safety
+/// `row[start..end]` readable and 16-byte aligned at `start` (the row start is, and
+/// `start % 4 == 0`); `dst` holds `4·lanes·V` floats that no other lane's copies use
+/// at these slots.
+#[inline(always)]
+pub(crate) unsafe fn stage_async<const V: usize>(
+    row: *const f32,
+    start: usize,
+    end: usize,
+    dst: Smem<f32>,
+    lane: usize,
+    lanes: usize,
+) {
+    let mut k = 0;
+    while k < V {
+        let c = Slice::<V>::col(start, lane, lanes, k);
+        if c < end {
+            let valid = (end - c).min(4);
+            if valid == 4 {
+                // SAFETY: columns c..c+4 are in the row, 16-byte aligned (aligned rows,
+                // c % 4 == 0); the destination is this lane's own slot.
+                unsafe { copy_async::<16, f32>(dst.add(c - start), row.add(c), 16) };
+            } else {
+                // The row's last vector: 4-byte copies of the columns that exist (zeros
+                // after), so nothing past the row's end is read.
+                let mut j = 0;
+                while j < 4 {
+                    let (src, bytes) = if j < valid { (c + j, 4) } else { (c, 0) };
+                    // SAFETY: column `src` is in the row; 4-byte aligned slots of this
+                    // lane's own part of `dst`.
+                    unsafe { copy_async::<4, f32>(dst.add(c - start + j), row.add(src), bytes) };
+                    j += 1;
+                }
+            }
+        }
+        k += 1;
+    }
+}
+
+impl<const V: usize> Slice<V> {
+    /// The lane's vectors of `[start, end)` from shared memory staged by
+    /// [`stage_async`] at `src`: `-inf` past the end, as [`Slice::load`] gives.
+    ///
+    /// # Safety
+    /// This lane's copies of `[start, end)` into `src` have been waited for.
+    #[inline(always)]
+    pub(crate) unsafe fn read_staged(
+        src: Smem<f32>,
+        start: usize,
+        end: usize,
+        lane: usize,
+        lanes: usize,
+    ) -> Self {
+        let mut v = [F32x4::splat(f32::NEG_INFINITY); V];
+        if Self::col(start, lane, lanes, V - 1) + 4 <= end {
+            // Every vector whole: V loads with no branch between them.
+            let mut k = 0;
+            while k < V {
+                // SAFETY: the caller's contract; 16-byte aligned slot.
+                v[k] = unsafe { src.add(Self::col(0, lane, lanes, k)).load4() };
+                k += 1;
+            }
+            return Slice { v };
+        }
+        let mut k = 0;
+        while k < V {
+            let c = Self::col(start, lane, lanes, k);
+            if c < end {
+                // SAFETY: the caller's contract; 16-byte aligned slot.
+                let a = unsafe { src.add(c - start).load4() };
+                v[k] = mask_tail(a, (end - c).min(4) as u32);
+            }
+            k += 1;
+        }
+        Slice { v }
+    }
+}
+
+/// The lane's maximum over its staged vectors of `[start, end)` (as
+/// [`Slice::max`], one vector in registers at a time).
+///
+/// # Safety
+/// As [`Slice::read_staged`].
+#[inline(always)]
+pub(crate) unsafe fn staged_max<const V: usize>(
+    src: Smem<f32>,
+    start: usize,
+    end: usize,
+    lane: usize,
+    lanes: usize,
+) -> f32 {
+    let mut m = f32::NEG_INFINITY;
+    let whole = Slice::<V>::col(start, lane, lanes, V - 1) + 4 <= end;
+    let mut k = 0;
+    while k < V {
+        let c = Slice::<V>::col(start, lane, lanes, k);
+        if whole {
+            // SAFETY: the caller's contract; 16-byte aligned slot.
+            let a = unsafe { src.add(Slice::<V>::col(0, lane, lanes, k)).load4() };
+            m = max_nan(m, max_nan(max_nan(a.x, a.y), max_nan(a.z, a.w)));
+            // Two vectors in flight at a time: the caller holds a slice in registers
+            // (hoisting every load spilled the wide split kernel).
+            if k % 2 == 1 {
+                compiler_barrier();
+            }
+        } else if c < end {
+            // SAFETY: the caller's contract; 16-byte aligned slot.
+            let a = mask_tail(
+                unsafe { src.add(c - start).load4() },
+                (end - c).min(4) as u32,
+            );
+            m = max_nan(m, max_nan(max_nan(a.x, a.y), max_nan(a.z, a.w)));
+        }
+        k += 1;
+    }
+    m
+}
+
+/// Replaces the lane's staged elements of `[start, end)` by `exp(e - m)` in place
+/// and returns their sum (as [`Slice::exp_sum`]; past `end` they become 0).
+///
+/// # Safety
+/// As [`Slice::read_staged`].
+#[inline(always)]
+pub(crate) unsafe fn staged_exp_sum<const V: usize>(
+    src: Smem<f32>,
+    start: usize,
+    end: usize,
+    lane: usize,
+    lanes: usize,
+    m: f32,
+) -> f32 {
+    let mut s = 0.0f32;
+    let whole = Slice::<V>::col(start, lane, lanes, V - 1) + 4 <= end;
+    let mut k = 0;
+    while k < V {
+        let c = Slice::<V>::col(start, lane, lanes, k);
+        if whole {
+            let slot = src.add(Slice::<V>::col(0, lane, lanes, k));
+            // SAFETY: the caller's contract; this lane's own 16-byte aligned slot.
+            let e = unsafe { slot.load4() }.map(|x| exp(x - m));
+            s += (e.x + e.y) + (e.z + e.w);
+            // SAFETY: as the load.
+            unsafe { slot.store4(e) };
+            if k % 2 == 1 {
+                compiler_barrier();
+            }
+        } else if c < end {
+            let slot = src.add(c - start);
+            // SAFETY: the caller's contract; this lane's own 16-byte aligned slot.
+            let a = mask_tail(unsafe { slot.load4() }, (end - c).min(4) as u32);
+            let e = a.map(|x| exp(x - m));
+            s += (e.x + e.y) + (e.z + e.w);
+            // SAFETY: as the load.
+            unsafe { slot.store4(e) };
+        }
+        k += 1;
+    }
+    s
+}
+
+/// Stores `factor ·` the lane's staged elements of `[start, end)` to
+/// `row[start..end]`, one vector at a time (as [`Slice::store_scaled`], without
+/// holding the slice in registers).
+///
+/// # Safety
+/// As [`Slice::read_staged`]; `row[start..end]` writable, 16-byte aligned at `start`
+/// when `vec`.
+#[inline(always)]
+pub(crate) unsafe fn staged_store_scaled<const V: usize>(
+    src: Smem<f32>,
+    row: *mut f32,
+    start: usize,
+    end: usize,
+    lane: usize,
+    lanes: usize,
+    vec: bool,
+    factor: f32,
+) {
+    let whole = vec && Slice::<V>::col(start, lane, lanes, V - 1) + 4 <= end;
+    let mut k = 0;
+    while k < V {
+        let c = Slice::<V>::col(start, lane, lanes, k);
+        if whole {
+            // SAFETY: the caller's contract; this lane's own 16-byte aligned slot, and
+            // columns c..c+4 inside [start, end), aligned (vec).
+            unsafe {
+                let e = src
+                    .add(Slice::<V>::col(0, lane, lanes, k))
+                    .load4()
+                    .map(|e| e * factor);
+                store4(row.add(c), e);
+            }
+        } else if c < end {
+            // SAFETY: the caller's contract; this lane's own 16-byte aligned slot, and
+            // columns c..c+valid inside [start, end).
+            unsafe {
+                let e = src.add(c - start).load4().map(|e| e * factor);
+                store4_first(row.add(c), e, (end - c).min(4) as u32, vec);
+            }
+        }
+        k += 1;
     }
 }
 

@@ -27,11 +27,11 @@
 use crate::config::{SOFTMAX_ASYNC_CHUNK, SOFTMAX_ASYNC_SMEM_BYTES, SOFTMAX_ASYNC_THREADS, SOFTMAX_ASYNC_VECS};
 use crate::params::SoftmaxSplitParams;
 use crate::softmax_online::row_pair;
-use crate::softmax_parts::{mask_tail, Slice};
+use crate::softmax_parts::{stage_async, Slice};
 use simt_std::flag::{publish, wait_eq};
 use simt_std::math::{exp, rcp};
-use simt_std::memory::{is_aligned16, F32x4};
-use simt_std::pipeline::{commit, copy_async, wait};
+use simt_std::memory::is_aligned16;
+use simt_std::pipeline::{commit, wait};
 use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::shared_array;
 use simt_std::thread::{block_dim, block_idx, grid_dim, sync_threads, thread_idx};
@@ -82,7 +82,7 @@ kernel! {
             wait::<1>();
             let (r, start, end) = chunk_cols(&p, i);
             // SAFETY: this thread's own copies of chunk i, waited for above.
-            let mut s = unsafe { read_own(buf.add((w % 2) * SOFTMAX_ASYNC_CHUNK as usize), start, end, t, lanes) };
+            let mut s = unsafe { Slice::<V>::read_staged(buf.add((w % 2) * SOFTMAX_ASYNC_CHUNK as usize), start, end, t, lanes) };
             // SAFETY: scratch is this kernel's own; every thread calls.
             let m = unsafe { block_max(s.max(), scratch) };
             // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
@@ -144,7 +144,7 @@ fn chunk_cols(p: &SoftmaxSplitParams, i: usize) -> (usize, usize, usize) {
 }
 
 /// Issues this thread's copies of item `i`'s chunk into `dst` (none past the last
-/// item or the row's end; a vector cut by the end copies its valid floats and zeros).
+/// item; see [`stage_async`]).
 ///
 /// # Safety
 /// The kernel's contract; `dst` is this chunk buffer (`SOFTMAX_ASYNC_CHUNK` floats).
@@ -154,61 +154,7 @@ unsafe fn issue(p: &SoftmaxSplitParams, i: usize, dst: Smem<f32>, t: usize, lane
         return;
     }
     let (r, start, end) = chunk_cols(p, i);
-    // SAFETY: r < rows.
-    let xr = unsafe { p.x.ptr.add(r * p.x.ld as usize) };
-    let mut k = 0;
-    while k < V {
-        let c = Slice::<V>::col(start, t, lanes, k);
-        if c < end {
-            let valid = (end - c).min(4);
-            if valid == 4 {
-                // SAFETY: columns c..c+4 are in the row, 16-byte aligned (aligned rows,
-                // c % 4 == 0); the destination is this thread's own slot of the buffer.
-                unsafe { copy_async::<16, f32>(dst.add(c - start), xr.add(c), 16) };
-            } else {
-                // The row's last vector: 4-byte copies of the columns that exist (zeros
-                // after), so nothing past the row's end is read.
-                let mut j = 0;
-                while j < 4 {
-                    let (src, bytes) = if j < valid { (c + j, 4) } else { (c, 0) };
-                    // SAFETY: column `src` is in the row; 4-byte aligned slots of this
-                    // thread's own part of the buffer.
-                    unsafe { copy_async::<4, f32>(dst.add(c - start + j), xr.add(src), bytes) };
-                    j += 1;
-                }
-            }
-        }
-        k += 1;
-    }
-}
-
-/// This thread's vectors of the chunk `[start, end)` from its buffer: `-inf` past
-/// the end, as `Slice::load` gives.
-///
-/// # Safety
-/// This thread's copies of the chunk into `src` have been waited for.
-#[inline(always)]
-unsafe fn read_own(src: Smem<f32>, start: usize, end: usize, t: usize, lanes: usize) -> Slice<V> {
-    let mut v = [F32x4::splat(f32::NEG_INFINITY); V];
-    if Slice::<V>::col(start, t, lanes, V - 1) + 4 <= end {
-        // Every vector whole: V loads with no branch between them.
-        let mut k = 0;
-        while k < V {
-            // SAFETY: the caller's contract; 16-byte aligned slot.
-            v[k] = unsafe { src.add(Slice::<V>::col(0, t, lanes, k)).load4() };
-            k += 1;
-        }
-        return Slice { v };
-    }
-    let mut k = 0;
-    while k < V {
-        let c = Slice::<V>::col(start, t, lanes, k);
-        if c < end {
-            // SAFETY: the caller's contract; 16-byte aligned slot.
-            let a = unsafe { src.add(c - start).load4() };
-            v[k] = mask_tail(a, (end - c).min(4) as u32);
-        }
-        k += 1;
-    }
-    Slice { v }
+    // SAFETY: r < rows; [start, end) is inside row r, whose start is 16-byte aligned
+    // (contract) as is `start` (a multiple of 16384); the buffer is this chunk's.
+    unsafe { stage_async::<V>(p.x.ptr.add(r * p.x.ld as usize), start, end, dst, t, lanes) }
 }

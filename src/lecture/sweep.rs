@@ -264,6 +264,7 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                             (softmax::SoftmaxKernel::Cluster, "rust-simt cluster"),
                             (softmax::SoftmaxKernel::Split, "rust-simt split"),
                             (softmax::SoftmaxKernel::SplitAsync, "rust-simt split-async"),
+                            (softmax::SoftmaxKernel::SplitWide, "rust-simt split-wide"),
                             (softmax::SoftmaxKernel::Online, "rust-simt online"),
                         ] {
                             if let Ok(t) = b.run(|| {

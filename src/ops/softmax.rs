@@ -8,6 +8,7 @@
 //! | up to 16384 | a block per row, the row in registers (`softmax_row_*`) | 1 read, 1 write |
 //! | up to 262144, on Hopper, rows enough for a cluster per SM or more | a cluster of 2-8 blocks per row, chunks in registers, pairs over distributed shared memory (`softmax_cluster_*`) | 1 read, 1 write |
 //! | longer, the input 16 MiB to L2's size | two-pass online softmax (`softmax_online_*`): the second read hits L2 | 1 read (+1 from L2), 1 write |
+//! | rows 16-byte aligned, the input 2 waves of chunks of 32768 or fewer | chunks of 32768 over cooperating blocks, half in registers, half staged in shared memory (`softmax_split_wide`) | 1 read, 1 write |
 //! | up to `max_resident_blocks · 8192`, fewer chunks than SMs | chunks of 8192 over cooperating blocks, loaded into registers (`softmax_split`) | 1 read, 1 write |
 //! | up to `max_resident_blocks · 16384`, rows 16-byte aligned | chunks of 16384 over cooperating blocks, staged by `cp.async` (`softmax_split_async`) | 1 read, 1 write |
 //! | up to `max_resident_blocks · 8192` | `softmax_split` | 1 read, 1 write |
@@ -23,12 +24,13 @@
 use kernels::config::{
     SOFTMAX_ASYNC_CHUNK, SOFTMAX_CLUSTER_CONFIGS, SOFTMAX_CLUSTER_MAX_COLS, SOFTMAX_CLUSTER_SLICE,
     SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS, SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK,
-    SOFTMAX_WARP_VECS, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
+    SOFTMAX_WARP_VECS, SOFTMAX_WIDE_CHUNK, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
 };
 use kernels::params::{MatMut, MatRef, SoftmaxOnlineParams, SoftmaxSplitParams};
 use kernels::softmax_cluster as kc;
 use kernels::softmax_split as ks;
 use kernels::softmax_split_async as ksa;
+use kernels::softmax_split_wide as ksw;
 use kernels::{row_sum as rs, softmax as k, softmax_online as ko, softmax_regs as kr};
 use simt::{dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
@@ -55,6 +57,10 @@ pub enum SoftmaxKernel {
     /// Chunks of 16384 columns over cooperating blocks, staged in shared memory by
     /// `cp.async`: rows 16-byte aligned, up to [`split_async_max_cols`].
     SplitAsync,
+    /// Chunks of 32768 columns over cooperating blocks, half of each in registers
+    /// and half staged in shared memory, two blocks per SM: rows 16-byte aligned, up
+    /// to [`split_wide_max_cols`]. The most a split kernel holds on chip at once.
+    SplitWide,
     /// Two passes with online `(max, sum)` pairs: any length.
     Online,
 }
@@ -80,13 +86,14 @@ pub fn has_clusters(gpu: &Gpu) -> bool {
 
 impl SoftmaxKernel {
     /// Every kernel, in the order of the enum.
-    pub const ALL: [SoftmaxKernel; 7] = [
+    pub const ALL: [SoftmaxKernel; 8] = [
         SoftmaxKernel::Auto,
         SoftmaxKernel::SharedRow,
         SoftmaxKernel::Registers,
         SoftmaxKernel::Cluster,
         SoftmaxKernel::Split,
         SoftmaxKernel::SplitAsync,
+        SoftmaxKernel::SplitWide,
         SoftmaxKernel::Online,
     ];
 
@@ -99,6 +106,7 @@ impl SoftmaxKernel {
             SoftmaxKernel::Cluster => "cluster",
             SoftmaxKernel::Split => "split",
             SoftmaxKernel::SplitAsync => "split-async",
+            SoftmaxKernel::SplitWide => "split-wide",
             SoftmaxKernel::Online => "online",
         }
     }
@@ -119,17 +127,20 @@ pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Re
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS && has_clusters(gpu),
         SoftmaxKernel::Split => cols <= split_max_cols(gpu)?,
         SoftmaxKernel::SplitAsync => aligned && cols <= split_async_max_cols(gpu)?,
+        SoftmaxKernel::SplitWide => aligned && cols <= split_wide_max_cols(gpu)?,
     })
 }
 
 /// What the autotuner times for rows past the register kernels: every long-row
-/// kernel that takes `cols` columns here (`Cluster`, `Split`, `SplitAsync`, `Online`).
+/// kernel that takes `cols` columns here (`Cluster`, `Split`, `SplitAsync`,
+/// `SplitWide`, `Online`).
 pub fn long_row_candidates(gpu: &Gpu, cols: usize, aligned: bool) -> Result<Vec<SoftmaxKernel>> {
     let mut v = Vec::new();
     for k in [
         SoftmaxKernel::Cluster,
         SoftmaxKernel::Split,
         SoftmaxKernel::SplitAsync,
+        SoftmaxKernel::SplitWide,
         SoftmaxKernel::Online,
     ] {
         if takes(gpu, k, cols, aligned)? {
@@ -155,7 +166,13 @@ pub fn split_max_cols(gpu: &Gpu) -> Result<usize> {
 }
 
 fn split_capacity(gpu: &Gpu) -> Result<u32> {
-    // The kernel uses no dynamic shared memory: the arguments do not matter.
+    resident_blocks::<ks::softmax_split>(gpu)
+}
+
+/// How many blocks of a split kernel the device holds at once (the cooperative
+/// launch's limit). The kernels' shared memory does not depend on their arguments:
+/// empty ones will do.
+fn resident_blocks<K: Kernel<Args = (SoftmaxSplitParams,)>>(gpu: &Gpu) -> Result<u32> {
     let p = SoftmaxSplitParams {
         x: MatRef {
             ptr: std::ptr::null(),
@@ -174,7 +191,7 @@ fn split_capacity(gpu: &Gpu) -> Result<u32> {
         flags: std::ptr::null_mut(),
         epoch: 0,
     };
-    gpu.max_resident_blocks::<ks::softmax_split>(&(p,))
+    gpu.max_resident_blocks::<K>(&(p,))
 }
 
 /// The longest row [`SoftmaxKernel::SplitAsync`] takes on this device: one chunk
@@ -185,25 +202,18 @@ pub fn split_async_max_cols(gpu: &Gpu) -> Result<usize> {
 }
 
 fn split_async_capacity(gpu: &Gpu) -> Result<u32> {
-    let p = SoftmaxSplitParams {
-        x: MatRef {
-            ptr: std::ptr::null(),
-            rows: 0,
-            cols: 0,
-            ld: 0,
-        },
-        y: MatMut {
-            ptr: std::ptr::null_mut(),
-            rows: 0,
-            cols: 0,
-            ld: 0,
-        },
-        splits: 1,
-        partials: std::ptr::null_mut(),
-        flags: std::ptr::null_mut(),
-        epoch: 0,
-    };
-    gpu.max_resident_blocks::<ksa::softmax_split_async>(&(p,))
+    resident_blocks::<ksa::softmax_split_async>(gpu)
+}
+
+/// The longest row [`SoftmaxKernel::SplitWide`] takes on this device: one chunk
+/// of 32768 columns per block the device holds at once.
+pub fn split_wide_max_cols(gpu: &Gpu) -> Result<usize> {
+    ptx::load(gpu)?;
+    Ok(split_wide_capacity(gpu)? as usize * SOFTMAX_WIDE_CHUNK as usize)
+}
+
+fn split_wide_capacity(gpu: &Gpu) -> Result<u32> {
+    resident_blocks::<ksw::softmax_split_wide>(gpu)
 }
 
 /// The blocks per cluster [`SoftmaxKernel::Cluster`] gives rows of `cols` columns
@@ -230,6 +240,9 @@ fn cluster_config(cols: usize) -> Option<usize> {
 /// * rows too long for a cluster, or no clusters: the split kernel in registers
 ///   when the row's chunks are fewer than the SMs (1 x 100000 without clusters:
 ///   0.0070-0.0088 ms, staged split 0.0084-0.0104);
+/// * aligned rows whose chunks of 32768 fill at most two waves of the device: the
+///   wide split kernel (predicted from its design: one read and one write with at
+///   most two waits, where the online passes read twice; to be measured);
 /// * the two online passes when the input fits in L2, so that their second read hits
 ///   it, and is no toy (8 x 2^20: 0.0419-0.0440 ms, staged split 0.0456-0.0458);
 /// * else the staged split kernel for aligned rows, the register one for others,
@@ -242,12 +255,18 @@ pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result
         SoftmaxKernel::Registers
     } else if has_clusters(gpu) && cluster_size(cols).is_some() {
         SoftmaxKernel::Cluster
-    } else if fits_l2 {
-        SoftmaxKernel::Online
     } else if rows.saturating_mul(cols.div_ceil(SOFTMAX_SPLIT_CHUNK as usize)) < sms
         && cols <= split_max_cols(gpu)?
     {
         SoftmaxKernel::Split
+    } else if aligned
+        && rows.saturating_mul(cols.div_ceil(SOFTMAX_WIDE_CHUNK as usize))
+            <= 2 * split_wide_capacity(gpu)? as usize
+        && cols <= split_wide_max_cols(gpu)?
+    {
+        SoftmaxKernel::SplitWide
+    } else if fits_l2 {
+        SoftmaxKernel::Online
     } else if aligned && cols <= split_async_max_cols(gpu)? {
         SoftmaxKernel::SplitAsync
     } else if cols <= split_max_cols(gpu)? {
@@ -439,18 +458,18 @@ pub fn softmax_with(
                 }
             }
         }
-        SoftmaxKernel::Split | SoftmaxKernel::SplitAsync => {
-            let staged = kernel == SoftmaxKernel::SplitAsync;
+        SoftmaxKernel::Split | SoftmaxKernel::SplitAsync | SoftmaxKernel::SplitWide => {
+            let staged = kernel != SoftmaxKernel::Split;
             if staged && !aligned {
                 return Err(SimtError::Shape {
                     op,
-                    detail: "SoftmaxKernel::SplitAsync copies 16-byte vectors: x needs a 16-byte aligned start and a row stride that is a multiple of 4; use SoftmaxKernel::Auto".into(),
+                    detail: format!("SoftmaxKernel::{kernel:?} copies 16-byte vectors: x needs a 16-byte aligned start and a row stride that is a multiple of 4; use SoftmaxKernel::Auto"),
                 });
             }
-            let (capacity, chunk) = if staged {
-                (split_async_capacity(gpu)?, SOFTMAX_ASYNC_CHUNK)
-            } else {
-                (split_capacity(gpu)?, SOFTMAX_SPLIT_CHUNK)
+            let (capacity, chunk) = match kernel {
+                SoftmaxKernel::SplitAsync => (split_async_capacity(gpu)?, SOFTMAX_ASYNC_CHUNK),
+                SoftmaxKernel::SplitWide => (split_wide_capacity(gpu)?, SOFTMAX_WIDE_CHUNK),
+                _ => (split_capacity(gpu)?, SOFTMAX_SPLIT_CHUNK),
             };
             let splits = cols.div_ceil(chunk);
             if splits > capacity {
@@ -489,7 +508,10 @@ pub fn softmax_with(
             // `epoch` (Gpu::flags); grid a multiple of splits, at most what is resident
             // (checked again by the cooperative launch).
             unsafe {
-                if staged {
+                if kernel == SoftmaxKernel::SplitWide {
+                    let cfg = LaunchConfig::for_kernel::<ksw::softmax_split_wide>(dim3(grid, 1, 1));
+                    gpu.launch::<ksw::softmax_split_wide>(cfg, (p,))
+                } else if staged {
                     let cfg =
                         LaunchConfig::for_kernel::<ksa::softmax_split_async>(dim3(grid, 1, 1));
                     gpu.launch::<ksa::softmax_split_async>(cfg, (p,))

@@ -1,0 +1,162 @@
+//! Split-row softmax with wide chunks: half of each chunk in registers, half staged
+//! in shared memory, so that a few long rows fit on chip all at once.
+//!
+//! The split kernels before this one ([`crate::softmax_split`],
+//! [`crate::softmax_split_async`]) hold 16-64 KiB per SM at a time. A wave of
+//! them is then a row or two of 2^20 floats, and every wave pays the full cycle of
+//! load, reduce, wait for the row's other blocks, store, with DRAM idle through the
+//! middle of it: on the H100, 8 x 2^20 ran at 51% of copy bandwidth, no faster than
+//! the two-pass online softmax.
+//!
+//! An SM has 256 KiB of registers and 228 KiB of shared memory. This kernel uses
+//! half of each: a block of 512 threads holds a chunk of 32768 columns (128 KiB),
+//!
+//! * the first 16384 columns in registers, 32 floats a thread (the
+//!   [`Slice`] of `softmax_row_16k`),
+//! * the next 16384 in 64 KiB of shared memory, copied by `cp.async`
+//!   ([`stage_async`]) and read back by the thread that copied them,
+//!
+//! and two blocks share an SM (64 registers a thread at most). The 132 SMs of an
+//! H100 hold 264 chunks, 33 MiB: 8 rows of 2^20 floats are **one wave** (read all,
+//! one wait, write all), and 64 rows of 262144 two waves, where the second wave's
+//! copies go out right behind the first wave's stores.
+//!
+//! Per chunk, as the other split kernels: reduce it to `(m_j, s_j)` (its maximum
+//! and `Σ exp(x - m_j)`, the staged half's exponentials written back in place),
+//! publish the pair ([`simt_std::flag`]), wait for the row's others, combine them
+//! ([`crate::softmax_online::row_pair`]) and write `exp(x - m_j)·exp(m_j - M)/S`.
+//! The launch is cooperative and the grid whole rows per wave, so every block a
+//! wait needs is resident and publishes before it waits.
+//!
+//! `cp.async` needs 16-byte aligned sources: the host takes this kernel for rows
+//! whose start and stride are multiples of 4 floats.
+use crate::config::{
+    SOFTMAX_WIDE_CHUNK, SOFTMAX_WIDE_MIN_BLOCKS, SOFTMAX_WIDE_REG_COLS, SOFTMAX_WIDE_REG_VECS, SOFTMAX_WIDE_SMEM_BYTES,
+    SOFTMAX_WIDE_SMEM_VECS, SOFTMAX_WIDE_THREADS,
+};
+use crate::params::SoftmaxSplitParams;
+use crate::softmax_online::row_pair;
+use crate::softmax_parts::{stage_async, staged_exp_sum, staged_max, staged_store_scaled, Slice};
+use simt_std::flag::{publish, wait_eq};
+use simt_std::kernel;
+use simt_std::math::{exp, rcp};
+use simt_std::memory::{compiler_barrier, is_aligned16};
+use simt_std::pipeline::{commit, wait};
+use simt_std::shared::dynamic_shared;
+use simt_std::shared_array;
+use simt_std::thread::{block_idx, grid_dim, sync_threads, thread_idx};
+use simt_std::warp::{block_reduce_once, lane_id, max_nan};
+
+/// 16-byte vectors per thread in registers.
+const V: usize = SOFTMAX_WIDE_REG_VECS as usize;
+/// 16-byte vectors per thread staged in shared memory.
+const W: usize = SOFTMAX_WIDE_SMEM_VECS as usize;
+/// Threads per block: a constant, so the vectors' offsets are immediates.
+const T: usize = SOFTMAX_WIDE_THREADS as usize;
+/// Columns of a chunk held in registers.
+const REG_COLS: usize = SOFTMAX_WIDE_REG_COLS as usize;
+
+kernel! {
+    /// Split-row softmax with chunks of 32768 columns, half in registers and half
+    /// in shared memory (see the module doc).
+    ///
+    /// # Safety
+    /// As `softmax_split`, with `splits = ceil(cols / SOFTMAX_WIDE_CHUNK)`, `x`'s
+    /// rows 16-byte aligned (`x.ptr` aligned, `x.ld % 4 == 0`), 512 threads and
+    /// `SOFTMAX_WIDE_SMEM_BYTES` of dynamic shared memory.
+    ///
+    /// # Parameters
+    /// * `p.x`, `p.y`: `[rows, cols]`; `p.splits`: chunks per row.
+    /// * `p.partials`: `[rows·splits, 2]` scratch; `p.flags`: `[rows·splits]`; `p.epoch`.
+    ///
+    /// # Thread Mapping
+    /// Block `b` takes chunk `i = b + w·grid.x` in wave `w` (row `i / splits`,
+    /// columns `(i % splits)·32768 ..+32768`); thread `t` of 512 holds in registers
+    /// the 8 vectors at columns `4(t + 512k)` of the chunk, and stages in shared
+    /// memory the 8 at `16384 + 4(t + 512k)` (its own slots, at `4(t + 512k)` of
+    /// the buffer); warp 0's lanes wait for the row's flags.
+    #[launch(threads = SOFTMAX_WIDE_THREADS, min_blocks = SOFTMAX_WIDE_MIN_BLOCKS, shared = SOFTMAX_WIDE_SMEM_BYTES, cooperative = true)]
+    pub unsafe fn softmax_split_wide(p: SoftmaxSplitParams) {
+        let scratch = shared_array!(SOFTMAX_WIDE_SCRATCH, f32, 64);
+        let row_mm = shared_array!(SOFTMAX_WIDE_ROW, f32, 2);
+        let buf = dynamic_shared::<f32>();
+        let t = thread_idx().x as usize;
+        let splits = p.splits as usize;
+        let items = p.x.rows as usize * splits;
+        let grid = grid_dim().x as usize;
+        debug_assert!(grid % splits == 0, "softmax_split_wide: grid.x must be a multiple of splits");
+        let mut i = block_idx().x as usize;
+        while i < items {
+            let (r, j) = (i / splits, i % splits);
+            let start = j * SOFTMAX_WIDE_CHUNK as usize;
+            let end = (start + SOFTMAX_WIDE_CHUNK as usize).min(p.x.cols as usize);
+            let mid = (start + REG_COLS).min(end);
+            // SAFETY: r < rows (i < items).
+            let xr = unsafe { p.x.ptr.add(r * p.x.ld as usize) };
+            // The staged half's copies first (they hold no registers), then the
+            // register half's loads: all 16 vectors of a thread in flight at once.
+            // SAFETY: [mid, end) is inside row r, 16-byte aligned (contract; mid % 4
+            // == 0); the buffer's slots are this thread's own.
+            unsafe { stage_async::<W>(xr, mid, end, buf, t, T) };
+            commit();
+            // SAFETY: [start, mid) is inside row r, aligned.
+            let mut s = unsafe { Slice::<V>::load(xr, start, mid, t, T, true) };
+            wait::<0>();
+            // SAFETY (the staged calls below): this thread's copies have landed.
+            let m = max_nan(s.max(), unsafe { staged_max::<W>(buf, mid, end, t, T) });
+            // SAFETY: scratch[0..32] is reduced into once per chunk; the barrier after
+            // the flag wait below separates the reads from the next chunk's writes.
+            let m = unsafe { block_reduce_once(m, scratch, max_nan, f32::NEG_INFINITY) };
+            // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
+            let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
+            let part = s.exp_sum(m_safe) + unsafe { staged_exp_sum::<W>(buf, mid, end, t, T, m_safe) };
+            // SAFETY: as the first reduction, on scratch[32..64].
+            let sum = unsafe { block_reduce_once(part, scratch.add(32), |a, b| a + b, 0.0) };
+            if t == 0 {
+                // SAFETY: i < rows·splits; the pair is written before the flag is published.
+                unsafe {
+                    *p.partials.add(2 * i) = m;
+                    *p.partials.add(2 * i + 1) = sum;
+                    publish(p.flags.add(i), p.epoch);
+                }
+            }
+            if t < 32 {
+                // Warp 0 waits for the row's flags, lane l for chunks l, l + 32, ...
+                let mut k = lane_id() as usize;
+                while k < splits {
+                    // SAFETY: flag r·splits + k exists; its block is resident (a
+                    // cooperative launch, whole rows per wave) and publishes before it waits.
+                    unsafe { wait_eq(p.flags.add(r * splits + k), p.epoch) };
+                    k += 32;
+                }
+                // SAFETY: every pair of row r is published and acquired above.
+                let (mm, ss) = unsafe { row_pair(p.partials, r, splits) };
+                if t == 0 {
+                    // SAFETY: this kernel's own 2 floats.
+                    unsafe {
+                        row_mm.write(mm);
+                        row_mm.add(1).write(ss);
+                    }
+                }
+            }
+            sync_threads();
+            // SAFETY: written by thread 0 before the barrier.
+            let (mm, ss) = unsafe { (row_mm.read(), row_mm.add(1).read()) };
+            let factor = exp(m - mm) * rcp(ss);
+            // SAFETY: r < rows; both halves are inside row r of y.
+            unsafe {
+                let yr = p.y.ptr.add(r * p.y.ld as usize);
+                let vec = is_aligned16(yr);
+                s.store_scaled(yr, start, mid, t, T, vec, factor);
+                // The staged part one vector at a time: without the barrier LLVM hoists
+                // its shared loads above the stores above, all live at once (spills).
+                compiler_barrier();
+                staged_store_scaled::<W>(buf, yr, mid, end, t, T, vec, factor);
+            }
+            // Nobody overwrites `row_mm` or the scratch (the next chunk) before
+            // everyone has read them.
+            sync_threads();
+            i += grid;
+        }
+    }
+}
