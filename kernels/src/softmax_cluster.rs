@@ -19,30 +19,28 @@
 //! 8 16-byte vectors per thread each ([`Slice`], the layout of
 //! `softmax_row_16k`):
 //!
-//! 1. load the chunk (all `V` loads in flight) and reduce it to `(m_k, s_k)`: its
-//!    maximum and `Σ exp(x - m_k)`, each thread folding every vector into an
-//!    online pair as its load lands ([`fold`](crate::softmax_parts::fold)), then
-//!    one block combination ([`block_combine`](crate::softmax_parts::block_combine));
+//! 1. load the chunk (all `V` loads in flight), reduce it to `(m_k, s_k)`: its
+//!    maximum and `Σ exp(x - m_k)` (two block reductions);
 //! 2. thread 0 writes the pair to this block's shared memory; [`cluster::sync`];
 //! 3. warp 0 reads the `C` pairs (lane `j` from rank `j`, [`cluster::map`]) and
 //!    combines them into `(M, S)` with shuffles; [`cluster::sync`] again, which
 //!    also keeps every block alive until the others have read its pair;
-//! 4. write `exp(x - M) / S` from the registers.
+//! 4. write `exp(x - m_k) · exp(m_k - M) / S` from the registers.
 //!
 //! One read and one write of each element; no scratch buffers, no flags, no
 //! residency arithmetic on the host. Columns past the row's end read as `-inf`;
 //! a chunk of only `-inf` contributes the pair `(-inf, 0)`; a row of only `-inf`
 //! gives NaN, as `torch.softmax` does.
 use crate::config::{SOFTMAX_CLUSTER_CONFIGS, SOFTMAX_CLUSTER_THREADS, SOFTMAX_CLUSTER_VECS};
-use crate::softmax_parts::{block_combine, warp_combine};
+use crate::softmax_parts::warp_combine;
 use crate::softmax_parts::Slice;
 use simt_std::cluster;
-use simt_std::math::rcp;
+use simt_std::math::{exp, rcp};
 use simt_std::memory::is_aligned16;
 use simt_std::shared::Smem;
 use simt_std::shared_array;
 use simt_std::thread::{block_dim, block_idx, thread_idx};
-use simt_std::warp::lane_id;
+use simt_std::warp::{block_reduce_once, lane_id, max_nan};
 use simt_std::kernel;
 
 /// 16-byte vectors per thread of one [`Slice`]: 16384 columns per 512-thread block.
@@ -62,13 +60,11 @@ trait Chunk: Sized {
     /// # Safety
     /// `row[0..n]` readable.
     unsafe fn load(row: *const f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool) -> Self;
-    /// The lane's online pair `(m, Σ exp(x - m))`, folded vector by vector.
-    fn pair(&self) -> (f32, f32);
-    /// Writes `exp(x - mm) · inv`.
-    ///
+    fn max(&self) -> f32;
+    fn exp_sum(&mut self, m: f32) -> f32;
     /// # Safety
     /// `row[0..n]` writable.
-    unsafe fn store_softmax(&self, row: *mut f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool, mm: f32, inv: f32);
+    unsafe fn store_scaled(&self, row: *mut f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool, f: f32);
 }
 
 /// `[first + 16384·h, +16384)` clipped to `n`.
@@ -87,14 +83,18 @@ impl Chunk for Slice<V> {
         unsafe { Slice::<V>::load(row, s, e, t, lanes, vec) }
     }
     #[inline(always)]
-    fn pair(&self) -> (f32, f32) {
-        self.fold_into(f32::NEG_INFINITY, 0.0)
+    fn max(&self) -> f32 {
+        Slice::<V>::max(self)
     }
     #[inline(always)]
-    unsafe fn store_softmax(&self, row: *mut f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool, mm: f32, inv: f32) {
+    fn exp_sum(&mut self, m: f32) -> f32 {
+        Slice::<V>::exp_sum(self, m)
+    }
+    #[inline(always)]
+    unsafe fn store_scaled(&self, row: *mut f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool, f: f32) {
         let (s, e) = bounds(first, 0, n, lanes);
         // SAFETY: as the load.
-        unsafe { Slice::<V>::store_softmax(self, row, s, e, t, lanes, vec, mm, inv) }
+        unsafe { Slice::<V>::store_scaled(self, row, s, e, t, lanes, vec, f) }
     }
 }
 
@@ -107,17 +107,20 @@ impl Chunk for (Slice<V>, Slice<V>) {
         unsafe { (Slice::<V>::load(row, s0, e0, t, lanes, vec), Slice::<V>::load(row, s1, e1, t, lanes, vec)) }
     }
     #[inline(always)]
-    fn pair(&self) -> (f32, f32) {
-        let (m, s) = self.0.fold_into(f32::NEG_INFINITY, 0.0);
-        self.1.fold_into(m, s)
+    fn max(&self) -> f32 {
+        max_nan(self.0.max(), self.1.max())
     }
     #[inline(always)]
-    unsafe fn store_softmax(&self, row: *mut f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool, mm: f32, inv: f32) {
+    fn exp_sum(&mut self, m: f32) -> f32 {
+        self.0.exp_sum(m) + self.1.exp_sum(m)
+    }
+    #[inline(always)]
+    unsafe fn store_scaled(&self, row: *mut f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool, f: f32) {
         let ((s0, e0), (s1, e1)) = (bounds(first, 0, n, lanes), bounds(first, 1, n, lanes));
         // SAFETY: as the load.
         unsafe {
-            self.0.store_softmax(row, s0, e0, t, lanes, vec, mm, inv);
-            self.1.store_softmax(row, s1, e1, t, lanes, vec, mm, inv);
+            self.0.store_scaled(row, s0, e0, t, lanes, vec, f);
+            self.1.store_scaled(row, s1, e1, t, lanes, vec, f);
         }
     }
 }
@@ -152,12 +155,13 @@ unsafe fn cluster_row<K: Chunk, const C: usize>(
     // SAFETY: r < rows (grid.x = rows · C).
     let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
     // SAFETY: row r holds `cols` floats (contract).
-    let s = unsafe { K::load(xr, first, n, t, lanes, is_aligned16(xr)) };
-    // Each vector folded into the lane's online pair as its load lands; then the
-    // block's pair in warp 0.
-    let (m, sum) = s.pair();
-    // SAFETY: scratch is reserved for this one combination (contract).
-    let (m, sum) = unsafe { block_combine(m, sum, scratch, T) };
+    let mut s = unsafe { K::load(xr, first, n, t, lanes, is_aligned16(xr)) };
+    // SAFETY: scratch is reserved for these two reductions (contract), each once.
+    let m = unsafe { block_reduce_once(s.max(), scratch, max_nan, f32::NEG_INFINITY) };
+    // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
+    let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
+    // SAFETY: as the first reduction, on the second half of scratch.
+    let sum = unsafe { block_reduce_once(s.exp_sum(m_safe), scratch.add(32), |a, b| a + b, 0.0) };
     if t == 0 {
         // SAFETY: this kernel's own 2 floats, read by the cluster after the sync.
         unsafe {
@@ -191,8 +195,9 @@ unsafe fn cluster_row<K: Chunk, const C: usize>(
     cluster::sync();
     // SAFETY: written by thread 0 before the sync.
     let (mm, ss) = unsafe { (row.read(), row.add(1).read()) };
+    let factor = exp(m - mm) * rcp(ss);
     // SAFETY: as the load.
-    unsafe { s.store_softmax(yr, first, n, t, lanes, is_aligned16(yr), mm, rcp(ss)) };
+    unsafe { s.store_scaled(yr, first, n, t, lanes, is_aligned16(yr), factor) };
 }
 
 macro_rules! cluster_kernel {

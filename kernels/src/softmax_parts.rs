@@ -7,9 +7,8 @@ use simt_std::memory::{
 };
 use simt_std::pipeline::copy_async;
 use simt_std::shared::Smem;
-use simt_std::thread::sync_threads;
 use simt_std::unroll;
-use simt_std::warp::{lane_id, max_nan, shfl_xor_f32, warp_id};
+use simt_std::warp::{max_nan, shfl_xor_f32};
 
 /// A row slice in registers: lane `lane` of `lanes` holds vector `k` (for `k < V`)
 /// at columns `start + 4·(lane + k·lanes) ..+4`, so each warp-wide load is one
@@ -238,121 +237,20 @@ impl<const V: usize> Slice<V> {
     }
 }
 
-/// Folds the vector `a` into the running pair `(m, s)`, `s = Σ exp(x - m)` over
-/// what was folded before (the online softmax step, four values at once):
-/// `m' = max(m, a)`, `s' = s·exp(m - m') + Σ exp(a - m')`. `(-inf, 0)` is the
-/// empty pair; `-inf` values add nothing; a NaN makes the pair NaN.
-///
-/// Branch-free, so a thread folds each vector as soon as its load lands while its
-/// later loads are still in flight: the reduction then ends right behind the last
-/// byte, instead of a pass of exponentials after it.
-#[inline(always)]
-pub(crate) fn fold(m: f32, s: f32, a: F32x4) -> (f32, f32) {
-    let mn = max_nan(m, max_nan(max_nan(a.x, a.y), max_nan(a.z, a.w)));
-    // Only -inf so far: subtract 0 instead (exp(-inf - -inf) would be NaN); the
-    // exponentials of -inf are then 0 and the sum stays 0.
-    let base = if mn == f32::NEG_INFINITY { 0.0 } else { mn };
-    let e = a.map(|x| exp(x - base));
-    (mn, s * exp(m - base) + ((e.x + e.y) + (e.z + e.w)))
-}
-
-impl<const V: usize> Slice<V> {
-    /// Folds the lane's vectors, in order, into the pair `(m, s)` ([`fold`]).
-    #[inline(always)]
-    pub(crate) fn fold_into(&self, mut m: f32, mut s: f32) -> (f32, f32) {
-        let mut k = 0;
-        while k < V {
-            (m, s) = fold(m, s, self.v[k]);
-            k += 1;
-        }
-        (m, s)
-    }
-
-    /// Stores `exp(x - mm) · inv` of the lane's elements to `row[start..end]`
-    /// (16-byte stores when `vec`): the softmax output from the row's pair `(mm, 1/inv)`.
-    ///
-    /// # Safety
-    /// `row[start..end]` writable.
-    #[inline(always)]
-    pub(crate) unsafe fn store_softmax(
-        &self,
-        row: *mut f32,
-        start: usize,
-        end: usize,
-        lane: usize,
-        lanes: usize,
-        vec: bool,
-        mm: f32,
-        inv: f32,
-    ) {
-        let mut e = Slice::<V> { v: self.v };
-        let mut k = 0;
-        while k < V {
-            e.v[k] = self.v[k].map(|x| exp(x - mm));
-            k += 1;
-        }
-        // SAFETY: forwarded.
-        unsafe { e.store_scaled(row, start, end, lane, lanes, vec, inv) }
-    }
-}
-
-/// Combines every thread's pair `(m, s)` into the block's: each warp's by
-/// shuffles ([`warp_combine`]), then warp 0 over the warps' pairs, passed through
-/// `scratch` (2 floats per warp) and one barrier. Warp 0 gets the block's pair
-/// (other warps their own warp's). Every thread of the block calls.
-///
-/// # Safety
-/// `scratch` holds `2·warps` floats of this block's shared memory that no thread
-/// reads or writes from this call until a barrier after it (the next call's
-/// writes must come after a barrier that follows warp 0's reads).
-#[inline(always)]
-pub(crate) unsafe fn block_combine(
-    m: f32,
-    s: f32,
-    scratch: Smem<f32>,
-    threads: usize,
-) -> (f32, f32) {
-    let (m, s) = warp_combine(m, s);
-    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
-    if lane == 0 {
-        // SAFETY: slots 2·warp, 2·warp + 1 are this warp's (caller: 2·warps floats).
-        unsafe {
-            scratch.add(2 * warp).write(m);
-            scratch.add(2 * warp + 1).write(s);
-        }
-    }
-    sync_threads();
-    if warp != 0 {
-        return (m, s);
-    }
-    let (mut pm, mut ps) = (f32::NEG_INFINITY, 0.0);
-    if lane < threads.div_ceil(32) {
-        // SAFETY: written by warp `lane` before the barrier.
-        unsafe {
-            (pm, ps) = (
-                scratch.add(2 * lane).read(),
-                scratch.add(2 * lane + 1).read(),
-            )
-        };
-    }
-    warp_combine(pm, ps)
-}
-
-/// The lane's staged vectors of `[start, end)` folded into `(m, s)` ([`fold`]), two
-/// in registers at a time.
+/// The lane's maximum over its staged vectors of `[start, end)` (as
+/// [`Slice::max`], one vector in registers at a time).
 ///
 /// # Safety
 /// As [`Slice::read_staged`].
 #[inline(always)]
-pub(crate) unsafe fn staged_fold<const V: usize>(
+pub(crate) unsafe fn staged_max<const V: usize>(
     src: Smem<f32>,
     start: usize,
     end: usize,
     lane: usize,
     lanes: usize,
-    mut m: f32,
-    mut s: f32,
-) -> (f32, f32) {
+) -> f32 {
+    let mut m = f32::NEG_INFINITY;
     let whole = Slice::<V>::col(start, lane, lanes, V - 1) + 4 <= end;
     let mut k = 0;
     while k < V {
@@ -360,7 +258,9 @@ pub(crate) unsafe fn staged_fold<const V: usize>(
         if whole {
             // SAFETY: the caller's contract; 16-byte aligned slot.
             let a = unsafe { src.add(Slice::<V>::col(0, lane, lanes, k)).load4() };
-            (m, s) = fold(m, s, a);
+            m = max_nan(m, max_nan(max_nan(a.x, a.y), max_nan(a.z, a.w)));
+            // Two vectors in flight at a time: the caller holds a slice in registers
+            // (hoisting every load spilled the wide split kernel).
             if k % 2 == 1 {
                 compiler_barrier();
             }
@@ -370,21 +270,65 @@ pub(crate) unsafe fn staged_fold<const V: usize>(
                 unsafe { src.add(c - start).load4() },
                 (end - c).min(4) as u32,
             );
-            (m, s) = fold(m, s, a);
+            m = max_nan(m, max_nan(max_nan(a.x, a.y), max_nan(a.z, a.w)));
         }
         k += 1;
     }
-    (m, s)
+    m
 }
 
-/// Stores `exp(x - mm) · inv` of the lane's staged elements of `[start, end)` to
-/// `row[start..end]`, one vector at a time.
+/// Replaces the lane's staged elements of `[start, end)` by `exp(e - m)` in place
+/// and returns their sum (as [`Slice::exp_sum`]; past `end` they become 0).
 ///
 /// # Safety
-/// As [`staged_store_scaled`].
+/// As [`Slice::read_staged`].
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn staged_store_softmax<const V: usize>(
+pub(crate) unsafe fn staged_exp_sum<const V: usize>(
+    src: Smem<f32>,
+    start: usize,
+    end: usize,
+    lane: usize,
+    lanes: usize,
+    m: f32,
+) -> f32 {
+    let mut s = 0.0f32;
+    let whole = Slice::<V>::col(start, lane, lanes, V - 1) + 4 <= end;
+    let mut k = 0;
+    while k < V {
+        let c = Slice::<V>::col(start, lane, lanes, k);
+        if whole {
+            let slot = src.add(Slice::<V>::col(0, lane, lanes, k));
+            // SAFETY: the caller's contract; this lane's own 16-byte aligned slot.
+            let e = unsafe { slot.load4() }.map(|x| exp(x - m));
+            s += (e.x + e.y) + (e.z + e.w);
+            // SAFETY: as the load.
+            unsafe { slot.store4(e) };
+            if k % 2 == 1 {
+                compiler_barrier();
+            }
+        } else if c < end {
+            let slot = src.add(c - start);
+            // SAFETY: the caller's contract; this lane's own 16-byte aligned slot.
+            let a = mask_tail(unsafe { slot.load4() }, (end - c).min(4) as u32);
+            let e = a.map(|x| exp(x - m));
+            s += (e.x + e.y) + (e.z + e.w);
+            // SAFETY: as the load.
+            unsafe { slot.store4(e) };
+        }
+        k += 1;
+    }
+    s
+}
+
+/// Stores `factor ·` the lane's staged elements of `[start, end)` to
+/// `row[start..end]`, one vector at a time (as [`Slice::store_scaled`], without
+/// holding the slice in registers).
+///
+/// # Safety
+/// As [`Slice::read_staged`]; `row[start..end]` writable, 16-byte aligned at `start`
+/// when `vec`.
+#[inline(always)]
+pub(crate) unsafe fn staged_store_scaled<const V: usize>(
     src: Smem<f32>,
     row: *mut f32,
     start: usize,
@@ -392,30 +336,28 @@ pub(crate) unsafe fn staged_store_softmax<const V: usize>(
     lane: usize,
     lanes: usize,
     vec: bool,
-    mm: f32,
-    inv: f32,
+    factor: f32,
 ) {
     let whole = vec && Slice::<V>::col(start, lane, lanes, V - 1) + 4 <= end;
     let mut k = 0;
     while k < V {
         let c = Slice::<V>::col(start, lane, lanes, k);
         if whole {
-            // SAFETY: the caller's contract; this lane's own slot; columns c..c+4
-            // inside [start, end), aligned (vec).
+            // SAFETY: the caller's contract; this lane's own 16-byte aligned slot, and
+            // columns c..c+4 inside [start, end), aligned (vec).
             unsafe {
-                let a = src.add(Slice::<V>::col(0, lane, lanes, k)).load4();
-                store4(row.add(c), a.map(|x| exp(x - mm) * inv));
+                let e = src
+                    .add(Slice::<V>::col(0, lane, lanes, k))
+                    .load4()
+                    .map(|e| e * factor);
+                store4(row.add(c), e);
             }
         } else if c < end {
-            // SAFETY: the caller's contract; columns c..c+valid inside [start, end).
+            // SAFETY: the caller's contract; this lane's own 16-byte aligned slot, and
+            // columns c..c+valid inside [start, end).
             unsafe {
-                let a = src.add(c - start).load4();
-                store4_first(
-                    row.add(c),
-                    a.map(|x| exp(x - mm) * inv),
-                    (end - c).min(4) as u32,
-                    vec,
-                );
+                let e = src.add(c - start).load4().map(|e| e * factor);
+                store4_first(row.add(c), e, (end - c).min(4) as u32, vec);
             }
         }
         k += 1;

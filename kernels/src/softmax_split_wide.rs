@@ -21,14 +21,10 @@
 //! one wait, write all), and 64 rows of 262144 two waves, where the second wave's
 //! copies go out right behind the first wave's stores.
 //!
-//! Per chunk: each thread folds its vectors into an online pair `(m, s)`, `s =
-//! Σ exp(x - m)` ([`fold`](crate::softmax_parts::fold)), as the loads land, so the
-//! exponentials overlap the loads still in flight and the chunk's pair is ready
-//! right behind its last byte (a pass of exponentials after the loads cost about
-//! 2 us per wave on the H100: 65536 `ex2` per SM at 16 a clock); the block combines
-//! the threads' pairs, publishes it ([`simt_std::flag`]), waits for the row's
-//! others, combines them ([`crate::softmax_online::row_pair`]) into `(M, S)` and
-//! writes `exp(x - M) / S` (the second exponential hides under the stores).
+//! Per chunk, as the other split kernels: reduce it to `(m_j, s_j)` (its maximum
+//! and `Σ exp(x - m_j)`, the staged half's exponentials written back in place),
+//! publish the pair ([`simt_std::flag`]), wait for the row's others, combine them
+//! ([`crate::softmax_online::row_pair`]) and write `exp(x - m_j)·exp(m_j - M)/S`.
 //! The launch is cooperative and the grid whole rows per wave, so every block a
 //! wait needs is resident and publishes before it waits.
 //!
@@ -40,16 +36,16 @@ use crate::config::{
 };
 use crate::params::SoftmaxSplitParams;
 use crate::softmax_online::row_pair;
-use crate::softmax_parts::{block_combine, stage_async, staged_fold, staged_store_softmax, Slice};
+use crate::softmax_parts::{stage_async, staged_exp_sum, staged_max, staged_store_scaled, Slice};
 use simt_std::flag::{publish, wait_eq};
 use simt_std::kernel;
-use simt_std::math::rcp;
+use simt_std::math::{exp, rcp};
 use simt_std::memory::{compiler_barrier, is_aligned16};
 use simt_std::pipeline::{commit, wait};
 use simt_std::shared::dynamic_shared;
 use simt_std::shared_array;
 use simt_std::thread::{block_idx, grid_dim, sync_threads, thread_idx};
-use simt_std::warp::lane_id;
+use simt_std::warp::{block_reduce_once, lane_id, max_nan};
 
 /// 16-byte vectors per thread in registers.
 const V: usize = SOFTMAX_WIDE_REG_VECS as usize;
@@ -97,35 +93,36 @@ kernel! {
             let mid = (start + REG_COLS).min(end);
             // SAFETY: r < rows (i < items).
             let xr = unsafe { p.x.ptr.add(r * p.x.ld as usize) };
-            // The staged part's copies first (they hold no registers), then the
-            // register part's loads: all 16 vectors of a thread in flight at once.
+            // The staged half's copies first (they hold no registers), then the
+            // register half's loads: all 16 vectors of a thread in flight at once.
             // SAFETY: [mid, end) is inside row r, 16-byte aligned (contract; mid % 4
             // == 0); the buffer's slots are this thread's own.
             unsafe { stage_async::<W>(xr, mid, end, buf, t, T) };
             commit();
             // SAFETY: [start, mid) is inside row r, aligned.
-            let s = unsafe { Slice::<V>::load(xr, start, mid, t, T, true) };
-            // The thread's pair, folded while the loads land: the staged part (copied
-            // first), then each register vector as it arrives.
+            let mut s = unsafe { Slice::<V>::load(xr, start, mid, t, T, true) };
             wait::<0>();
-            // SAFETY: this thread's copies have landed.
-            let (m, sum) = unsafe { staged_fold::<W>(buf, mid, end, t, T, f32::NEG_INFINITY, 0.0) };
-            let (m, sum) = s.fold_into(m, sum);
-            // SAFETY: scratch is this kernel's; the barrier at the end of the previous
-            // chunk follows warp 0's reads of it.
-            let (m, sum) = unsafe { block_combine(m, sum, scratch, T) };
-            if t < 32 {
-                let lane = lane_id() as usize;
-                if t == 0 {
-                    // SAFETY: i < rows·splits; the pair is written before the flag is published.
-                    unsafe {
-                        *p.partials.add(2 * i) = m;
-                        *p.partials.add(2 * i + 1) = sum;
-                        publish(p.flags.add(i), p.epoch);
-                    }
+            // SAFETY (the staged calls below): this thread's copies have landed.
+            let m = max_nan(s.max(), unsafe { staged_max::<W>(buf, mid, end, t, T) });
+            // SAFETY: scratch[0..32] is reduced into once per chunk; the barrier after
+            // the flag wait below separates the reads from the next chunk's writes.
+            let m = unsafe { block_reduce_once(m, scratch, max_nan, f32::NEG_INFINITY) };
+            // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
+            let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
+            let part = s.exp_sum(m_safe) + unsafe { staged_exp_sum::<W>(buf, mid, end, t, T, m_safe) };
+            // SAFETY: as the first reduction, on scratch[32..64].
+            let sum = unsafe { block_reduce_once(part, scratch.add(32), |a, b| a + b, 0.0) };
+            if t == 0 {
+                // SAFETY: i < rows·splits; the pair is written before the flag is published.
+                unsafe {
+                    *p.partials.add(2 * i) = m;
+                    *p.partials.add(2 * i + 1) = sum;
+                    publish(p.flags.add(i), p.epoch);
                 }
+            }
+            if t < 32 {
                 // Warp 0 waits for the row's flags, lane l for chunks l, l + 32, ...
-                let mut k = lane;
+                let mut k = lane_id() as usize;
                 while k < splits {
                     // SAFETY: flag r·splits + k exists; its block is resident (a
                     // cooperative launch, whole rows per wave) and publishes before it waits.
@@ -145,16 +142,16 @@ kernel! {
             sync_threads();
             // SAFETY: written by thread 0 before the barrier.
             let (mm, ss) = unsafe { (row_mm.read(), row_mm.add(1).read()) };
-            let inv = rcp(ss);
-            // SAFETY: r < rows; both parts are inside row r of y.
+            let factor = exp(m - mm) * rcp(ss);
+            // SAFETY: r < rows; both halves are inside row r of y.
             unsafe {
                 let yr = p.y.ptr.add(r * p.y.ld as usize);
                 let vec = is_aligned16(yr);
-                s.store_softmax(yr, start, mid, t, T, vec, mm, inv);
+                s.store_scaled(yr, start, mid, t, T, vec, factor);
                 // The staged part one vector at a time: without the barrier LLVM hoists
                 // its shared loads above the stores above, all live at once (spills).
                 compiler_barrier();
-                staged_store_softmax::<W>(buf, yr, mid, end, t, T, vec, mm, inv);
+                staged_store_scaled::<W>(buf, yr, mid, end, t, T, vec, factor);
             }
             // Nobody overwrites `row_mm` or the scratch (the next chunk) before
             // everyone has read them.
