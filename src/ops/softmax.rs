@@ -236,13 +236,15 @@ fn cluster_config(cols: usize) -> Option<usize> {
 ///
 /// * a cluster per row wherever one holds the row (H100, commit 12a7cf9: 256 x
 ///   65536 0.0535 ms, 64 x 262144 0.0613, 1 x 100000 0.0067, against 0.0706, 0.0673
-///   and 0.0070 for the best split kernel);
+///   and 0.0070 for the best split kernel; the wide split kernel, 415d432, ties at
+///   262144 columns: 64 rows 0.0604 against 0.0610, 32 rows 0.0346 against 0.0357);
 /// * rows too long for a cluster, or no clusters: the split kernel in registers
 ///   when the row's chunks are fewer than the SMs (1 x 100000 without clusters:
 ///   0.0070-0.0088 ms, staged split 0.0084-0.0104);
 /// * aligned rows whose chunks of 32768 fill at most two waves of the device: the
-///   wide split kernel (predicted from its design: one read and one write with at
-///   most two waits, where the online passes read twice; to be measured);
+///   wide split kernel (H100, commit 415d432: 8 x 2^20 0.0342-0.0343 ms, 16 x 2^20
+///   0.0633-0.0637, 4 x 3000016 0.0588, against 0.0418-0.0420, 0.0798 and 0.0645
+///   for the online passes, the best of the others);
 /// * the two online passes when the input fits in L2, so that their second read hits
 ///   it, and is no toy (8 x 2^20: 0.0419-0.0440 ms, staged split 0.0456-0.0458);
 /// * else the staged split kernel for aligned rows, the register one for others,
