@@ -573,3 +573,34 @@ fn cluster_rows_every_order() {
         }
     }
 }
+
+#[test]
+fn auto_takes_the_wide_split_kernel_for_the_largest_cluster_rows() {
+    // On an 8-block emulator the wide split kernel holds 8 chunks of 32768 at once
+    // (a row of 262144) and takes inputs of at most two waves (16 chunks). Rows of
+    // the largest cluster (two slices a block) go to it where it takes them, to the
+    // cluster otherwise; shorter cluster rows stay on the cluster; past both (and
+    // too short for the L2 rule), the online passes.
+    let g = gpu();
+    if on_gpu(&g) {
+        return;
+    }
+    let g = Gpu::emulator(EmuConfig {
+        workers: 8,
+        ..EmuConfig::default()
+    });
+    rust_simt::ptx::load(&g).unwrap();
+    if !has_clusters(&g) {
+        return;
+    }
+    use rust_simt::ops::softmax::auto_kernel;
+    assert_eq!(split_wide_max_cols(&g).unwrap(), 8 * 32768);
+    let big = CLUSTER_MAX_COLS; // 262144: 8 chunks of 32768
+    assert_eq!(auto_kernel(&g, 1, big, true).unwrap(), SoftmaxKernel::SplitWide);
+    assert_eq!(auto_kernel(&g, 2, 200_000, true).unwrap(), SoftmaxKernel::SplitWide);
+    // Misaligned rows or three waves: the cluster.
+    assert_eq!(auto_kernel(&g, 1, big, false).unwrap(), SoftmaxKernel::Cluster);
+    assert_eq!(auto_kernel(&g, 3, big, true).unwrap(), SoftmaxKernel::Cluster);
+    assert_eq!(auto_kernel(&g, 64, 65536, true).unwrap(), SoftmaxKernel::Cluster);
+    assert_eq!(auto_kernel(&g, 1, big + 4, true).unwrap(), SoftmaxKernel::Online);
+}

@@ -234,10 +234,13 @@ fn cluster_config(cols: usize) -> Option<usize> {
 /// whose starts are 16-byte aligned or not (`aligned`: the pointer and the row
 /// stride). Fitted to the H100 runs of 2026-11-22 and -23 (docs/PERFORMANCE.md):
 ///
-/// * a cluster per row wherever one holds the row (H100, commit 12a7cf9: 256 x
-///   65536 0.0535 ms, 64 x 262144 0.0613, 1 x 100000 0.0067, against 0.0706, 0.0673
-///   and 0.0070 for the best split kernel; the wide split kernel, 415d432, ties at
-///   262144 columns: 64 rows 0.0604 against 0.0610, 32 rows 0.0346 against 0.0357);
+/// * a cluster per row wherever one holds the row in one slice per block (H100,
+///   commit 12a7cf9: 256 x 65536 0.0535 ms, 1 x 100000 0.0067, against 0.0706
+///   and 0.0070 for the best split kernel);
+/// * rows of the largest cluster (two slices per block, one block per SM): the wide
+///   split kernel where it takes them (below), 1-3% ahead on the H100 (commits
+///   415d432 and 177631e: 64 x 262144 0.0604-0.0605 ms against 0.0607-0.0617, 32 x
+///   262144 0.0346 against 0.0357), else the cluster;
 /// * rows too long for a cluster, or no clusters: the split kernel in registers
 ///   when the row's chunks are fewer than the SMs (1 x 100000 without clusters:
 ///   0.0070-0.0088 ms, staged split 0.0084-0.0104);
@@ -253,29 +256,37 @@ pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result
     let sms = gpu.props().sms.max(1) as usize;
     let bytes = rows.saturating_mul(cols).saturating_mul(4);
     let fits_l2 = bytes >= 16 << 20 && bytes <= gpu.props().l2_bytes as usize;
-    Ok(if cols <= REGISTER_MAX_COLS {
-        SoftmaxKernel::Registers
-    } else if has_clusters(gpu) && cluster_size(cols).is_some() {
-        SoftmaxKernel::Cluster
-    } else if rows.saturating_mul(cols.div_ceil(SOFTMAX_SPLIT_CHUNK as usize)) < sms
-        && cols <= split_max_cols(gpu)?
-    {
-        SoftmaxKernel::Split
-    } else if aligned
-        && rows.saturating_mul(cols.div_ceil(SOFTMAX_WIDE_CHUNK as usize))
-            <= 2 * split_wide_capacity(gpu)? as usize
-        && cols <= split_wide_max_cols(gpu)?
-    {
-        SoftmaxKernel::SplitWide
-    } else if fits_l2 {
-        SoftmaxKernel::Online
-    } else if aligned && cols <= split_async_max_cols(gpu)? {
-        SoftmaxKernel::SplitAsync
-    } else if cols <= split_max_cols(gpu)? {
-        SoftmaxKernel::Split
-    } else {
-        SoftmaxKernel::Online
-    })
+    if cols <= REGISTER_MAX_COLS {
+        return Ok(SoftmaxKernel::Registers);
+    }
+    let few_chunks = rows.saturating_mul(cols.div_ceil(SOFTMAX_SPLIT_CHUNK as usize)) < sms;
+    let wide = || -> Result<bool> {
+        Ok(aligned
+            && rows.saturating_mul(cols.div_ceil(SOFTMAX_WIDE_CHUNK as usize))
+                <= 2 * split_wide_capacity(gpu)? as usize
+            && cols <= split_wide_max_cols(gpu)?)
+    };
+    Ok(
+        if has_clusters(gpu)
+            && cluster_config(cols).is_some_and(|i| i + 1 < SOFTMAX_CLUSTER_CONFIGS.len())
+        {
+            SoftmaxKernel::Cluster
+        } else if has_clusters(gpu) && cluster_size(cols).is_some() && (few_chunks || !wide()?) {
+            SoftmaxKernel::Cluster
+        } else if few_chunks && cols <= split_max_cols(gpu)? {
+            SoftmaxKernel::Split
+        } else if wide()? {
+            SoftmaxKernel::SplitWide
+        } else if fits_l2 {
+            SoftmaxKernel::Online
+        } else if aligned && cols <= split_async_max_cols(gpu)? {
+            SoftmaxKernel::SplitAsync
+        } else if cols <= split_max_cols(gpu)? {
+            SoftmaxKernel::Split
+        } else {
+            SoftmaxKernel::Online
+        },
+    )
 }
 
 /// Launches a softmax kernel of the register and cluster families (parameters
