@@ -596,11 +596,29 @@ fn auto_takes_the_wide_split_kernel_for_the_largest_cluster_rows() {
     use rust_simt::ops::softmax::auto_kernel;
     assert_eq!(split_wide_max_cols(&g).unwrap(), 8 * 32768);
     let big = CLUSTER_MAX_COLS; // 262144: 8 chunks of 32768
-    assert_eq!(auto_kernel(&g, 1, big, true).unwrap(), SoftmaxKernel::SplitWide);
-    assert_eq!(auto_kernel(&g, 2, 200_000, true).unwrap(), SoftmaxKernel::SplitWide);
+    assert_eq!(
+        auto_kernel(&g, 1, big, true).unwrap(),
+        SoftmaxKernel::SplitWide
+    );
+    assert_eq!(
+        auto_kernel(&g, 2, 200_000, true).unwrap(),
+        SoftmaxKernel::SplitWide
+    );
     // Misaligned rows or three waves: the cluster.
-    assert_eq!(auto_kernel(&g, 1, big, false).unwrap(), SoftmaxKernel::Cluster);
-    assert_eq!(auto_kernel(&g, 3, big, true).unwrap(), SoftmaxKernel::Cluster);
-    assert_eq!(auto_kernel(&g, 64, 65536, true).unwrap(), SoftmaxKernel::Cluster);
-    assert_eq!(auto_kernel(&g, 1, big + 4, true).unwrap(), SoftmaxKernel::Online);
+    assert_eq!(
+        auto_kernel(&g, 1, big, false).unwrap(),
+        SoftmaxKernel::Cluster
+    );
+    assert_eq!(
+        auto_kernel(&g, 3, big, true).unwrap(),
+        SoftmaxKernel::Cluster
+    );
+    assert_eq!(
+        auto_kernel(&g, 64, 65536, true).unwrap(),
+        SoftmaxKernel::Cluster
+    );
+    assert_eq!(
+        auto_kernel(&g, 1, big + 4, true).unwrap(),
+        SoftmaxKernel::Online
+    );
 }

@@ -3,7 +3,11 @@
 //! * warm-up runs first (module load, first-touch, clocks ramping up);
 //! * each repetition is timed alone with CUDA events around it;
 //! * before each repetition L2 is flushed by writing a buffer twice its size, so
-//!   every repetition reads its inputs from HBM (no input rotation is needed);
+//!   every repetition reads its inputs from HBM (no input rotation is needed); this
+//!   leaves L2 full of dirty lines, as `triton.testing.do_bench`'s flush does, so
+//!   the timed kernel's first allocations in L2 write them back. `SIMT_FLUSH=read`
+//!   flushes by reading the buffer instead (a row sum of it), leaving L2 clean: a
+//!   diagnostic, not comparable with the peers' timings;
 //! * the report is the median and the 10th/90th percentiles.
 use crate::BackendKind;
 use crate::Result;
@@ -66,11 +70,16 @@ impl Stats {
     }
 }
 
+/// Rows of the read flush's view of the flush buffer (`SIMT_FLUSH=read`).
+const FLUSH_ROWS: usize = 64;
+
 /// Keeps the L2-flush buffer.
 pub struct Bencher<'g> {
     gpu: &'g Gpu,
     cfg: BenchConfig,
     flush: Option<Buffer<f32>>,
+    /// `SIMT_FLUSH=read`: where the read flush's row sums go.
+    read_flush: Option<Buffer<f32>>,
 }
 
 impl<'g> Bencher<'g> {
@@ -81,10 +90,23 @@ impl<'g> Bencher<'g> {
         } else {
             None
         };
-        Ok(Bencher { gpu, cfg, flush })
+        let read_flush = match (&flush, std::env::var("SIMT_FLUSH").as_deref()) {
+            (Some(_), Ok("read")) => Some(gpu.alloc::<f32>(FLUSH_ROWS)?),
+            _ => None,
+        };
+        Ok(Bencher {
+            gpu,
+            cfg,
+            flush,
+            read_flush,
+        })
     }
 
     fn flush_l2(&mut self) -> Result<()> {
+        if let (Some(b), Some(out)) = (self.flush.as_ref(), self.read_flush.as_mut()) {
+            let cols = b.len() / FLUSH_ROWS;
+            return crate::ops::row_sum::row_sum(self.gpu, b.matrix(FLUSH_ROWS, cols)?, out);
+        }
         if let Some(b) = self.flush.as_mut() {
             let n = b.len();
             // SAFETY: the buffer holds n floats.
