@@ -37,6 +37,9 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--ops", default="gelu,softmax,row_sum,matmul")
+    ap.add_argument("--flush", choices=["write", "read"], default="write",
+                    help="write: do_bench's L2 flush (the default, as every peer number in the docs); "
+                         "read: flush by reading 256 MB, leaving L2 clean (a diagnostic; pair with SIMT_FLUSH=read)")
     a = ap.parse_args()
     try:
         import torch, triton, triton.language as tl
@@ -184,9 +187,31 @@ def main():
     dev = torch.cuda.get_device_name()
     t0 = time.time()
     print(f"peers on {dev}: torch {torch.__version__}, triton {triton.__version__}", flush=True)
+    flush_buf = torch.empty(64 << 20, dtype=torch.float32, device="cuda") if a.flush == "read" else None
+
+    def bench_read_flush(fn, reps=100):
+        # As do_bench, but L2 is flushed by reading 256 MB (a sum), not by writing it:
+        # no dirty lines for the timed kernel to write back (rust-simt's SIMT_FLUSH=read).
+        for _ in range(10):
+            fn()
+        ts = []
+        for _ in range(reps):
+            flush_buf.sum()
+            s_, e_ = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s_.record()
+            fn()
+            e_.record()
+            e_.synchronize()
+            ts.append(s_.elapsed_time(e_))
+        ts.sort()
+        return ts[len(ts) // 2]
+
     def bench(op, variant, shape, fn, check=None):
         try:
-            ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
+            if flush_buf is not None:
+                ms = bench_read_flush(fn)
+            else:
+                ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
             rows.append((op, variant, shape, ms))
         except Exception as e:  # noqa
             print(f"peers: {op} {variant} {shape} failed: {str(e).splitlines()[0][:200]}", flush=True)
