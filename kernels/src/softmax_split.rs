@@ -94,14 +94,8 @@ kernel! {
                 // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
                 let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
                 let sum = unsafe { block_sum(cur.exp_sum(m_safe), scratch) };
-                if t == 0 {
-                    // SAFETY: i < rows·splits; the pair is written before the flag is published.
-                    unsafe {
-                        *p.partials.add(2 * i) = m;
-                        *p.partials.add(2 * i + 1) = sum;
-                        publish(p.flags.add(i), p.epoch);
-                    }
-                }
+                // SAFETY: i < rows·splits.
+                unsafe { publish_pair(&p, i, m, sum, t) };
                 pending = Some(Pending { i, m });
             }
             if let Some(w) = prev {
@@ -166,28 +160,47 @@ unsafe fn prefetch_chunk(p: &SoftmaxSplitParams, i: usize, t: usize, lanes: usiz
     }
 }
 
-/// Waits for the pairs of `w`'s row, combines them and writes `w`'s chunk from `s`.
-/// Called by every thread of the block (barriers inside).
+/// Thread 0 writes chunk `i`'s pair `(m, sum)` and publishes it (the split kernels'
+/// step 2).
 ///
 /// # Safety
-/// As [`load_chunk`]; `w` was published by this block.
+/// `p` satisfies a split kernel's contract and `i < rows·splits`.
 #[inline(always)]
-unsafe fn finish(p: &SoftmaxSplitParams, w: Pending, s: &Slice<V>, row_mm: Smem<f32>, t: usize, lanes: usize) {
+pub(crate) unsafe fn publish_pair(p: &SoftmaxSplitParams, i: usize, m: f32, sum: f32, t: usize) {
+    if t == 0 {
+        // SAFETY: i < rows·splits (caller); the pair is written before the flag is published.
+        unsafe {
+            *p.partials.add(2 * i) = m;
+            *p.partials.add(2 * i + 1) = sum;
+            publish(p.flags.add(i), p.epoch);
+        }
+    }
+}
+
+/// Waits for the pairs of row `r` and returns their combination `(M, S)` to every
+/// thread of the block (warp 0 waits, lane `l` for chunks `l, l + 32, …`, and passes
+/// the result through `row_mm`; one barrier inside). Called by every thread.
+///
+/// # Safety
+/// `p` satisfies a split kernel's contract, `r < rows`, and every block holding a
+/// chunk of row `r` is resident and publishes its pair before it waits on anything;
+/// `row_mm` is 2 floats of this block's shared memory that no thread reads from an
+/// earlier call after this one starts (a barrier between them).
+#[inline(always)]
+pub(crate) unsafe fn wait_row(p: &SoftmaxSplitParams, r: usize, row_mm: Smem<f32>, t: usize) -> (f32, f32) {
     let splits = p.splits as usize;
-    let (r, start, end) = chunk_cols(p, w.i);
     if t < 32 {
-        // Warp 0 waits for the row's flags, lane l for chunks l, l + 32, ...
         let mut k = lane_id() as usize;
         while k < splits {
-            // SAFETY: flag r·splits + k exists; its block is resident (cooperative,
-            // whole rows per wave) and publishes before it waits.
+            // SAFETY: flag r·splits + k exists; its block is resident and publishes
+            // before it waits (caller).
             unsafe { wait_eq(p.flags.add(r * splits + k), p.epoch) };
             k += 32;
         }
         // SAFETY: every pair of row r is published and acquired above.
         let (mm, ss) = unsafe { row_pair(p.partials, r, splits) };
         if t == 0 {
-            // SAFETY: this kernel's own 2 floats.
+            // SAFETY: this block's own 2 floats (caller).
             unsafe {
                 row_mm.write(mm);
                 row_mm.add(1).write(ss);
@@ -196,7 +209,20 @@ unsafe fn finish(p: &SoftmaxSplitParams, w: Pending, s: &Slice<V>, row_mm: Smem<
     }
     sync_threads();
     // SAFETY: written by thread 0 before the barrier.
-    let (mm, ss) = unsafe { (row_mm.read(), row_mm.add(1).read()) };
+    unsafe { (row_mm.read(), row_mm.add(1).read()) }
+}
+
+/// Waits for the pairs of `w`'s row, combines them and writes `w`'s chunk from `s`.
+/// Called by every thread of the block (barriers inside).
+///
+/// # Safety
+/// As [`load_chunk`]; `w` was published by this block.
+#[inline(always)]
+unsafe fn finish(p: &SoftmaxSplitParams, w: Pending, s: &Slice<V>, row_mm: Smem<f32>, t: usize, lanes: usize) {
+    let (r, start, end) = chunk_cols(p, w.i);
+    // SAFETY: the kernel's contract: whole rows per wave, every block publishes
+    // before it waits; row_mm is read again only after the barrier below.
+    let (mm, ss) = unsafe { wait_row(p, r, row_mm, t) };
     let factor = exp(w.m - mm) * rcp(ss);
     // SAFETY: r < rows; [start, end) is inside row r of y.
     unsafe {

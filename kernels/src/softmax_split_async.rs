@@ -26,16 +26,15 @@
 //! otherwise.
 use crate::config::{SOFTMAX_ASYNC_CHUNK, SOFTMAX_ASYNC_SMEM_BYTES, SOFTMAX_ASYNC_THREADS, SOFTMAX_ASYNC_VECS};
 use crate::params::SoftmaxSplitParams;
-use crate::softmax_online::row_pair;
+use crate::softmax_split::{publish_pair, wait_row};
 use crate::softmax_parts::{stage_async, Slice};
-use simt_std::flag::{publish, wait_eq};
 use simt_std::math::{exp, rcp};
 use simt_std::memory::is_aligned16;
 use simt_std::pipeline::{commit, wait};
 use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::shared_array;
 use simt_std::thread::{block_dim, block_idx, grid_dim, sync_threads, thread_idx};
-use simt_std::warp::{block_max, block_sum, lane_id};
+use simt_std::warp::{block_max, block_sum};
 use simt_std::kernel;
 
 /// 16-byte vectors per thread of a chunk.
@@ -88,36 +87,12 @@ kernel! {
             // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
             let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
             let sum = unsafe { block_sum(s.exp_sum(m_safe), scratch) };
-            if t == 0 {
-                // SAFETY: i < rows·splits; the pair is written before the flag is published.
-                unsafe {
-                    *p.partials.add(2 * i) = m;
-                    *p.partials.add(2 * i + 1) = sum;
-                    publish(p.flags.add(i), p.epoch);
-                }
-            }
-            if t < 32 {
-                // Warp 0 waits for the row's flags, lane l for chunks l, l + 32, ...
-                let mut k = lane_id() as usize;
-                while k < splits {
-                    // SAFETY: flag r·splits + k exists; its block is resident and
-                    // publishes before it waits.
-                    unsafe { wait_eq(p.flags.add(r * splits + k), p.epoch) };
-                    k += 32;
-                }
-                // SAFETY: every pair of row r is published and acquired above.
-                let (mm, ss) = unsafe { row_pair(p.partials, r, splits) };
-                if t == 0 {
-                    // SAFETY: this kernel's own 2 floats.
-                    unsafe {
-                        row_mm.write(mm);
-                        row_mm.add(1).write(ss);
-                    }
-                }
-            }
-            sync_threads();
-            // SAFETY: written by thread 0 before the barrier.
-            let (mm, ss) = unsafe { (row_mm.read(), row_mm.add(1).read()) };
+            // SAFETY: i < rows·splits.
+            unsafe { publish_pair(&p, i, m, sum, t) };
+            // SAFETY: a cooperative launch, whole rows per wave, every block publishes
+            // before it waits; row_mm is read again only after the barrier at the end
+            // of this chunk.
+            let (mm, ss) = unsafe { wait_row(&p, r, row_mm, t) };
             let factor = exp(m - mm) * rcp(ss);
             // SAFETY: r < rows; [start, end) is inside row r of y.
             unsafe {
