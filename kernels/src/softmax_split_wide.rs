@@ -78,6 +78,7 @@ kernel! {
     pub unsafe fn softmax_split_wide(p: SoftmaxSplitParams) {
         let scratch = shared_array!(SOFTMAX_WIDE_SCRATCH, f32, 64);
         let row_mm = shared_array!(SOFTMAX_WIDE_ROW, f32, 2);
+        let chunk_m = shared_array!(SOFTMAX_WIDE_CHUNK_MAX, f32, 1);
         let buf = dynamic_shared::<f32>();
         let t = thread_idx().x as usize;
         let splits = p.splits as usize;
@@ -86,7 +87,9 @@ kernel! {
         debug_assert!(grid % splits == 0, "softmax_split_wide: grid.x must be a multiple of splits");
         let mut i = block_idx().x as usize;
         while i < items {
-            let (r, j) = (i / splits, i % splits);
+            // The row by a 32-bit division (rows·splits < 2^32, checked by the host).
+            let r = (i as u32 / splits as u32) as usize;
+            let j = i - r * splits;
             let start = j * SOFTMAX_WIDE_CHUNK as usize;
             let end = (start + SOFTMAX_WIDE_CHUNK as usize).min(p.x.cols as usize);
             let mid = (start + REG_COLS).min(end);
@@ -108,6 +111,13 @@ kernel! {
             let m = unsafe { block_reduce_once(m, scratch, max_nan, f32::NEG_INFINITY) };
             // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
             let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
+            if t == 0 {
+                // The chunk's maximum waits in shared memory, not in a register of
+                // every thread through the row wait (a spill on sm_90); visible after
+                // the sum's barrier, rewritten after the chunk's last barrier.
+                // SAFETY: this kernel's own float.
+                unsafe { chunk_m.write(m) };
+            }
             let part = s.exp_sum(m_safe) + unsafe { staged_exp_sum::<W>(buf, mid, end, t, T, m_safe) };
             // SAFETY: as the first reduction, on scratch[32..64].
             let sum = unsafe { block_reduce_once(part, scratch.add(32), |a, b| a + b, 0.0) };
@@ -117,7 +127,8 @@ kernel! {
             // before it waits; row_mm is read again only after the barrier at the end
             // of this chunk.
             let (mm, ss) = unsafe { wait_row(&p, r, row_mm, t) };
-            let factor = exp(m - mm) * rcp(ss);
+            // SAFETY: written by thread 0 before the barriers since.
+            let factor = exp(unsafe { chunk_m.read() } - mm) * rcp(ss);
             // SAFETY: r < rows; both halves are inside row r of y.
             unsafe {
                 let yr = p.y.ptr.add(r * p.y.ld as usize);
