@@ -90,12 +90,18 @@ fn check(rows: usize, cols: usize, x: &[f32], seed: u64) {
 /// The emulator with 4 workers (4 resident blocks: split rows up to 32768 columns)
 /// under `order`, or the GPU.
 fn gpu_four_sms(order: Order) -> Gpu {
+    gpu_with_sms(4, order)
+}
+
+/// The emulator with `workers` workers (as many resident blocks) under `order`, or
+/// the GPU.
+fn gpu_with_sms(workers: usize, order: Order) -> Gpu {
     let g = gpu();
     if on_gpu(&g) {
         return g;
     }
     let g = Gpu::emulator(EmuConfig {
-        workers: 4,
+        workers,
         order,
         ..EmuConfig::default()
     });
@@ -581,15 +587,10 @@ fn auto_takes_the_wide_split_kernel_for_the_largest_cluster_rows() {
     // the largest cluster (two slices a block) go to it where it takes them, to the
     // cluster otherwise; shorter cluster rows stay on the cluster; past both (and
     // too short for the L2 rule), the online passes.
-    let g = gpu();
+    let g = gpu_with_sms(8, Order::InOrder);
     if on_gpu(&g) {
         return;
     }
-    let g = Gpu::emulator(EmuConfig {
-        workers: 8,
-        ..EmuConfig::default()
-    });
-    rust_simt::ptx::load(&g).unwrap();
     if !has_clusters(&g) {
         return;
     }

@@ -266,27 +266,26 @@ pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result
                 <= 2 * split_wide_capacity(gpu)? as usize
             && cols <= split_wide_max_cols(gpu)?)
     };
-    Ok(
-        if has_clusters(gpu)
-            && cluster_config(cols).is_some_and(|i| i + 1 < SOFTMAX_CLUSTER_CONFIGS.len())
-        {
-            SoftmaxKernel::Cluster
-        } else if has_clusters(gpu) && cluster_size(cols).is_some() && (few_chunks || !wide()?) {
-            SoftmaxKernel::Cluster
-        } else if few_chunks && cols <= split_max_cols(gpu)? {
-            SoftmaxKernel::Split
-        } else if wide()? {
-            SoftmaxKernel::SplitWide
-        } else if fits_l2 {
-            SoftmaxKernel::Online
-        } else if aligned && cols <= split_async_max_cols(gpu)? {
-            SoftmaxKernel::SplitAsync
-        } else if cols <= split_max_cols(gpu)? {
-            SoftmaxKernel::Split
-        } else {
-            SoftmaxKernel::Online
-        },
-    )
+    if let Some(i) = cluster_config(cols).filter(|_| has_clusters(gpu)) {
+        // One slice a block: always the cluster. Two (one block per SM): the wide
+        // split kernel where it takes the input and the rows are not few.
+        if i + 1 < SOFTMAX_CLUSTER_CONFIGS.len() || few_chunks || !wide()? {
+            return Ok(SoftmaxKernel::Cluster);
+        }
+    }
+    Ok(if few_chunks && cols <= split_max_cols(gpu)? {
+        SoftmaxKernel::Split
+    } else if wide()? {
+        SoftmaxKernel::SplitWide
+    } else if fits_l2 {
+        SoftmaxKernel::Online
+    } else if aligned && cols <= split_async_max_cols(gpu)? {
+        SoftmaxKernel::SplitAsync
+    } else if cols <= split_max_cols(gpu)? {
+        SoftmaxKernel::Split
+    } else {
+        SoftmaxKernel::Online
+    })
 }
 
 /// Launches a softmax kernel of the register and cluster families (parameters
