@@ -1,9 +1,12 @@
 //! Matmul + ReLU, naive and tiled, any shape and strides, against float64.
 mod common;
 use common::*;
+use rust_simt::emulator::Order;
 use rust_simt::ops::matmul::{
-    matmul, matmul_host, Dims, Epilogue, MatmulKernel, MM_ASYNC_TILES, MM_TILES,
+    matmul, matmul_host, Dims, Epilogue, MatmulKernel, MmLoop, MM_ASYNC_TILES, MM_CLUSTER_CONFIGS,
+    MM_TILES,
 };
+use rust_simt::ops::softmax::has_clusters;
 use rust_simt::Layout;
 use rust_simt::{reference, SimtError};
 
@@ -11,10 +14,14 @@ const KERNELS: [MatmulKernel; MatmulKernel::ALL.len()] = MatmulKernel::ALL;
 
 /// Every kernel that takes an `m x n` product: the stages, every tile of both tile
 /// kernels unsplit and
-/// in 3 K slices (an odd count: the last slice is short), the GEMV paths where a
-/// side is 1 (unsplit and in 5 slices), and `Auto`.
-fn kernels_for(m: usize, n: usize) -> Vec<MatmulKernel> {
+/// in 3 K slices (an odd count: the last slice is short), every cluster split-K
+/// kernel where the device has clusters, the GEMV paths where a side is 1 (unsplit
+/// and in 5 slices), and `Auto`.
+fn kernels_for(g: &rust_simt::Gpu, m: usize, n: usize) -> Vec<MatmulKernel> {
     let mut v = KERNELS.to_vec();
+    if has_clusters(g) {
+        v.extend((0..MM_CLUSTER_CONFIGS.len()).map(|config| MatmulKernel::TileCluster { config }));
+    }
     for split_k in [1, 3] {
         for tile in 0..MM_TILES.len() {
             v.push(MatmulKernel::Tile { tile, split_k });
@@ -44,7 +51,7 @@ fn check(m: usize, n: usize, k: usize, pad: usize, relu: bool) {
     let want = reference::matmul(&a, &b, m, n, k, lda, ldb, relu);
     let epi = if relu { Epilogue::Relu } else { Epilogue::None };
     let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-    for kern in kernels_for(m, n) {
+    for kern in kernels_for(&g, m, n) {
         let mut c = poisoned(&g, (m - 1) * ldc + n);
         let (av, bv) = (
             ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
@@ -277,4 +284,101 @@ fn split_k_is_deterministic() {
             1e-5,
         );
     }
+}
+
+/// The cluster split-K kernels add the same slices in the same order as the
+/// two-launch split of the same tile (`matmul_splitk_reduce`): the same bits, under
+/// every thread order of the emulator, with and without ReLU, on a ragged shape whose
+/// last slice is short and whose edge tiles are partial.
+#[test]
+fn cluster_split_k_matches_the_two_launch_split_bit_for_bit() {
+    let g = gpu();
+    if !has_clusters(&g) {
+        return;
+    }
+    let (m, n, k) = (70, 90, 300);
+    let (mut r, seed) = rng("cluster_split_k");
+    let a = uniform(&mut r, m * k, -1.0, 1.0);
+    let b = uniform(&mut r, k * n, -1.0, 1.0);
+    let want = reference::matmul(&a, &b, m, n, k, k, n, false);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let gpus = if on_gpu(&g) {
+        vec![g]
+    } else {
+        [Order::InOrder, Order::Reversed, Order::Random(3)]
+            .into_iter()
+            .map(emulator)
+            .collect()
+    };
+    for g in &gpus {
+        let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+        let run = |kern: MatmulKernel, epi: Epilogue| {
+            let mut c = poisoned(g, m * n);
+            matmul(
+                g,
+                kern,
+                ab.matrix(m, k).unwrap(),
+                bb.matrix(k, n).unwrap(),
+                c.matrix_mut(m, n).unwrap(),
+                epi,
+            )
+            .unwrap();
+            g.download(&c).unwrap()
+        };
+        for (config, c) in MM_CLUSTER_CONFIGS.iter().enumerate() {
+            let cluster = MatmulKernel::TileCluster { config };
+            let split = match c.kloop {
+                MmLoop::Tile(tile) => MatmulKernel::Tile {
+                    tile,
+                    split_k: c.cluster,
+                },
+                MmLoop::Async(tile) => MatmulKernel::TileAsync {
+                    tile,
+                    split_k: c.cluster,
+                },
+            };
+            for epi in [Epilogue::None, Epilogue::Relu] {
+                let got = run(cluster, epi);
+                assert_eq!(
+                    bits(&got),
+                    bits(&run(split, epi)),
+                    "{} against {}, {epi:?}",
+                    cluster.label(),
+                    split.label()
+                );
+                if epi == Epilogue::None {
+                    assert_close(
+                        &cluster.label(),
+                        seed,
+                        &got,
+                        &want,
+                        1e-5,
+                        matmul_atol(k),
+                        1e-5,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A cluster kernel's label names its tile and cluster, and parses back.
+#[test]
+fn cluster_labels_round_trip() {
+    let labels: Vec<String> = (0..MM_CLUSTER_CONFIGS.len())
+        .map(|config| MatmulKernel::TileCluster { config }.label())
+        .collect();
+    assert_eq!(labels[1], "tile64x128/c4");
+    assert_eq!(labels[6], "async-s4-32x64/c4");
+    for (config, l) in labels.iter().enumerate() {
+        assert_eq!(
+            MatmulKernel::from_label(l),
+            Some(MatmulKernel::TileCluster { config }),
+            "{l}"
+        );
+    }
+    let mut unique = labels.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), labels.len(), "labels collide: {labels:?}");
 }

@@ -701,8 +701,9 @@ fn epilogue(relu: bool) -> Epilogue {
 }
 
 /// The matmul kernel a case runs: a stage of [`MatmulKernel::ALL`], a tile with a
-/// K split, a GEMV path or `Auto`.
-fn matmul_kernel(ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
+/// K split, a GEMV path, a cluster split-K kernel (where the device has clusters,
+/// else `Auto`) or `Auto`.
+fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
     let stages = MatmulKernel::ALL.len();
     match ki {
         _ if ki < stages => MatmulKernel::ALL[ki],
@@ -713,16 +714,22 @@ fn matmul_kernel(ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
             tile: tile % rust_simt::ops::matmul::MM_ASYNC_TILES.len(),
             split_k,
         },
+        _ if ki == stages + 4 && rust_simt::ops::softmax::has_clusters(g) => {
+            MatmulKernel::TileCluster {
+                config: (tile + split_k as usize)
+                    % rust_simt::ops::matmul::MM_CLUSTER_CONFIGS.len(),
+            }
+        }
         _ => MatmulKernel::Auto,
     }
 }
-const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 5;
+const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 6;
 
 fn check_matmul(
     g: &Gpu,
     &((ki, tile, split_k), p, seed): &((usize, usize, u32), Product, u64),
 ) -> Result<(), String> {
-    let kernel = matmul_kernel(ki, tile, split_k);
+    let kernel = matmul_kernel(g, ki, tile, split_k);
     let mut a = fill(seed, p.a.buffer_len(), Values::Unit);
     a.iter_mut().for_each(|v| *v *= p.scale);
     let b = fill(seed ^ 1, p.b.buffer_len(), Values::Unit);

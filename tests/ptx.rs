@@ -140,6 +140,24 @@ fn hopper_module_assembles_without_spills_or_serialised_wgmma() {
         "{entries:?}"
     );
     assert!(!entries.iter().any(|e| e == "gelu_fused"), "{entries:?}");
+    // The tile kernels' K loops are compiled into both modules, their kernels into
+    // the portable one only; the cluster split-K kernels into this one only.
+    assert!(
+        !entries.iter().any(|e| e.starts_with("matmul_relu_tile_")
+            || e.starts_with("matmul_relu_async_")
+            || e == "matmul_splitk_reduce"),
+        "{entries:?}"
+    );
+    assert!(
+        entries
+            .iter()
+            .any(|e| e == "matmul_relu_cluster_tile_64x128_c4"),
+        "{entries:?}"
+    );
+    assert!(!MODULE
+        .entries()
+        .iter()
+        .any(|e| e.starts_with("matmul_relu_cluster_")));
     assert!(!MODULE.entries().iter().any(|e| e == "matmul_wgmma_bf16"));
     let res =
         ptxas_report_sm90a(&ptxas).unwrap_or_else(|e| panic!("ptxas -arch=sm_90a failed:\n{e}"));

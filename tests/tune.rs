@@ -163,6 +163,9 @@ fn labels_round_trip() {
     for tile in 0..MM_ASYNC_TILES.len() {
         all.push(MatmulKernel::TileAsync { tile, split_k: 3 });
     }
+    for config in 0..rust_simt::ops::matmul::MM_CLUSTER_CONFIGS.len() {
+        all.push(MatmulKernel::TileCluster { config });
+    }
     all.push(MatmulKernel::GemvRow { split_k: 16 });
     all.push(MatmulKernel::GemvCol { split_k: 2 });
     for k in all {
@@ -179,6 +182,8 @@ fn labels_round_trip() {
         "tile7x7/k1",
         "tile64x64/4",
         "gemv-row/kx",
+        "tile64x128/c3",
+        "tile64x128/c",
         "fast",
     ] {
         assert_eq!(MatmulKernel::from_label(bad), None, "{bad}");

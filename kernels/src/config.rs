@@ -353,6 +353,106 @@ pub const MM_ASYNC_BK: u32 = 32;
 /// configs for small squares do.
 pub const MM_ASYNC_STAGES: u32 = 3;
 
+/// Which K loop a cluster split-K kernel runs ([`MmCluster`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MmLoop {
+    /// The register-staged loop of `matmul_tiles`, tile `MM_TILES[i]`.
+    Tile(usize),
+    /// The `cp.async` loop of `matmul_tiles_async`, tile `MM_ASYNC_TILES[i]`.
+    Async(usize),
+}
+
+/// One split-K-over-a-cluster kernel (`matmul_cluster_splitk`): a tile kernel's K
+/// loop, K cut into `cluster` slices computed by the blocks of one thread-block
+/// cluster, the slices added through distributed shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmCluster {
+    pub kloop: MmLoop,
+    /// Blocks per cluster (= K slices): 2 to 8, dividing the tile's rows.
+    pub cluster: u32,
+}
+
+impl MmCluster {
+    /// The tile of the K loop.
+    pub const fn tile(&self) -> MmTile {
+        match self.kloop {
+            MmLoop::Tile(i) => MM_TILES[i],
+            MmLoop::Async(i) => MM_ASYNC_TILES[i],
+        }
+    }
+    /// Dynamic shared memory: the K loop's stages, later reused for the block's
+    /// `bm x bn` sums that the cluster reads.
+    pub const fn smem_bytes(&self) -> u32 {
+        let t = self.tile();
+        let stages = match self.kloop {
+            MmLoop::Tile(_) => t.smem_bytes(),
+            MmLoop::Async(_) => t.async_smem_bytes(),
+        };
+        let sums = t.bm * t.bn * 4;
+        if stages > sums {
+            stages
+        } else {
+            sums
+        }
+    }
+}
+
+/// The cluster split-K kernels, kernel `i` named in
+/// `matmul_cluster_splitk::CLUSTER_KERNEL_NAMES[i]`: the tiles the H100 tuning runs
+/// picked with split K (64x128 at 1000^3-1024^3 and 64x4096x4096, the 4-stage
+/// `cp.async` tiles at 256^3-512^3), with 2 to 8 slices.
+pub const MM_CLUSTER_CONFIGS: [MmCluster; 10] = [
+    MmCluster {
+        kloop: MmLoop::Tile(1),
+        cluster: 2,
+    },
+    MmCluster {
+        kloop: MmLoop::Tile(1),
+        cluster: 4,
+    },
+    MmCluster {
+        kloop: MmLoop::Tile(1),
+        cluster: 8,
+    },
+    MmCluster {
+        kloop: MmLoop::Tile(0),
+        cluster: 4,
+    },
+    MmCluster {
+        kloop: MmLoop::Tile(2),
+        cluster: 4,
+    },
+    MmCluster {
+        kloop: MmLoop::Async(7),
+        cluster: 2,
+    },
+    MmCluster {
+        kloop: MmLoop::Async(7),
+        cluster: 4,
+    },
+    MmCluster {
+        kloop: MmLoop::Async(6),
+        cluster: 2,
+    },
+    MmCluster {
+        kloop: MmLoop::Async(6),
+        cluster: 4,
+    },
+    MmCluster {
+        kloop: MmLoop::Async(8),
+        cluster: 4,
+    },
+];
+const _: () = {
+    let mut i = 0;
+    while i < MM_CLUSTER_CONFIGS.len() {
+        let c = MM_CLUSTER_CONFIGS[i];
+        assert!(c.cluster >= 2 && c.cluster <= 8 && c.tile().bm % c.cluster == 0);
+        assert!(c.smem_bytes() <= 227 * 1024);
+        i += 1;
+    }
+};
+
 /// Threads per block of the split-K reduction (4 outputs per thread).
 pub const SPLITK_REDUCE_THREADS: u32 = 256;
 /// Most K slices of a split-K matmul.

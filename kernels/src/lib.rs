@@ -21,6 +21,7 @@
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
 //! | [`matmul_tiles`] | stage 4 with the block tile as a parameter (128x128 to 32x32) and split K: the autotuner's FP32 kernels |
 //! | [`matmul_tiles_async`] | the same tiles fed by a 3-stage `cp.async` pipeline, K steps of 32: small products |
+//! | [`matmul_cluster_splitk`] | the tile kernels with K split over a thread-block cluster, the slices added through distributed shared memory in one launch (Hopper, sm_90a module) |
 //! | [`matmul_gemv`] | a row times a matrix, a matrix times a column: memory-bound products at copy bandwidth |
 //! | [`matmul_mma`], [`matmul_mma_pipelined`] | matmul + ReLU on tensor cores (bf16, f16, tf32), stages 5 and 6 |
 //! | [`matmul_wgmma`] | matmul + ReLU with `wgmma` and TMA (bf16, f16; Hopper, sm_90a module), stage 7 |
@@ -40,6 +41,10 @@
 pub mod config;
 pub mod params;
 pub mod softmax_parts;
+// The tile kernels' K loops serve both modules: their kernels are portable (each
+// declaration is gated), and the cluster split-K kernels of sm_90a reuse the loops.
+pub mod matmul_tiles;
+pub mod matmul_tiles_async;
 
 /// Declares modules that are compiled for the host (the emulator) and for every PTX
 /// target except `sm_90a`, whose module holds only the Hopper kernels.
@@ -67,8 +72,6 @@ portable!(
     matmul_naive,
     matmul_tiled,
     matmul_tiled_db,
-    matmul_tiles,
-    matmul_tiles_async,
     matmul_warptiled,
     row_sum,
     row_sum_stream,
@@ -85,6 +88,7 @@ portable!(
 );
 hopper!(
     hopper_probes,
+    matmul_cluster_splitk,
     matmul_wgmma,
     matmul_wgmma_cluster,
     softmax_cluster

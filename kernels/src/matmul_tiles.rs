@@ -29,8 +29,12 @@
 //! are `kernel!`s of their own (`matmul_relu_tile_{bm}x{bn}`), each with launch
 //! bounds for its register budget, built from [`MM_TILES`], the one list the host
 //! and the tuner read.
+#![cfg_attr(
+    all(target_arch = "nvptx64", simt_target = "sm_90a"),
+    allow(dead_code, unused_imports)
+)]
 use crate::config::{MmTile, MM_BK, MM_TILES, SPLITK_REDUCE_THREADS, WARP_SIZE};
-use crate::params::{MatmulSplitParams, SplitReduceParams};
+use crate::params::{MatmulParams, MatmulSplitParams, SplitReduceParams};
 use simt_std::memory::{is_aligned16, load4, load4_first, store4, store4_first, F32x4};
 use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::swizzle;
@@ -103,22 +107,36 @@ impl<const BM: u32, const BN: u32, const WM: u32, const WN: u32> Tiles<BM, BN, W
         } else {
             for (i, v) in av.iter_mut().enumerate() {
                 let e = self.t + i as u32 * Self::THREADS;
-                let (r, ka) = (self.row0 + e / Self::A_VECS_PER_ROW, k0 + 4 * (e % Self::A_VECS_PER_ROW));
+                let (r, ka) = (
+                    self.row0 + e / Self::A_VECS_PER_ROW,
+                    k0 + 4 * (e % Self::A_VECS_PER_ROW),
+                );
                 if r < self.m && ka < self.k_end {
                     // SAFETY: row r < m; columns ka.. of which min(4, k_end - ka) are
                     // read, all < k.
                     *v = unsafe {
-                        load4_first(self.a.add((r * self.lda + ka) as usize), self.k_end - ka, is_aligned16(self.a) && self.lda % 4 == 0)
+                        load4_first(
+                            self.a.add((r * self.lda + ka) as usize),
+                            self.k_end - ka,
+                            is_aligned16(self.a) && self.lda % 4 == 0,
+                        )
                     };
                 }
             }
             for (i, v) in bv.iter_mut().enumerate() {
                 let e = self.t + i as u32 * Self::THREADS;
-                let (kr, c) = (k0 + e / Self::B_VECS_PER_ROW, self.col0 + 4 * (e % Self::B_VECS_PER_ROW));
+                let (kr, c) = (
+                    k0 + e / Self::B_VECS_PER_ROW,
+                    self.col0 + 4 * (e % Self::B_VECS_PER_ROW),
+                );
                 if kr < self.k_end && c < self.n {
                     // SAFETY: row kr < k; columns c.. of which min(4, n - c) are read.
                     *v = unsafe {
-                        load4_first(self.b.add((kr * self.ldb + c) as usize), self.n - c, is_aligned16(self.b) && self.ldb % 4 == 0)
+                        load4_first(
+                            self.b.add((kr * self.ldb + c) as usize),
+                            self.n - c,
+                            is_aligned16(self.b) && self.ldb % 4 == 0,
+                        )
                     };
                 }
             }
@@ -210,14 +228,34 @@ impl<const BM: u32, const BN: u32, const WM: u32, const WN: u32> Tiles<BM, BN, W
     }
 }
 
-/// The body of every `matmul_relu_tile_*` kernel: block tile `BM x BN`, warp tile
-/// `WM x WN`, thread tile `TM x TN = WM/4 x WN/8`, `LA` and `LB` 16-byte loads of A
-/// and B per thread and K step.
+/// Where one block computes: its tile's origin in C and its K slice.
+#[derive(Clone, Copy)]
+pub(crate) struct Place {
+    pub row0: u32,
+    pub col0: u32,
+    pub k_begin: u32,
+    /// End of the K slice (exclusive, at most `k`; `k_begin` when the slice is empty).
+    pub k_end: u32,
+}
+
+/// A thread's sums after the K loop, and where they lie in the block tile: groups
+/// of 4x4 from `(rm, cn)`, the others `16` rows and `32` columns apart.
+pub(crate) struct Sums<const TM: usize, const TN: usize> {
+    pub acc: [[f32; TN]; TM],
+    pub rm: u32,
+    pub cn: u32,
+}
+
+/// The K loop of every `matmul_relu_tile_*` kernel, and of their cluster variants:
+/// block tile `BM x BN`, warp tile `WM x WN`, thread tile `TM x TN = WM/4 x WN/8`,
+/// `LA` and `LB` 16-byte loads of A and B per thread and K step. `vec_o`: the
+/// output's rows are 16-byte aligned (with an interior tile, no checks anywhere).
 ///
 /// # Safety
-/// The kernel's contract (see [`matmul_relu_tile_64x64()`]).
+/// The kernel's contract (see [`matmul_relu_tile_64x64()`]); `place` inside it,
+/// `place.k_end <= k`; `MmTile::smem_bytes` of dynamic shared memory.
 #[inline(always)]
-unsafe fn tile_body<
+pub(crate) unsafe fn tile_main<
     const BM: u32,
     const BN: u32,
     const WM: u32,
@@ -227,20 +265,24 @@ unsafe fn tile_body<
     const LA: usize,
     const LB: usize,
 >(
-    p: MatmulSplitParams,
-) {
+    mm: &MatmulParams,
+    place: Place,
+    vec_o: bool,
+) -> (Sums<TM, TN>, bool) {
     const {
         let t = MmTile::new(BM, BN, WM, WN, 1);
         assert!(t.is_valid());
         assert!(t.tm() as usize == TM && t.tn() as usize == TN);
         assert!(t.a_loads() as usize == LA && t.b_loads() as usize == LB);
     };
-    let (a, b, _, m, n, _, lda, ldb, _, _) = p.mm.unpack();
+    let (a, b, _, m, n, _, lda, ldb, _, _) = mm.unpack();
     let t = thread_idx().x;
-    let (row0, col0) = (block_idx().y * BM, block_idx().x * BN);
-    // Where this block's sums go: C with the epilogue, or its slice of the partials.
-    let o = slice_output(&p);
-    let (k_begin, k_end) = (o.k_begin, o.k_end);
+    let Place {
+        row0,
+        col0,
+        k_begin,
+        k_end,
+    } = place;
     let vec_a = is_aligned16(a) && lda % 4 == 0;
     let vec_b = is_aligned16(b) && ldb % 4 == 0;
     let (warp, lane) = (t / WARP_SIZE, t % WARP_SIZE);
@@ -255,7 +297,7 @@ unsafe fn tile_body<
         row0,
         col0,
         k_end,
-        interior: vec_a && vec_b && o.vec_o && row0 + BM <= m && col0 + BN <= n,
+        interior: vec_a && vec_b && vec_o && row0 + BM <= m && col0 + BN <= n,
         t,
         rm: wm * WM + 4 * (lane / LANES_N),
         cn: wn * WN + 4 * (lane % LANES_N),
@@ -281,10 +323,49 @@ unsafe fn tile_body<
         sync_threads();
         s += 1;
     }
-    // SAFETY: kernel contract: the output view as `slice_output` describes it.
-    unsafe {
-        store_tile::<TM, TN>(&acc, &o, m, n, row0 + tl.rm, col0 + tl.cn, tl.interior)
+    (
+        Sums {
+            acc,
+            rm: tl.rm,
+            cn: tl.cn,
+        },
+        tl.interior,
+    )
+}
+
+/// The body of every `matmul_relu_tile_*` kernel: [`tile_main`] over the block's
+/// tile and K slice (`blockIdx.z`), then the sums to C or to the slice's partials.
+///
+/// # Safety
+/// The kernel's contract (see [`matmul_relu_tile_64x64()`]).
+#[inline(always)]
+unsafe fn tile_body<
+    const BM: u32,
+    const BN: u32,
+    const WM: u32,
+    const WN: u32,
+    const TM: usize,
+    const TN: usize,
+    const LA: usize,
+    const LB: usize,
+>(
+    p: MatmulSplitParams,
+) {
+    let (m, n) = (p.mm.c.rows, p.mm.c.cols);
+    let (row0, col0) = (block_idx().y * BM, block_idx().x * BN);
+    // Where this block's sums go: C with the epilogue, or its slice of the partials.
+    let o = slice_output(&p);
+    let place = Place {
+        row0,
+        col0,
+        k_begin: o.k_begin,
+        k_end: o.k_end,
     };
+    // SAFETY: kernel contract; the block's slice lies inside K.
+    let (s, interior) =
+        unsafe { tile_main::<BM, BN, WM, WN, TM, TN, LA, LB>(&p.mm, place, o.vec_o) };
+    // SAFETY: kernel contract: the output view as `slice_output` describes it.
+    unsafe { store_tile::<TM, TN>(&s.acc, &o, m, n, row0 + s.rm, col0 + s.cn, interior) };
 }
 
 /// Where one block of a tile kernel sums and writes: its K slice, and C with the
@@ -306,13 +387,24 @@ pub(crate) fn slice_output(p: &MatmulSplitParams) -> SliceOutput {
     let (m, n, k) = (p.mm.c.rows, p.mm.c.cols, p.mm.a.cols);
     let z = block_idx().z;
     let k_begin = z * p.k_chunk;
-    let k_end = if k - k_begin > p.k_chunk { k_begin + p.k_chunk } else { k };
+    let k_end = if k - k_begin > p.k_chunk {
+        k_begin + p.k_chunk
+    } else {
+        k
+    };
     let (out, ldo, relu) = if p.partials.is_null() {
         (p.mm.c.ptr, p.mm.c.ld, p.mm.epilogue as u32)
     } else {
         (p.partials.wrapping_add((z * m * n) as usize), n, 0)
     };
-    SliceOutput { k_begin, k_end, out, ldo, relu, vec_o: is_aligned16(out) && ldo % 4 == 0 }
+    SliceOutput {
+        k_begin,
+        k_end,
+        out,
+        ldo,
+        relu,
+        vec_o: is_aligned16(out) && ldo % 4 == 0,
+    }
 }
 
 /// The epilogue of the tile kernels: a thread's `TM x TN` sums, groups of 4x4 whose
@@ -400,6 +492,7 @@ macro_rules! tile_kernels {
     )*};
 }
 
+#[cfg(any(not(target_arch = "nvptx64"), not(simt_target = "sm_90a")))]
 tile_kernels!(
     matmul_relu_tile_128x64 = 0,
     matmul_relu_tile_64x128 = 1,
@@ -417,6 +510,7 @@ pub const TILE_KERNEL_NAMES: [&str; MM_TILES.len()] = [
     "matmul_relu_tile_32x32",
 ];
 
+#[cfg(any(not(target_arch = "nvptx64"), not(simt_target = "sm_90a")))]
 kernel! {
     /// `C = epilogue(Σ_z P_z)`: adds a split-K product's `splits` partial tiles
     /// `P_z = partials[z·m·n ..]` (dense `m x n`) in order `z = 0, 1, …`, so every run

@@ -26,9 +26,13 @@
 //! Edges: a chunk that is only partly inside the matrix, or any chunk of an
 //! unaligned operand, is copied as 4-byte pieces (a 16-byte copy with fewer source
 //! bytes still reads 16); pieces outside the matrix or the K slice are zero-filled.
+#![cfg_attr(
+    all(target_arch = "nvptx64", simt_target = "sm_90a"),
+    allow(dead_code, unused_imports)
+)]
 use crate::config::{MmTile, MM_ASYNC_BK, MM_ASYNC_TILES, WARP_SIZE};
-use crate::matmul_tiles::{slice_output, store_tile};
-use crate::params::MatmulSplitParams;
+use crate::matmul_tiles::{slice_output, store_tile, Place, Sums};
+use crate::params::{MatmulParams, MatmulSplitParams};
 use simt_std::memory::{is_aligned16, F32x4};
 use simt_std::pipeline::{commit, copy_async, wait};
 use simt_std::shared::{dynamic_shared, Smem};
@@ -69,14 +73,17 @@ unsafe fn copy_chunk(dst: Smem<f32>, src: *const f32, base: *const f32, valid: u
     }
 }
 
-/// The body of every `matmul_relu_async_*` kernel (see the module docs): block tile
-/// `BM x BN`, warp tile `WM x WN`, thread tile `TM x TN`, `LA` and `LB` chunk copies
-/// of A and B per thread and step.
+/// The K loop of every `matmul_relu_async_*` kernel and of their cluster variants
+/// (see the module docs): block tile `BM x BN`, warp tile `WM x WN`, thread tile
+/// `TM x TN`, `LA` and `LB` chunk copies of A and B per thread and step. Returns the
+/// thread's sums and whether the tile lies inside C with every row aligned (`vec_o`:
+/// the output's rows are).
 ///
 /// # Safety
-/// The kernel's contract (see [`matmul_relu_async_64x64()`]).
+/// The kernel's contract (see [`matmul_relu_async_64x64()`]); `place` inside it,
+/// `place.k_end <= k`; `MmTile::async_smem_bytes` of dynamic shared memory.
 #[inline(always)]
-unsafe fn async_body<
+pub(crate) unsafe fn async_main<
     const BM: u32,
     const BN: u32,
     const WM: u32,
@@ -87,8 +94,10 @@ unsafe fn async_body<
     const LB: u32,
     const STAGES: u32,
 >(
-    p: MatmulSplitParams,
-) {
+    mm: &MatmulParams,
+    place: Place,
+    vec_o: bool,
+) -> (Sums<TM, TN>, bool) {
     const {
         let t = MmTile::new(BM, BN, WM, WN, 1).with_stages(STAGES);
         assert!(t.is_valid_async());
@@ -98,11 +107,14 @@ unsafe fn async_body<
     };
     const BK: u32 = MM_ASYNC_BK;
     let threads = (BM / WM) * (BN / WN) * WARP_SIZE;
-    let (a, b, _, m, n, _, lda, ldb, _, _) = p.mm.unpack();
+    let (a, b, _, m, n, _, lda, ldb, _, _) = mm.unpack();
     let t = thread_idx().x;
-    let (row0, col0) = (block_idx().y * BM, block_idx().x * BN);
-    let o = slice_output(&p);
-    let (k_begin, k_end) = (o.k_begin, o.k_end);
+    let Place {
+        row0,
+        col0,
+        k_begin,
+        k_end,
+    } = place;
     let vec_a = is_aligned16(a) && lda % 4 == 0;
     let vec_b = is_aligned16(b) && ldb % 4 == 0;
     let (warp, lane) = (t / WARP_SIZE, t % WARP_SIZE);
@@ -125,20 +137,44 @@ unsafe fn async_body<
                 let e = t + i * threads;
                 let (r, ch) = (e / A_CHUNKS, e % A_CHUNKS);
                 let (gr, gk) = (row0 + r, k0 + 4 * ch);
-                let valid = if gr < m && gk < k_end { (k_end - gk).min(4) } else { 0 };
+                let valid = if gr < m && gk < k_end {
+                    (k_end - gk).min(4)
+                } else {
+                    0
+                };
                 let dst = s_a.add((r * BK + 4 * a_chunk(r, ch)) as usize);
                 // SAFETY: row gr < m and columns gk..gk+valid < k when valid > 0; the
                 // chunk lies in this stage of A.
-                unsafe { copy_chunk(dst, a.wrapping_add((gr * lda + gk) as usize), a, valid, vec_a) };
+                unsafe {
+                    copy_chunk(
+                        dst,
+                        a.wrapping_add((gr * lda + gk) as usize),
+                        a,
+                        valid,
+                        vec_a,
+                    )
+                };
             }
             for i in 0..LB {
                 let e = t + i * threads;
                 let (kr, ch) = (e / (BN / 4), e % (BN / 4));
                 let (gk, gc) = (k0 + kr, col0 + 4 * ch);
-                let valid = if gk < k_end && gc < n { (n - gc).min(4) } else { 0 };
+                let valid = if gk < k_end && gc < n {
+                    (n - gc).min(4)
+                } else {
+                    0
+                };
                 let dst = s_b.add((kr * BN + 4 * ch) as usize);
                 // SAFETY: row gk < k and columns gc..gc+valid < n when valid > 0.
-                unsafe { copy_chunk(dst, b.wrapping_add((gk * ldb + gc) as usize), b, valid, vec_b) };
+                unsafe {
+                    copy_chunk(
+                        dst,
+                        b.wrapping_add((gk * ldb + gc) as usize),
+                        b,
+                        valid,
+                        vec_b,
+                    )
+                };
             }
         }
         commit();
@@ -196,9 +232,45 @@ unsafe fn async_body<
     // Nothing is left in flight past the slice (those groups were empty), but leave
     // no copy pending at exit either.
     wait::<0>();
-    let unchecked = o.vec_o && row0 + BM <= m && col0 + BN <= n;
+    (
+        Sums { acc, rm, cn },
+        vec_o && row0 + BM <= m && col0 + BN <= n,
+    )
+}
+
+/// The body of every `matmul_relu_async_*` kernel: [`async_main`] over the block's
+/// tile and K slice (`blockIdx.z`), then the sums to C or to the slice's partials.
+///
+/// # Safety
+/// The kernel's contract (see [`matmul_relu_async_64x64()`]).
+#[inline(always)]
+unsafe fn async_body<
+    const BM: u32,
+    const BN: u32,
+    const WM: u32,
+    const WN: u32,
+    const TM: usize,
+    const TN: usize,
+    const LA: u32,
+    const LB: u32,
+    const STAGES: u32,
+>(
+    p: MatmulSplitParams,
+) {
+    let (m, n) = (p.mm.c.rows, p.mm.c.cols);
+    let (row0, col0) = (block_idx().y * BM, block_idx().x * BN);
+    let o = slice_output(&p);
+    let place = Place {
+        row0,
+        col0,
+        k_begin: o.k_begin,
+        k_end: o.k_end,
+    };
+    // SAFETY: kernel contract; the block's slice lies inside K.
+    let (s, unchecked) =
+        unsafe { async_main::<BM, BN, WM, WN, TM, TN, LA, LB, STAGES>(&p.mm, place, o.vec_o) };
     // SAFETY: kernel contract: the output view as `slice_output` describes it.
-    unsafe { store_tile::<TM, TN>(&acc, &o, m, n, row0 + rm, col0 + cn, unchecked) };
+    unsafe { store_tile::<TM, TN>(&s.acc, &o, m, n, row0 + s.rm, col0 + s.cn, unchecked) };
 }
 
 /// Declares the `cp.async` kernel of `MM_ASYNC_TILES[$i]`.
@@ -236,6 +308,7 @@ macro_rules! async_kernels {
     )*};
 }
 
+#[cfg(any(not(target_arch = "nvptx64"), not(simt_target = "sm_90a")))]
 async_kernels!(
     matmul_relu_async_64x64 = 0,
     matmul_relu_async_64x32 = 1,

@@ -3,7 +3,9 @@
 //!
 //! Zero-sized: `m = 0` or `n = 0` writes nothing and launches nothing; `k = 0`
 //! writes `epilogue(0) = 0` to every element of C (the empty sum), as `torch.mm` does.
-pub use kernels::config::{MmTile, MM_ASYNC_TILES, MM_TILES, SPLITK_MAX};
+pub use kernels::config::{
+    MmCluster, MmLoop, MmTile, MM_ASYNC_TILES, MM_CLUSTER_CONFIGS, MM_TILES, SPLITK_MAX,
+};
 use kernels::config::{
     GEMV_COL_ROWS, GEMV_ROW_COLS, MM_ASYNC_STAGES, MM_BK, MM_BM, MM_BN, NAIVE_TILE,
     SPLITK_REDUCE_THREADS,
@@ -11,8 +13,8 @@ use kernels::config::{
 pub use kernels::params::Epilogue;
 use kernels::params::{MatMut, MatRef, MatmulParams, MatmulSplitParams, SplitReduceParams};
 use kernels::{
-    matmul_gemv, matmul_naive, matmul_tiled, matmul_tiled_db, matmul_tiles, matmul_tiles_async,
-    matmul_warptiled,
+    matmul_cluster_splitk, matmul_gemv, matmul_naive, matmul_tiled, matmul_tiled_db, matmul_tiles,
+    matmul_tiles_async, matmul_warptiled,
 };
 use simt::{dim3, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
@@ -53,6 +55,13 @@ pub enum MatmulKernel {
         /// K slices, 1 to [`SPLITK_MAX`].
         split_k: u32,
     },
+    /// The K loop of a tile kernel with K split over the blocks of a thread-block
+    /// cluster, `MM_CLUSTER_CONFIGS[config]`, the slices added through distributed
+    /// shared memory in the same launch (Hopper: compute capability 9.0).
+    TileCluster {
+        /// Index into [`MM_CLUSTER_CONFIGS`].
+        config: usize,
+    },
     /// A row times a matrix (`m = 1`), reading B once; K in `split_k` slices.
     GemvRow {
         /// K slices, 1 to [`SPLITK_MAX`].
@@ -86,15 +95,29 @@ impl MatmulKernel {
             MatmulKernel::WarpTiled => "warptiled",
             MatmulKernel::Tile { .. } => "tile",
             MatmulKernel::TileAsync { .. } => "async",
+            MatmulKernel::TileCluster { .. } => "cluster",
             MatmulKernel::GemvRow { .. } => "gemv-row",
             MatmulKernel::GemvCol { .. } => "gemv-col",
             MatmulKernel::Auto => "auto",
         }
     }
     /// Name with the configuration, for tables and the tuner's cache:
-    /// `tile64x64/k4`, `gemv-row/k16`, or the stage's [`name`](Self::name).
+    /// `tile64x64/k4`, `gemv-row/k16`, `tile64x128/c4` (K over a cluster of 4), or
+    /// the stage's [`name`](Self::name).
     pub fn label(self) -> String {
         match self {
+            MatmulKernel::TileCluster { config } => match MM_CLUSTER_CONFIGS.get(config) {
+                Some(c) => {
+                    let base = match c.kloop {
+                        MmLoop::Tile(tile) => MatmulKernel::Tile { tile, split_k: 1 },
+                        MmLoop::Async(tile) => MatmulKernel::TileAsync { tile, split_k: 1 },
+                    }
+                    .label();
+                    let base = base.strip_suffix("/k1").unwrap_or(&base);
+                    format!("{base}/c{}", c.cluster)
+                }
+                None => format!("cluster#{config}"),
+            },
             MatmulKernel::Tile { tile, split_k } => match MM_TILES.get(tile) {
                 Some(t) => format!("tile{}x{}/k{split_k}", t.bm, t.bn),
                 None => format!("tile#{tile}/k{split_k}"),
@@ -141,6 +164,11 @@ impl MatmulKernel {
         if let Some((tile, split_k)) = async_tile {
             return Some(MatmulKernel::TileAsync { tile, split_k });
         }
+        if s.contains("/c") {
+            return (0..MM_CLUSTER_CONFIGS.len())
+                .map(|config| MatmulKernel::TileCluster { config })
+                .find(|k| k.label() == s);
+        }
         if let Some(k) = s.strip_prefix("gemv-row/") {
             return Some(MatmulKernel::GemvRow { split_k: split(k)? });
         }
@@ -165,6 +193,9 @@ impl MatmulKernel {
             MatmulKernel::TileAsync { tile, .. } => {
                 matmul_tiles_async::ASYNC_KERNEL_NAMES.get(tile)?
             }
+            MatmulKernel::TileCluster { config } => {
+                matmul_cluster_splitk::CLUSTER_KERNEL_NAMES.get(config)?
+            }
             MatmulKernel::GemvRow { .. } => matmul_gemv::matmul_gemv_row::NAME,
             MatmulKernel::GemvCol { .. } => matmul_gemv::matmul_gemv_col::NAME,
             MatmulKernel::Auto => return None,
@@ -180,6 +211,7 @@ impl MatmulKernel {
             MatmulKernel::TileAsync { tile, split_k } => {
                 tile < MM_ASYNC_TILES.len() && split_ok(split_k)
             }
+            MatmulKernel::TileCluster { config } => config < MM_CLUSTER_CONFIGS.len(),
             MatmulKernel::GemvRow { split_k } => s.m == 1 && split_ok(split_k),
             MatmulKernel::GemvCol { split_k } => s.n == 1 && split_ok(split_k),
             MatmulKernel::Auto => false,
@@ -189,6 +221,9 @@ impl MatmulKernel {
     /// The K slices of the configurable kernels (1 for the stages).
     pub fn split_k(self) -> u32 {
         match self {
+            MatmulKernel::TileCluster { config } => {
+                MM_CLUSTER_CONFIGS.get(config).map_or(1, |c| c.cluster)
+            }
             MatmulKernel::Tile { split_k, .. }
             | MatmulKernel::TileAsync { split_k, .. }
             | MatmulKernel::GemvRow { split_k }
@@ -280,6 +315,7 @@ pub fn matmul(
         kernel,
         MatmulKernel::Tile { .. }
             | MatmulKernel::TileAsync { .. }
+            | MatmulKernel::TileCluster { .. }
             | MatmulKernel::GemvRow { .. }
             | MatmulKernel::GemvCol { .. }
     ) {
@@ -362,6 +398,62 @@ pub fn matmul(
                 _ => split_launch::<matmul_relu_async_s4_64x64>,
             };
             launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
+        }
+        MatmulKernel::TileCluster { config } => {
+            let Some(c) = MM_CLUSTER_CONFIGS.get(config) else {
+                return Err(SimtError::Unsupported(format!(
+                    "{op}: cluster config {config} does not exist: MatmulKernel::TileCluster takes 0..{} (MM_CLUSTER_CONFIGS)",
+                    MM_CLUSTER_CONFIGS.len()
+                )));
+            };
+            if !super::softmax::has_clusters(gpu) {
+                return Err(SimtError::Unsupported(format!(
+                    "MatmulKernel::TileCluster needs thread-block clusters (compute capability 9.0, the sm_90a module) and this device is {}; use MatmulKernel::Tile with split_k, or MatmulKernel::Auto",
+                    gpu.props().sm()
+                )));
+            }
+            let t = c.tile();
+            let g = grid(t.bm, t.bn)?;
+            let gx = g.x as u64 * c.cluster as u64;
+            if gx > i32::MAX as u64 {
+                return Err(SimtError::TooLarge {
+                    op,
+                    detail: format!(
+                        "n = {n} needs {gx} blocks along x ({} per tile); split B's columns",
+                        c.cluster
+                    ),
+                });
+            }
+            let sp = MatmulSplitParams {
+                mm: p,
+                k_chunk: k_slices(k, c.cluster).0,
+                partials: std::ptr::null_mut(),
+            };
+            use matmul_cluster_splitk::*;
+            fn go_c<K: Kernel<Args = (MatmulSplitParams,)>>(
+                gpu: &Gpu,
+                grid: simt::Dim3,
+                p: MatmulSplitParams,
+            ) -> Result<()> {
+                // SAFETY: the views were checked against their buffers on this Gpu and
+                // each other; C does not overlap A or B; k < 2^31 (checked above);
+                // cluster · k_chunk >= k (`k_slices`); grid = (tiles along n · cluster,
+                // tiles along m), as the kernel's Thread Mapping asks.
+                unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), (p,)) }
+            }
+            let launch = match config {
+                0 => go_c::<matmul_relu_cluster_tile_64x128_c2>,
+                1 => go_c::<matmul_relu_cluster_tile_64x128_c4>,
+                2 => go_c::<matmul_relu_cluster_tile_64x128_c8>,
+                3 => go_c::<matmul_relu_cluster_tile_128x64_c4>,
+                4 => go_c::<matmul_relu_cluster_tile_64x64_c4>,
+                5 => go_c::<matmul_relu_cluster_async_s4_32x64_c2>,
+                6 => go_c::<matmul_relu_cluster_async_s4_32x64_c4>,
+                7 => go_c::<matmul_relu_cluster_async_s4_16x64_c2>,
+                8 => go_c::<matmul_relu_cluster_async_s4_16x64_c4>,
+                _ => go_c::<matmul_relu_cluster_async_s4_64x64_c4>,
+            };
+            launch(gpu, dim3(gx as u32, g.y, 1), sp)
         }
         MatmulKernel::GemvRow { split_k } => {
             if m != 1 {
@@ -510,7 +602,8 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
 
 /// What the tuner times for a shape: stage 4, every tile of both tile kernels with
 /// the K splits that could fill the device (up to 8 blocks per SM, at least 128 of
-/// K per slice), and the GEMV path where a side is 1.
+/// K per slice), on Hopper the cluster split-K kernels that fit the same bound (at
+/// least 64 of K per slice), and the GEMV path where a side is 1.
 pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
     let sms = gpu.props().sms.max(1) as u64;
     let mut v = vec![MatmulKernel::WarpTiled];
@@ -525,6 +618,14 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
     }
     for (tile, t) in MM_ASYNC_TILES.iter().enumerate() {
         v.extend(splits(t).map(|split_k| MatmulKernel::TileAsync { tile, split_k }));
+    }
+    if super::softmax::has_clusters(gpu) {
+        for (config, c) in MM_CLUSTER_CONFIGS.iter().enumerate() {
+            let blocks = tile_blocks(&c.tile(), s.m, s.n) * c.cluster as u64;
+            if blocks <= 8 * sms && s.k / c.cluster >= 64 {
+                v.push(MatmulKernel::TileCluster { config });
+            }
+        }
     }
     let gemv_splits = |rows_blocks: u64| {
         [1u32, 2, 4, 8, 16, 32]

@@ -184,6 +184,40 @@ impl Remote<f32> {
         }
     }
 
+    /// Reads 4 consecutive `f32` (`ld.shared::cluster.v4.f32`).
+    ///
+    /// # Safety
+    /// As [`read`](Self::read), for 16 bytes, 16-byte aligned (the emulator checks the
+    /// alignment and reports the thread).
+    #[inline(always)]
+    pub unsafe fn read4(self) -> crate::memory::F32x4 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let (x, y, z, w): (f32, f32, f32, f32);
+            // SAFETY: caller's contract. Not `pure`: another block writes it.
+            unsafe {
+                core::arch::asm!(
+                    "ld.shared::cluster.v4.f32 {{{x}, {y}, {z}, {w}}}, [{a}];",
+                    x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+                    a = in(reg32) self.addr, options(readonly, nostack)
+                )
+            };
+            crate::memory::F32x4 { x, y, z, w }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            assert!(
+                crate::memory::is_aligned16(self.ptr),
+                "misaligned 16-byte distributed-shared-memory load at {:p} (rank {})",
+                self.ptr,
+                self.rank
+            );
+            crate::emu::env().cluster_access(self.rank, self.ptr as *const u8, 16);
+            // SAFETY: caller's contract; the emulator checked the block and the bounds.
+            unsafe { (self.ptr as *const crate::memory::F32x4).read_volatile() }
+        }
+    }
+
     /// Writes one `f32` (`st.shared::cluster.f32`).
     ///
     /// # Safety
