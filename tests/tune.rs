@@ -7,6 +7,7 @@ use rust_simt::ops::matmul::{
     auto_candidates, auto_heuristic, auto_key, matmul, Epilogue, MatmulKernel, Shape,
     MM_ASYNC_TILES, MM_TILES,
 };
+use rust_simt::ops::softmax::has_clusters;
 use rust_simt::tune::{self, Cache, Config, Entry, Key, Timing};
 use rust_simt::{reference, Gpu};
 
@@ -245,11 +246,23 @@ fn heuristic_picks_by_shape() {
         }
     }
     if sms > 4 {
-        // 4 tiles of 128x128 do not fill the device: a cp.async tile, no split.
-        assert!(matches!(
-            auto_heuristic(&g, shape(256, 256, 256)),
-            MatmulKernel::TileAsync { split_k: 1, .. }
-        ));
+        // 4 tiles of 128x128 do not fill the device: a cp.async tile, no split; on
+        // Hopper with an SM for every 4 of its 32 tiles of 32x64, K over clusters of 4.
+        let h = auto_heuristic(&g, shape(256, 256, 256));
+        if has_clusters(&g) && sms >= 128 {
+            assert_eq!(h.label(), "async-s4-16x64/c4");
+        } else {
+            assert!(
+                matches!(h, MatmulKernel::TileAsync { split_k: 1, .. }),
+                "{h:?}"
+            );
+        }
+    }
+    if has_clusters(&g) && sms >= 128 {
+        assert_eq!(
+            auto_heuristic(&g, shape(512, 512, 512)).label(),
+            "async-s4-32x64/c2"
+        );
     }
     // A mid-sized product: a register-staged tile, K split to fill the device.
     if sms >= 64 {
@@ -564,4 +577,32 @@ fn tensor_core_auto_picks_a_stage_that_runs_the_shape() {
         matmul_atol(k),
         1e-5,
     );
+}
+
+/// The heuristic as an H100 sees it (132 SMs, clusters), on an emulator of as many
+/// workers: the small squares take K over clusters, as the H100 tuning chose.
+#[test]
+fn heuristic_takes_clusters_for_small_squares_on_132_sms() {
+    let g = rust_simt::Gpu::emulator(rust_simt::emulator::EmuConfig {
+        workers: 132,
+        ..Default::default()
+    });
+    rust_simt::ptx::load(&g).unwrap();
+    assert_eq!(g.props().sms, 132);
+    let label = |m, n, k| auto_heuristic(&g, shape(m, n, k)).label();
+    assert_eq!(label(256, 256, 256), "async-s4-16x64/c4");
+    assert_eq!(label(512, 512, 512), "async-s4-32x64/c2");
+    assert_eq!(
+        label(256, 256, 128),
+        "async-s4-32x64/k1",
+        "K below 256: no cluster"
+    );
+    for s in [
+        shape(256, 256, 256),
+        shape(512, 512, 512),
+        shape(300, 200, 700),
+    ] {
+        let h = auto_heuristic(&g, s);
+        assert!(auto_candidates(&g, s).contains(&h), "{s:?}: {h:?}");
+    }
 }

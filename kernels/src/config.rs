@@ -326,7 +326,11 @@ const _: () = {
 /// variant holds a thread's 4-k slice of A in registers (`4·tm` floats), which with
 /// 8-row thread tiles spilled (so did 64x128 and 128x64 tiles of 16x64 warps, at
 /// 128 registers).
-pub const MM_ASYNC_TILES: [MmTile; 9] = [
+///
+/// The last two have 4 warps of 16x64 (8 columns a thread, 12 shared loads per 128
+/// FMAs against 8 per 64): the shape of Triton's best FP32 config at 1024^3 on the
+/// H100 (64x64, 4 warps, 3 stages).
+pub const MM_ASYNC_TILES: [MmTile; 11] = [
     MmTile::new(64, 64, 16, 32, 2),
     MmTile::new(64, 32, 16, 32, 4),
     MmTile::new(32, 64, 16, 32, 4),
@@ -336,6 +340,8 @@ pub const MM_ASYNC_TILES: [MmTile; 9] = [
     MmTile::new(16, 64, 16, 32, 8).with_stages(4),
     MmTile::new(32, 64, 16, 32, 4).with_stages(4),
     MmTile::new(64, 64, 16, 32, 2).with_stages(4),
+    MmTile::new(64, 64, 16, 64, 2),
+    MmTile::new(64, 64, 16, 64, 2).with_stages(4),
 ];
 const _: () = {
     let mut i = 0;
@@ -373,6 +379,10 @@ pub struct MmCluster {
 }
 
 impl MmCluster {
+    /// `kloop` with K over a cluster of `cluster` blocks.
+    pub const fn new(kloop: MmLoop, cluster: u32) -> MmCluster {
+        MmCluster { kloop, cluster }
+    }
     /// The tile of the K loop.
     pub const fn tile(&self) -> MmTile {
         match self.kloop {
@@ -401,47 +411,18 @@ impl MmCluster {
 /// `matmul_cluster_splitk::CLUSTER_KERNEL_NAMES[i]`: the tiles the H100 tuning runs
 /// picked with split K (64x128 at 1000^3-1024^3 and 64x4096x4096, the 4-stage
 /// `cp.async` tiles at 256^3-512^3), with 2 to 8 slices.
-pub const MM_CLUSTER_CONFIGS: [MmCluster; 10] = [
-    MmCluster {
-        kloop: MmLoop::Tile(1),
-        cluster: 2,
-    },
-    MmCluster {
-        kloop: MmLoop::Tile(1),
-        cluster: 4,
-    },
-    MmCluster {
-        kloop: MmLoop::Tile(1),
-        cluster: 8,
-    },
-    MmCluster {
-        kloop: MmLoop::Tile(0),
-        cluster: 4,
-    },
-    MmCluster {
-        kloop: MmLoop::Tile(2),
-        cluster: 4,
-    },
-    MmCluster {
-        kloop: MmLoop::Async(7),
-        cluster: 2,
-    },
-    MmCluster {
-        kloop: MmLoop::Async(7),
-        cluster: 4,
-    },
-    MmCluster {
-        kloop: MmLoop::Async(6),
-        cluster: 2,
-    },
-    MmCluster {
-        kloop: MmLoop::Async(6),
-        cluster: 4,
-    },
-    MmCluster {
-        kloop: MmLoop::Async(8),
-        cluster: 4,
-    },
+pub const MM_CLUSTER_CONFIGS: [MmCluster; 11] = [
+    MmCluster::new(MmLoop::Tile(1), 2),
+    MmCluster::new(MmLoop::Tile(1), 4),
+    MmCluster::new(MmLoop::Tile(1), 8),
+    MmCluster::new(MmLoop::Tile(0), 4),
+    MmCluster::new(MmLoop::Tile(2), 4),
+    MmCluster::new(MmLoop::Async(7), 2),
+    MmCluster::new(MmLoop::Async(7), 4),
+    MmCluster::new(MmLoop::Async(6), 2),
+    MmCluster::new(MmLoop::Async(6), 4),
+    MmCluster::new(MmLoop::Async(8), 4),
+    MmCluster::new(MmLoop::Async(9), 2),
 ];
 const _: () = {
     let mut i = 0;

@@ -184,6 +184,7 @@ cluster_kernels!(
     matmul_relu_cluster_async_s4_16x64_c2 = 7, Async 6;
     matmul_relu_cluster_async_s4_16x64_c4 = 8, Async 6;
     matmul_relu_cluster_async_s4_64x64_c4 = 9, Async 8;
+    matmul_relu_cluster_async_64x64_w4_c2 = 10, Async 9;
 );
 
 /// The PTX entry names of the cluster kernels, in [`MM_CLUSTER_CONFIGS`] order.
@@ -198,4 +199,5 @@ pub const CLUSTER_KERNEL_NAMES: [&str; MM_CLUSTER_CONFIGS.len()] = [
     "matmul_relu_cluster_async_s4_16x64_c2",
     "matmul_relu_cluster_async_s4_16x64_c4",
     "matmul_relu_cluster_async_s4_64x64_c4",
+    "matmul_relu_cluster_async_64x64_w4_c2",
 ];

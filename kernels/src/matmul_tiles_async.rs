@@ -319,6 +319,8 @@ async_kernels!(
     matmul_relu_async_s4_16x64 = 6,
     matmul_relu_async_s4_32x64 = 7,
     matmul_relu_async_s4_64x64 = 8,
+    matmul_relu_async_64x64_w4 = 9,
+    matmul_relu_async_s4_64x64_w4 = 10,
 );
 
 /// The PTX entry names of the `cp.async` tile kernels, in [`MM_ASYNC_TILES`] order.
@@ -332,4 +334,6 @@ pub const ASYNC_KERNEL_NAMES: [&str; MM_ASYNC_TILES.len()] = [
     "matmul_relu_async_s4_16x64",
     "matmul_relu_async_s4_32x64",
     "matmul_relu_async_s4_64x64",
+    "matmul_relu_async_64x64_w4",
+    "matmul_relu_async_s4_64x64_w4",
 ];

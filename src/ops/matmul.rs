@@ -123,10 +123,21 @@ impl MatmulKernel {
                 None => format!("tile#{tile}/k{split_k}"),
             },
             MatmulKernel::TileAsync { tile, split_k } => match MM_ASYNC_TILES.get(tile) {
-                Some(t) if t.stages != MM_ASYNC_STAGES => {
-                    format!("async-s{}-{}x{}/k{split_k}", t.stages, t.bm, t.bn)
+                Some(t) => {
+                    let stages = match t.stages {
+                        MM_ASYNC_STAGES => String::new(),
+                        s => format!("-s{s}-"),
+                    };
+                    // A tile of the same size as another with more warps: `-w4`.
+                    let fewer_warps = MM_ASYNC_TILES
+                        .iter()
+                        .any(|o| o.bm == t.bm && o.bn == t.bn && o.threads() > t.threads());
+                    let warps = match fewer_warps {
+                        true => format!("-w{}", t.threads() / 32),
+                        false => String::new(),
+                    };
+                    format!("async{stages}{}x{}{warps}/k{split_k}", t.bm, t.bn)
                 }
-                Some(t) => format!("async{}x{}/k{split_k}", t.bm, t.bn),
                 None => format!("async#{tile}/k{split_k}"),
             },
             MatmulKernel::GemvRow { split_k } => format!("gemv-row/k{split_k}"),
@@ -152,16 +163,14 @@ impl MatmulKernel {
         if let Some((tile, split_k)) = s.strip_prefix("tile").and_then(|r| tile(r, &MM_TILES, 0)) {
             return Some(MatmulKernel::Tile { tile, split_k });
         }
-        let async_tile = match s.strip_prefix("async-s") {
-            Some(r) => {
-                let (st, r) = r.split_once('-')?;
-                tile(r, &MM_ASYNC_TILES, st.parse().ok()?)
-            }
-            None => s
-                .strip_prefix("async")
-                .and_then(|r| tile(r, &MM_ASYNC_TILES, MM_ASYNC_STAGES)),
-        };
-        if let Some((tile, split_k)) = async_tile {
+        // The async labels carry stages and warps: match them whole.
+        let async_tile = s.starts_with("async").then(|| {
+            let split_k = split(s.rsplit_once('/')?.1)?;
+            let tile = (0..MM_ASYNC_TILES.len())
+                .find(|&tile| MatmulKernel::TileAsync { tile, split_k }.label() == s)?;
+            Some((tile, split_k))
+        });
+        if let Some((tile, split_k)) = async_tile.flatten() {
             return Some(MatmulKernel::TileAsync { tile, split_k });
         }
         if s.contains("/c") {
@@ -395,7 +404,9 @@ pub fn matmul(
                 5 => split_launch::<matmul_relu_async_16x128>,
                 6 => split_launch::<matmul_relu_async_s4_16x64>,
                 7 => split_launch::<matmul_relu_async_s4_32x64>,
-                _ => split_launch::<matmul_relu_async_s4_64x64>,
+                8 => split_launch::<matmul_relu_async_s4_64x64>,
+                9 => split_launch::<matmul_relu_async_64x64_w4>,
+                _ => split_launch::<matmul_relu_async_s4_64x64_w4>,
             };
             launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
         }
@@ -451,7 +462,8 @@ pub fn matmul(
                 6 => go_c::<matmul_relu_cluster_async_s4_32x64_c4>,
                 7 => go_c::<matmul_relu_cluster_async_s4_16x64_c2>,
                 8 => go_c::<matmul_relu_cluster_async_s4_16x64_c4>,
-                _ => go_c::<matmul_relu_cluster_async_s4_64x64_c4>,
+                9 => go_c::<matmul_relu_cluster_async_s4_64x64_c4>,
+                _ => go_c::<matmul_relu_cluster_async_64x64_w4_c2>,
             };
             launch(gpu, dim3(gx as u32, g.y, 1), sp)
         }
@@ -654,9 +666,12 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 /// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 4 blocks
 ///   per SM (each slice at least 256 of K);
 /// * stage 4 when its 128x128 tiles give every SM a block;
-/// * small products (at most 512 x 512 outputs and K at most 1024): the 4-stage
-///   `cp.async` 32x64 tile, K split only while the grid holds fewer blocks than SMs
-///   (slices of at least 256);
+/// * small products (at most 512 x 512 outputs and K at most 1024): on Hopper with
+///   K of at least 256, K over a cluster while the 4-stage `cp.async` 32x64 tiles are
+///   at most one per SM: 4 slices of 16x64 tiles when 4 per tile still fit one wave
+///   (256^3), else 2 slices of 32x64 (512^3), as the H100 tuning of 2026-11-24 chose;
+///   otherwise the 4-stage `cp.async` 32x64 tile, K split only while the grid holds
+///   fewer blocks than SMs (slices of at least 256);
 /// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
 ///   (slices of at least 192: 1000^3 and 1024^3 tuned to 4 slices, 64x4096x4096 to
 ///   16).
@@ -693,6 +708,21 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     };
     if s.m as u64 * s.n as u64 <= 512 * 512 && s.k <= 1024 {
         let tile = find(&MM_ASYNC_TILES, 32, 64, 4);
+        // On Hopper, K over a cluster where the 32x64 tiles leave SMs idle: four
+        // slices of 16x64 tiles when 4 per tile still fit one wave, else two of 32x64.
+        let blocks = tile_blocks(&MM_ASYNC_TILES[tile], s.m, s.n);
+        if super::softmax::has_clusters(gpu) && s.k >= 256 && blocks * 2 <= 2 * sms {
+            let (small, slices) = match blocks * 4 <= sms {
+                true => (find(&MM_ASYNC_TILES, 16, 64, 4), 4),
+                false => (tile, 2),
+            };
+            if let Some(config) = MM_CLUSTER_CONFIGS
+                .iter()
+                .position(|c| c.kloop == MmLoop::Async(small) && c.cluster == slices)
+            {
+                return MatmulKernel::TileCluster { config };
+            }
+        }
         return MatmulKernel::TileAsync {
             tile,
             split_k: split_for(tile_blocks(&MM_ASYNC_TILES[tile], s.m, s.n), 1, 256),
