@@ -83,8 +83,6 @@ unsafe fn copy_chunk(dst: Smem<f32>, src: *const f32, base: *const f32, valid: u
 /// The kernel's contract (see [`matmul_relu_async_64x64()`]); `place` inside it,
 /// `place.k_end <= k`; `MmTile::async_smem_bytes` of dynamic shared memory.
 #[inline(always)]
-// The last unrolled step's look-ahead assignment is never read (its guard is false).
-#[allow(unused_assignments)]
 pub(crate) unsafe fn async_main<
     const BM: u32,
     const BN: u32,
@@ -201,47 +199,24 @@ pub(crate) unsafe fn async_main<
         issue(s + STAGES - 1);
         let s_a = smem.add((s % STAGES) as usize * stage);
         let s_b = s_a.add(a_stage);
-        // The thread's TM rows at k = 4kc..4kc+4 (one 16-byte load each).
-        let load_a = |kc: u32| {
+        unroll!(8, KC => {
+            let kc = KC as u32;
+            // The thread's TM rows, k = 4kc..4kc+4 of each.
             let mut av = [F32x4::default(); TM];
             for (i, v) in av.iter_mut().enumerate() {
                 let r = rm + (i as u32 / 4) * 4 * LANES_M + i as u32 % 4;
                 // SAFETY: row r < BM of this stage, chunk < 8, 16-byte aligned.
                 *v = unsafe { s_a.add((r * BK + 4 * a_chunk(r, kc)) as usize).load4() };
             }
-            av
-        };
-        // The thread's TN columns of B's row kr.
-        let load_b = |kr: u32| {
-            // SAFETY: row kr < BK of this stage of B, columns inside, aligned.
-            unsafe {
-                (
-                    s_b.add((kr * BN + cn) as usize).load4(),
-                    if TN == 8 {
-                        s_b.add((kr * BN + cn + 4 * LANES_N) as usize).load4()
-                    } else {
-                        F32x4::default()
-                    },
-                )
-            }
-        };
-        // Shared loads run one step ahead of the FMAs that use them (A one group of
-        // 4 k, B one k): each k's FMAs cover the next loads' latency. Loading right
-        // before use left warps waiting on shared loads (ncu: short-scoreboard
-        // stalls 0.66 per issue at 1024^3 against 0.45 for Triton's same tile).
-        let (mut a_next, mut b_next) = (load_a(0), load_b(0));
-        unroll!(8, KC => {
-            let kc = KC as u32;
-            let av = a_next;
-            if kc + 1 < 8 {
-                a_next = load_a(kc + 1);
-            }
             unroll!(4, KK => {
                 let kr = 4 * kc + KK as u32;
-                let (b_lo, b_hi) = b_next;
-                if kr + 1 < BK {
-                    b_next = load_b(kr + 1);
-                }
+                // SAFETY: row kr < BK of this stage of B, columns inside, aligned.
+                let (b_lo, b_hi) = unsafe {
+                    (
+                        s_b.add((kr * BN + cn) as usize).load4(),
+                        if TN == 8 { s_b.add((kr * BN + cn + 4 * LANES_N) as usize).load4() } else { F32x4::default() },
+                    )
+                };
                 let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
                 for i in 0..TM {
                     let x = av[i].to_array()[KK];
