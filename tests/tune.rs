@@ -261,7 +261,7 @@ fn heuristic_picks_by_shape() {
     if has_clusters(&g) && sms >= 128 {
         assert_eq!(
             auto_heuristic(&g, shape(512, 512, 512)).label(),
-            "async-s4-32x64/c2"
+            "async-s4-16x64/k1"
         );
     }
     // A mid-sized product: a register-staged tile, K split to fill the device.
@@ -580,7 +580,8 @@ fn tensor_core_auto_picks_a_stage_that_runs_the_shape() {
 }
 
 /// The heuristic as an H100 sees it (132 SMs, clusters), on an emulator of as many
-/// workers: the small squares take K over clusters, as the H100 tuning chose.
+/// workers: the small squares take the 4-stage 16x64 tile, 256^3 with K over clusters
+/// of 4, as the H100 tuning chose.
 #[test]
 fn heuristic_takes_clusters_for_small_squares_on_132_sms() {
     let g = rust_simt::Gpu::emulator(rust_simt::emulator::EmuConfig {
@@ -591,10 +592,10 @@ fn heuristic_takes_clusters_for_small_squares_on_132_sms() {
     assert_eq!(g.props().sms, 132);
     let label = |m, n, k| auto_heuristic(&g, shape(m, n, k)).label();
     assert_eq!(label(256, 256, 256), "async-s4-16x64/c4");
-    assert_eq!(label(512, 512, 512), "async-s4-32x64/c2");
+    assert_eq!(label(512, 512, 512), "async-s4-16x64/k1");
     assert_eq!(
         label(256, 256, 128),
-        "async-s4-32x64/k1",
+        "async-s4-16x64/k1",
         "K below 256: no cluster"
     );
     for s in [

@@ -666,10 +666,10 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 /// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 4 blocks
 ///   per SM (each slice at least 256 of K);
 /// * stage 4 when its 128x128 tiles give every SM a block;
-/// * small products (at most 512 x 512 outputs and K at most 1024): on Hopper with
-///   K of at least 256, K over a cluster while the 4-stage `cp.async` 32x64 tiles are
-///   at most one per SM: 4 slices of 16x64 tiles when 4 per tile still fit one wave
-///   (256^3), else 2 slices of 32x64 (512^3), as the H100 tuning of 2026-11-24 chose;
+/// * small products (at most 512 x 512 outputs and K at most 1024): the 4-stage
+///   `cp.async` 16x64 tile, on Hopper (K at least 256) with K over a cluster of 4
+///   while that is at most 2 blocks per SM (256^3), else unsplit while it is at most
+///   2 blocks per SM (512^3), as the H100 tuning of 2026-11-24 chose (commit 83f0783);
 ///   otherwise the 4-stage `cp.async` 32x64 tile, K split only while the grid holds
 ///   fewer blocks than SMs (slices of at least 256);
 /// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
@@ -708,20 +708,23 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     };
     if s.m as u64 * s.n as u64 <= 512 * 512 && s.k <= 1024 {
         let tile = find(&MM_ASYNC_TILES, 32, 64, 4);
-        // On Hopper, K over a cluster where the 32x64 tiles leave SMs idle: four
-        // slices of 16x64 tiles when 4 per tile still fit one wave, else two of 32x64.
-        let blocks = tile_blocks(&MM_ASYNC_TILES[tile], s.m, s.n);
-        if super::softmax::has_clusters(gpu) && s.k >= 256 && blocks * 2 <= 2 * sms {
-            let (small, slices) = match blocks * 4 <= sms {
-                true => (find(&MM_ASYNC_TILES, 16, 64, 4), 4),
-                false => (tile, 2),
-            };
+        // The 4-stage 16x64 tile: on Hopper with K over a cluster of 4 while that is
+        // at most 2 blocks per SM, else unsplit while it is.
+        let t16 = find(&MM_ASYNC_TILES, 16, 64, 4);
+        let blocks16 = tile_blocks(&MM_ASYNC_TILES[t16], s.m, s.n);
+        if super::softmax::has_clusters(gpu) && s.k >= 256 && blocks16 * 4 <= 2 * sms {
             if let Some(config) = MM_CLUSTER_CONFIGS
                 .iter()
-                .position(|c| c.kloop == MmLoop::Async(small) && c.cluster == slices)
+                .position(|c| c.kloop == MmLoop::Async(t16) && c.cluster == 4)
             {
                 return MatmulKernel::TileCluster { config };
             }
+        }
+        if blocks16 <= 2 * sms {
+            return MatmulKernel::TileAsync {
+                tile: t16,
+                split_k: 1,
+            };
         }
         return MatmulKernel::TileAsync {
             tile,
