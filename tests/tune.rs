@@ -593,9 +593,10 @@ fn heuristic_takes_clusters_for_small_squares_on_132_sms() {
     let label = |m, n, k| auto_heuristic(&g, shape(m, n, k)).label();
     assert_eq!(label(256, 256, 256), "async-s4-16x64/c4");
     assert_eq!(label(512, 512, 512), "async-s4-16x64/k1");
+    assert_eq!(label(300, 200, 700), "async-s4-32x64/c4");
     assert_eq!(
         label(256, 256, 128),
-        "async-s4-16x64/k1",
+        "async-s4-32x64/k1",
         "K below 256: no cluster"
     );
     for s in [

@@ -666,12 +666,13 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 /// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 4 blocks
 ///   per SM (each slice at least 256 of K);
 /// * stage 4 when its 128x128 tiles give every SM a block;
-/// * small products (at most 512 x 512 outputs and K at most 1024): the 4-stage
-///   `cp.async` 16x64 tile, on Hopper (K at least 256) with K over a cluster of 4
-///   while that is at most 2 blocks per SM (256^3), else unsplit while it is at most
-///   2 blocks per SM (512^3), as the H100 tuning of 2026-11-24 chose (commit 83f0783);
-///   otherwise the 4-stage `cp.async` 32x64 tile, K split only while the grid holds
-///   fewer blocks than SMs (slices of at least 256);
+/// * small products (at most 512 x 512 outputs and K at most 1024), the 4-stage
+///   `cp.async` tiles, as the H100 tuning of 2026-11-24 chose (commit 83f0783): on
+///   Hopper (K at least 256) 16x64 with K over a cluster of 4 while that is at most
+///   2 blocks per SM (256^3); 16x64 unsplit when that is 1 to 2 blocks per SM
+///   (512^3); on Hopper 32x64 over a cluster of 4 while that is at most 2 blocks per
+///   SM (300x200x700); otherwise 32x64 with K split only while the grid holds fewer
+///   blocks than SMs (slices of at least 256);
 /// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
 ///   (slices of at least 192: 1000^3 and 1024^3 tuned to 4 slices, 64x4096x4096 to
 ///   16).
@@ -708,23 +709,29 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     };
     if s.m as u64 * s.n as u64 <= 512 * 512 && s.k <= 1024 {
         let tile = find(&MM_ASYNC_TILES, 32, 64, 4);
-        // The 4-stage 16x64 tile: on Hopper with K over a cluster of 4 while that is
-        // at most 2 blocks per SM, else unsplit while it is.
+        // The 4-stage tiles, 16x64 first: K over a cluster of 4 (Hopper, K of at
+        // least 256) while that is at most 2 blocks per SM; 16x64 unsplit when it
+        // alone gives every SM one or two blocks; 32x64 over a cluster of 4.
+        let cluster4 = |t: usize| {
+            MM_CLUSTER_CONFIGS
+                .iter()
+                .position(|c| c.kloop == MmLoop::Async(t) && c.cluster == 4)
+                .filter(|_| super::softmax::has_clusters(gpu) && s.k >= 256)
+        };
         let t16 = find(&MM_ASYNC_TILES, 16, 64, 4);
         let blocks16 = tile_blocks(&MM_ASYNC_TILES[t16], s.m, s.n);
-        if super::softmax::has_clusters(gpu) && s.k >= 256 && blocks16 * 4 <= 2 * sms {
-            if let Some(config) = MM_CLUSTER_CONFIGS
-                .iter()
-                .position(|c| c.kloop == MmLoop::Async(t16) && c.cluster == 4)
-            {
-                return MatmulKernel::TileCluster { config };
-            }
+        let blocks32 = tile_blocks(&MM_ASYNC_TILES[tile], s.m, s.n);
+        if let Some(config) = cluster4(t16).filter(|_| blocks16 * 4 <= 2 * sms) {
+            return MatmulKernel::TileCluster { config };
         }
-        if blocks16 <= 2 * sms {
+        if (sms..=2 * sms).contains(&blocks16) {
             return MatmulKernel::TileAsync {
                 tile: t16,
                 split_k: 1,
             };
+        }
+        if let Some(config) = cluster4(tile).filter(|_| blocks32 * 4 <= 2 * sms) {
+            return MatmulKernel::TileCluster { config };
         }
         return MatmulKernel::TileAsync {
             tile,
