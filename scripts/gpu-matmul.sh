@@ -9,7 +9,7 @@ echo "== clocks before: $(clk)"; echo "commit $(cat COMMIT)"
 for t in matmul tune; do timeout 120 tests/$t --test-threads=4 2>&1 | grep -E "test result|FAILED|panicked" ; done
 SIMT_PROPTEST_CASES=${CASES:-3000} timeout 150 tests/properties matmul_every 2>&1 | grep -E "test result|FAILED|panicked|cases|matmul" | head -8
 export SIMT_TUNE_CACHE=$PWD/results/tune.json
-echo "== tune"; timeout 150 bin/tune 2>&1 | grep -v "^\s*$" | tail -20
+echo "== tune"; timeout 150 bin/tune 2>&1 | grep -v "^\s*$" | tail -45
 echo "== clocks: $(clk)"
 echo "== peers"; PYTHONUNBUFFERED=1 timeout 330 python3 peers/peers.py --ops matmul --out results/peers.csv 2>&1 | grep -v "done (" | tail -14
 echo "== sweep"; timeout 200 bin/benchmarking --sweep --ops matmul --peers results/peers.csv --out results 2>&1 | grep -E "matmul|copy|ceil" | head -40
