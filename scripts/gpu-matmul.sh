@@ -18,7 +18,7 @@ cp results/*.csv results/*.md results/*.json results/*.png "$OUT"/ 2>/dev/null
 [ -n "${SKIP_SAN:-}" ] && exit 0
 echo "== sanitizer"
 for tool in memcheck racecheck synccheck; do
-  timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 tests/matmul --test-threads=1 --skip large > results/san-$tool.txt 2>&1; echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|test result' results/san-$tool.txt | tr '\n' ' ')"
+  timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 tests/matmul --test-threads=1 --skip large > results/san-$tool.txt 2>&1; echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|test result' results/san-$tool.txt | tr '\n' ' ')"
 done
 SIMT_SMALL=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 bin/matmul_relu > results/san-example.txt 2>&1; echo "example memcheck rc=$? $(grep -E 'ERROR SUMMARY' results/san-example.txt)"
 cp results/*.csv results/*.md results/*.json results/*.png "$OUT"/ 2>/dev/null
