@@ -25,7 +25,8 @@
 //! 3. turns each kernel's launch bounds (from `#[launch(.., min_blocks = B)]`) into
 //!    `.maxntid`/`.minnctapersm` directives on its entry;
 //! 4. assembles the module with `ptxas` when one is found ([`ptxas::find`]) and fails
-//!    on assembler errors; spills become `cargo:warning`s;
+//!    on assembler errors; spills become `cargo:warning`s (for the target, and for
+//!    sm_90 too when the target is an older portable one);
 //! 5. writes `$OUT_DIR/<name>.ptx` and `$OUT_DIR/<name>.rs`, which defines
 //!    `pub static MODULE: simt::Module` (so the host crate depends on `simt`).
 //!
@@ -295,17 +296,27 @@ impl Builder {
                 } else {
                     "sm_80".into()
                 };
-                let res = ptxas::report(&ptxas, &text, &arch).map_err(Error::Ptxas)?;
-                for r in res
-                    .iter()
-                    .filter(|r| r.spill_stores + r.spill_loads + r.stack_bytes > 0)
-                {
-                    println!(
-                        "cargo:warning=simt-builder: kernel `{}` uses {} bytes of stack and spills {} bytes on {arch}: a register array indexed at run time, or too many registers",
-                        r.kernel,
-                        r.stack_bytes,
-                        r.spill_stores + r.spill_loads
-                    );
+                // A portable module is JIT-compiled for the device it meets: check
+                // Hopper's register allocation too, which differs (a kernel spilled on
+                // sm_90 and not on sm_80, caught only by a test before this).
+                let mut archs = vec![arch];
+                let number = archs[0].trim_start_matches("sm_").parse::<u32>();
+                if number.is_ok_and(|v| v < 90) {
+                    archs.push("sm_90".into());
+                }
+                for arch in &archs {
+                    let res = ptxas::report(&ptxas, &text, arch).map_err(Error::Ptxas)?;
+                    for r in res
+                        .iter()
+                        .filter(|r| r.spill_stores + r.spill_loads + r.stack_bytes > 0)
+                    {
+                        println!(
+                            "cargo:warning=simt-builder: kernel `{}` uses {} bytes of stack and spills {} bytes on {arch}: a register array indexed at run time, or too many registers",
+                            r.kernel,
+                            r.stack_bytes,
+                            r.spill_stores + r.spill_loads
+                        );
+                    }
                 }
             }
         }
