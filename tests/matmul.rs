@@ -296,13 +296,8 @@ fn cluster_split_k_matches_the_two_launch_split_bit_for_bit() {
     if !has_clusters(&g) {
         return;
     }
-    let (m, n, k) = (70, 90, 300);
-    let (mut r, seed) = rng("cluster_split_k");
-    let a = uniform(&mut r, m * k, -1.0, 1.0);
-    let b = uniform(&mut r, k * n, -1.0, 1.0);
-    let want = reference::matmul(&a, &b, m, n, k, k, n, false);
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    let gpus = if on_gpu(&g) {
+    let gpus: Vec<_> = if on_gpu(&g) {
         vec![g]
     } else {
         [Order::InOrder, Order::Reversed, Order::Random(3)]
@@ -310,52 +305,61 @@ fn cluster_split_k_matches_the_two_launch_split_bit_for_bit() {
             .map(emulator)
             .collect()
     };
-    for g in &gpus {
-        let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-        let run = |kern: MatmulKernel, epi: Epilogue| {
-            let mut c = poisoned(g, m * n);
-            matmul(
-                g,
-                kern,
-                ab.matrix(m, k).unwrap(),
-                bb.matrix(k, n).unwrap(),
-                c.matrix_mut(m, n).unwrap(),
-                epi,
-            )
-            .unwrap();
-            g.download(&c).unwrap()
-        };
-        for (config, c) in MM_CLUSTER_CONFIGS.iter().enumerate() {
-            let cluster = MatmulKernel::TileCluster { config };
-            let split = match c.kloop {
-                MmLoop::Tile(tile) => MatmulKernel::Tile {
-                    tile,
-                    split_k: c.cluster,
-                },
-                MmLoop::Async(tile) => MatmulKernel::TileAsync {
-                    tile,
-                    split_k: c.cluster,
-                },
+    // Unaligned rows (the checked copies); aligned rows with interior tiles and
+    // slices of 32 or more (the unconditional copies and stores); K = 20, whose
+    // slices of 8 leave the last blocks of a cluster of 4 or 8 with none.
+    for (m, n, k) in [(70, 90, 300), (64, 128, 300), (64, 128, 20)] {
+        let (mut r, seed) = rng("cluster_split_k");
+        let a = uniform(&mut r, m * k, -1.0, 1.0);
+        let b = uniform(&mut r, k * n, -1.0, 1.0);
+        let want = reference::matmul(&a, &b, m, n, k, k, n, false);
+        for g in &gpus {
+            let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+            let run = |kern: MatmulKernel, epi: Epilogue| {
+                let mut c = poisoned(g, m * n);
+                matmul(
+                    g,
+                    kern,
+                    ab.matrix(m, k).unwrap(),
+                    bb.matrix(k, n).unwrap(),
+                    c.matrix_mut(m, n).unwrap(),
+                    epi,
+                )
+                .unwrap();
+                g.download(&c).unwrap()
             };
-            for epi in [Epilogue::None, Epilogue::Relu] {
-                let got = run(cluster, epi);
-                assert_eq!(
-                    bits(&got),
-                    bits(&run(split, epi)),
-                    "{} against {}, {epi:?}",
-                    cluster.label(),
-                    split.label()
-                );
-                if epi == Epilogue::None {
-                    assert_close(
-                        &cluster.label(),
-                        seed,
-                        &got,
-                        &want,
-                        1e-5,
-                        matmul_atol(k),
-                        1e-5,
+            for (config, c) in MM_CLUSTER_CONFIGS.iter().enumerate() {
+                let cluster = MatmulKernel::TileCluster { config };
+                let split = match c.kloop {
+                    MmLoop::Tile(tile) => MatmulKernel::Tile {
+                        tile,
+                        split_k: c.cluster,
+                    },
+                    MmLoop::Async(tile) => MatmulKernel::TileAsync {
+                        tile,
+                        split_k: c.cluster,
+                    },
+                };
+                for epi in [Epilogue::None, Epilogue::Relu] {
+                    let got = run(cluster, epi);
+                    assert_eq!(
+                        bits(&got),
+                        bits(&run(split, epi)),
+                        "{} against {}, {m}x{n}x{k} {epi:?}",
+                        cluster.label(),
+                        split.label()
                     );
+                    if epi == Epilogue::None {
+                        assert_close(
+                            &format!("{} {m}x{n}x{k}", cluster.label()),
+                            seed,
+                            &got,
+                            &want,
+                            1e-5,
+                            matmul_atol(k),
+                            1e-5,
+                        );
+                    }
                 }
             }
         }

@@ -98,13 +98,12 @@ unsafe fn reduce_store<const BM: u32, const BN: u32, const TM: usize, const TN: 
             v = v.map(|x| if x > 0.0 { x } else { 0.0 });
         }
         let (row, col) = (place.row0 + rr, place.col0 + cc);
-        let q = c.wrapping_add((row * ldc + col) as usize);
         if interior {
             // SAFETY: the tile lies inside C, rows aligned.
-            unsafe { store4(q, v) };
+            unsafe { store4(c.add((row * ldc + col) as usize), v) };
         } else if row < m && col < n {
             // SAFETY: row < m; of columns col.., those below n are written.
-            unsafe { store4_first(q, v, n - col, vec_c) };
+            unsafe { store4_first(c.add((row * ldc + col) as usize), v, n - col, vec_c) };
         }
         e += T;
     }
@@ -122,7 +121,7 @@ macro_rules! cluster_kernels {
             /// # Safety
             /// `p.mm` as [`matmul_relu_tile_64x64()`](crate::matmul_tiles::matmul_relu_tile_64x64()):
             /// A `m x k`, B `k x n`, C `m x n` readable / writable with their strides,
-            /// C not overlapping A or B, all offsets below 2^32, `k < 2^31`.
+            /// C not overlapping A or B, all offsets below 2^32, `k <= 2^31`.
             /// `p.k_chunk` is a positive multiple of 8 with `cluster · k_chunk >= k`;
             /// `p.partials` is unused.
             ///

@@ -228,7 +228,9 @@ impl<const BM: u32, const BN: u32, const WM: u32, const WN: u32> Tiles<BM, BN, W
     }
 }
 
-/// Where one block computes: its tile's origin in C and its K slice.
+/// Where one block computes: its tile's origin in C and its K slice. `k_begin` is a
+/// multiple of 4 (of the 8-aligned `k_chunk`), or `k` for an empty slice: the 16-byte
+/// copies of A's rows rely on it.
 #[derive(Clone, Copy)]
 pub(crate) struct Place {
     pub row0: u32,
@@ -351,21 +353,55 @@ unsafe fn tile_body<
 >(
     p: MatmulSplitParams,
 ) {
-    let (m, n) = (p.mm.c.rows, p.mm.c.cols);
-    let (row0, col0) = (block_idx().y * BM, block_idx().x * BN);
-    // Where this block's sums go: C with the epilogue, or its slice of the partials.
-    let o = slice_output(&p);
-    let place = Place {
-        row0,
-        col0,
-        k_begin: o.k_begin,
-        k_end: o.k_end,
-    };
+    let (o, place) = split_place::<BM, BN>(&p);
     // SAFETY: kernel contract; the block's slice lies inside K.
     let (s, interior) =
         unsafe { tile_main::<BM, BN, WM, WN, TM, TN, LA, LB>(&p.mm, place, o.vec_o) };
     // SAFETY: kernel contract: the output view as `slice_output` describes it.
-    unsafe { store_tile::<TM, TN>(&s.acc, &o, m, n, row0 + s.rm, col0 + s.cn, interior) };
+    unsafe { store_sums(&s, &o, &p, place, interior) };
+}
+
+/// A split kernel's block: where its sums go (`slice_output`) and its [`Place`]
+/// (tile `(blockIdx.y, blockIdx.x)` of `BM x BN`, K slice `blockIdx.z`).
+#[inline(always)]
+pub(crate) fn split_place<const BM: u32, const BN: u32>(
+    p: &MatmulSplitParams,
+) -> (SliceOutput, Place) {
+    let o = slice_output(p);
+    let place = Place {
+        row0: block_idx().y * BM,
+        col0: block_idx().x * BN,
+        k_begin: o.k_begin,
+        k_end: o.k_end,
+    };
+    (o, place)
+}
+
+/// [`store_tile`] of a thread's [`Sums`] for the block at `place`.
+///
+/// # Safety
+/// As [`store_tile`].
+#[inline(always)]
+pub(crate) unsafe fn store_sums<const TM: usize, const TN: usize>(
+    s: &Sums<TM, TN>,
+    o: &SliceOutput,
+    p: &MatmulSplitParams,
+    place: Place,
+    unchecked: bool,
+) {
+    let (m, n) = (p.mm.c.rows, p.mm.c.cols);
+    // SAFETY: caller's contract.
+    unsafe {
+        store_tile::<TM, TN>(
+            &s.acc,
+            o,
+            m,
+            n,
+            place.row0 + s.rm,
+            place.col0 + s.cn,
+            unchecked,
+        )
+    };
 }
 
 /// Where one block of a tile kernel sums and writes: its K slice, and C with the

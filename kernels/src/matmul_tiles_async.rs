@@ -31,12 +31,12 @@
     allow(dead_code, unused_imports)
 )]
 use crate::config::{MmTile, MM_ASYNC_BK, MM_ASYNC_TILES, WARP_SIZE};
-use crate::matmul_tiles::{slice_output, store_tile, Place, Sums};
+use crate::matmul_tiles::{split_place, store_sums, Place, Sums};
 use crate::params::{MatmulParams, MatmulSplitParams};
 use simt_std::memory::{is_aligned16, F32x4};
 use simt_std::pipeline::{commit, copy_async, wait};
 use simt_std::shared::{dynamic_shared, Smem};
-use simt_std::thread::{block_idx, sync_threads, thread_idx};
+use simt_std::thread::{sync_threads, thread_idx};
 use simt_std::{kernel, unroll};
 
 /// Lanes down a warp tile.
@@ -81,7 +81,7 @@ unsafe fn copy_chunk(dst: Smem<f32>, src: *const f32, base: *const f32, valid: u
 ///
 /// # Safety
 /// The kernel's contract (see [`matmul_relu_async_64x64()`]); `place` inside it,
-/// `place.k_end <= k`; `MmTile::async_smem_bytes` of dynamic shared memory.
+/// `place.k_end <= k`, `place.k_begin` as [`Place`] says (a multiple of 4); `MmTile::async_smem_bytes` of dynamic shared memory.
 #[inline(always)]
 pub(crate) unsafe fn async_main<
     const BM: u32,
@@ -303,20 +303,12 @@ unsafe fn async_body<
 >(
     p: MatmulSplitParams,
 ) {
-    let (m, n) = (p.mm.c.rows, p.mm.c.cols);
-    let (row0, col0) = (block_idx().y * BM, block_idx().x * BN);
-    let o = slice_output(&p);
-    let place = Place {
-        row0,
-        col0,
-        k_begin: o.k_begin,
-        k_end: o.k_end,
-    };
+    let (o, place) = split_place::<BM, BN>(&p);
     // SAFETY: kernel contract; the block's slice lies inside K.
     let (s, unchecked) =
         unsafe { async_main::<BM, BN, WM, WN, TM, TN, LA, LB, STAGES>(&p.mm, place, o.vec_o) };
     // SAFETY: kernel contract: the output view as `slice_output` describes it.
-    unsafe { store_tile::<TM, TN>(&s.acc, &o, m, n, row0 + s.rm, col0 + s.cn, unchecked) };
+    unsafe { store_sums(&s, &o, &p, place, unchecked) };
 }
 
 /// Declares the `cp.async` kernel of `MM_ASYNC_TILES[$i]`.
