@@ -178,10 +178,6 @@ fn main() -> Result<()> {
             ("bf16 stage 5 (mma)", TcKernel::Mma),
             ("bf16 stage 6 (pipelined)", TcKernel::MmaPipelined),
         ];
-        let wide = TcKernel::MmaWide.available(&gpu);
-        if wide {
-            stages.push(("bf16 stage 6b (128x256)", TcKernel::MmaWide));
-        }
         if hopper {
             stages.push(("bf16 stage 7 (wgmma)", TcKernel::Wgmma));
             stages.push(("bf16 stage 8 (multicast)", TcKernel::WgmmaCluster));
@@ -199,9 +195,6 @@ fn main() -> Result<()> {
             })?;
         }
         let mut f16_stages = vec![("f16 stage 6 (pipelined)", TcKernel::MmaPipelined)];
-        if wide {
-            f16_stages.push(("f16 stage 6b (128x256)", TcKernel::MmaWide));
-        }
         if hopper {
             f16_stages.push(("f16 stage 7 (wgmma)", TcKernel::Wgmma));
             f16_stages.push(("f16 stage 8 (multicast)", TcKernel::WgmmaCluster));
@@ -265,9 +258,6 @@ fn main() -> Result<()> {
             })?;
         }
         let mut tf32_stages = vec![("tf32 stage 6 (pipelined)", TcKernel::MmaPipelined)];
-        if wide {
-            tf32_stages.push(("tf32 stage 6b (128x256)", TcKernel::MmaWide));
-        }
         if hopper {
             // Stage 7 includes its two rounding copies (A, and B transposed).
             tf32_stages.push(("tf32 stage 7 (wgmma)", TcKernel::Wgmma));

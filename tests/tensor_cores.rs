@@ -4,13 +4,13 @@
 mod common;
 use common::*;
 use half::{bf16, f16};
-use kernels::matmul_mma_pipelined::{b_tf32_offset, swz_a, swz_b};
+use kernels::matmul_mma_pipelined::{swz_a, swz_b, swz_b_tf32};
 use kernels::params::Epilogue;
 use kernels::selftest as p;
 use kernels::simt_std::mma::{a_coords, b_coords, c_coords, ldmatrix_row_addr, MmaKind};
 use rust_simt::emulator::{EmuError, Order};
 use rust_simt::ops::matmul_tc::{
-    bf16_to_f32, matmul_tc, matmul_tf32, matmul_tf32_with, to_bf16, to_f16, TcInput, TcKernel,
+    bf16_to_f32, matmul_tc, matmul_tf32, to_bf16, to_f16, TcInput, TcKernel,
 };
 use rust_simt::{dim3, Gpu, LaunchConfig, Layout, SimtError};
 
@@ -265,40 +265,29 @@ fn swizzles_make_ldmatrix_conflict_free() {
             );
         }
     }
-    // 16-bit B: rows of 256 bytes (stage 6, 128 columns) or 512 (stage 6b, 256).
-    for row_b in [256u32, 512] {
-        for c in 0..row_b / 16 {
-            for k0 in (0..64).step_by(8) {
-                let mut g: Vec<u32> = (k0..k0 + 8)
-                    .map(|k| group(k * row_b + swz_b(k, c) * 16))
-                    .collect();
-                g.sort();
-                g.dedup();
-                assert_eq!(g.len(), 8, "B ({row_b}-byte rows) chunk {c} rows {k0}..");
-            }
+    for c in 0..16 {
+        for k0 in (0..32).step_by(8) {
+            let mut g: Vec<u32> = (k0..k0 + 8)
+                .map(|k| group(k * 256 + swz_b(k, c) * 16))
+                .collect();
+            g.sort();
+            g.dedup();
+            assert_eq!(g.len(), 8, "B chunk {c} rows {k0}..");
         }
     }
-    // TF32 B: lane (g, t) reads word n0 + g of k-rows t and t + 4 (rows padded by 8
-    // words): 32 distinct banks, for both block widths; unpadded (rows of 128 or 256
-    // words, multiples of 32 banks), the 4 k-rows would meet in 8 banks (4-way).
-    for bn in [128u32, 256] {
-        for k0 in [0u32, 4, 8, 28] {
-            for n0 in (0..bn).step_by(8) {
-                let banks = |off: &dyn Fn(u32, u32) -> u32| {
-                    let mut b: Vec<u32> = (0..32)
-                        .map(|lane| {
-                            let (g, t) = (lane / 4, lane % 4);
-                            off(k0 + t, n0 + g) / 4 % 32
-                        })
-                        .collect();
-                    b.sort();
-                    b.dedup();
-                    b.len()
-                };
-                assert_eq!(banks(&|k, n| b_tf32_offset(bn, k, n)), 32, "tf32 B {bn} columns {n0}.. k {k0}");
-                assert_eq!(banks(&|k, n| (k * bn + n) * 4), 8, "unpadded tf32 B {bn}");
-            }
-        }
+    // TF32 B: lane (g, t) reads word n0 + g of k-row t: 32 distinct banks.
+    for n0 in (0..128).step_by(8) {
+        let mut banks: Vec<u32> = (0..32)
+            .map(|lane| {
+                let (g, t) = (lane / 4, lane % 4);
+                let n = n0 + g;
+                let word = t * 128 + swz_b_tf32(t, n / 4) * 4 + n % 4;
+                word % 32
+            })
+            .collect();
+        banks.sort();
+        banks.dedup();
+        assert_eq!(banks.len(), 32, "tf32 B columns {n0}..");
     }
 }
 
@@ -418,16 +407,14 @@ fn check_tc<T: TcInput>(stage: TcKernel, m: usize, n: usize, k: usize, pad: usiz
 
 #[test]
 fn tensor_core_matmul_random_and_ragged() {
-    for stage in [TcKernel::Mma, TcKernel::MmaPipelined, TcKernel::MmaWide] {
+    for stage in [TcKernel::Mma, TcKernel::MmaPipelined] {
         for (m, n, k, pad) in [
             (1, 1, 1, 0),
             (16, 8, 16, 0),
             (33, 65, 17, 0),
             (128, 128, 32, 0),
-            (128, 256, 64, 0),
             (130, 260, 100, 8),
             (257, 129, 200, 3),
-            (129, 520, 136, 0),
         ] {
             check_tc::<bf16>(stage, m, n, k, pad, true);
             check_tc::<f16>(stage, m, n, k, pad, false);
@@ -437,12 +424,7 @@ fn tensor_core_matmul_random_and_ragged() {
 
 #[test]
 fn tensor_core_matmul_every_thread_order() {
-    for (order, stage) in [
-        (Order::Reversed, TcKernel::MmaPipelined),
-        (Order::Random(11), TcKernel::MmaPipelined),
-        (Order::Reversed, TcKernel::MmaWide),
-        (Order::Random(12), TcKernel::MmaWide),
-    ] {
+    for order in [Order::Reversed, Order::Random(11)] {
         let g = emulator(order);
         let (m, n, k) = (130, 136, 72);
         let a: Vec<bf16> = (0..m * k)
@@ -460,7 +442,7 @@ fn tensor_core_matmul_every_thread_order() {
         let mut c = poisoned(&g, m * n);
         matmul_tc(
             &g,
-            stage,
+            TcKernel::MmaPipelined,
             ab.matrix(m, k).unwrap(),
             bb.matrix(k, n).unwrap(),
             c.matrix_mut(m, n).unwrap(),
@@ -468,7 +450,7 @@ fn tensor_core_matmul_every_thread_order() {
         )
         .unwrap();
         assert_close(
-            &format!("{stage:?} bf16 {order:?}"),
+            &format!("pipelined bf16 {order:?}"),
             0,
             &g.download(&c).unwrap(),
             &want,
@@ -484,15 +466,11 @@ fn tf32_matmul_against_f64() {
     let g = gpu();
     let (mut r, seed) = rng("tf32");
     let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v));
-    for (m, n, k, pad, stage) in [
-        (1usize, 1usize, 1usize, 0usize, TcKernel::MmaPipelined),
-        (33, 65, 17, 0, TcKernel::MmaPipelined),
-        (128, 128, 16, 4, TcKernel::MmaPipelined),
-        (200, 130, 300, 4, TcKernel::MmaPipelined),
-        (1, 1, 1, 0, TcKernel::MmaWide),
-        (33, 65, 17, 0, TcKernel::MmaWide),
-        (128, 256, 64, 0, TcKernel::MmaWide),
-        (200, 300, 300, 4, TcKernel::MmaWide),
+    for (m, n, k, pad) in [
+        (1usize, 1usize, 1usize, 0usize),
+        (33, 65, 17, 0),
+        (128, 128, 16, 4),
+        (200, 130, 300, 4),
     ] {
         let (lda, ldb, ldc) = (
             k.next_multiple_of(4) + pad,
@@ -512,9 +490,8 @@ fn tf32_matmul_against_f64() {
             ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
             bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
         );
-        matmul_tf32_with(
+        matmul_tf32(
             &g,
-            stage,
             av,
             bv,
             c.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
@@ -524,7 +501,7 @@ fn tf32_matmul_against_f64() {
         let c = g.download(&c).unwrap();
         let got = dense_rows(&c, m, n, ldc);
         assert_close(
-            &format!("tf32 {stage:?} {m}x{n}x{k}"),
+            &format!("tf32 {m}x{n}x{k}"),
             seed,
             &got,
             &want,

@@ -149,44 +149,12 @@ pub const TC6_BK: u32 = TC6_A_ROW_BYTES / 2;
 pub const TC6_BK_TF32: u32 = TC6_A_ROW_BYTES / 4;
 /// Tensor-core matmul, stage 6: shared-memory stages of the `cp.async` pipeline.
 pub const TC_STAGES: u32 = 3;
-/// Tensor-core matmul, stage 6: f32 words of padding after each k-row of a TF32 B
-/// tile in shared memory. Row `k + 1` then starts 8 banks after row `k`, so the 4
-/// k-rows of a warp's scalar B-fragment load fall in 4 different 8-bank groups
-/// (conflict-free), and a lane's 16 B loads of a k8 step are one address plus
-/// constants. (An XOR swizzle by `k % 4` did the same for the banks, but made them 16
-/// separately computed addresses: the kernel sat at 254 registers.)
-pub const TC6_B_PAD_TF32: u32 = 8;
-/// Bytes of one stage of stage 6 for a `TC_BM x bn` block tile of `eb`-byte elements:
-/// A `[TC_BM][TC6_A_ROW_BYTES]`, then B's `TC6_A_ROW_BYTES / eb` k-rows of `bn`
-/// elements (TF32: plus [`TC6_B_PAD_TF32`] words each).
-pub const fn tc6_stage_bytes(bn: u32, eb: u32) -> u32 {
-    let pad = if eb == 4 { TC6_B_PAD_TF32 } else { 0 };
-    TC_BM * TC6_A_ROW_BYTES + (TC6_A_ROW_BYTES / eb) * (bn + pad) * eb
-}
-/// Bytes of one stage of the 16-bit stage-6 kernels: `(TC_BM + TC_BN) · TC6_A_ROW_BYTES`.
-pub const TC_STAGE_BYTES: u32 = tc6_stage_bytes(TC_BN, 2);
-/// Dynamic shared memory of the 16-bit pipelined tensor-core kernels (96 KiB: two
-/// blocks per SM).
+/// Bytes of one stage: `TC_BM` rows of A of `TC6_A_ROW_BYTES`, and B's K-step rows of
+/// `TC_BN` elements, the same bytes in total as a `TC_BN`-row A:
+/// `(TC_BM + TC_BN) · TC6_A_ROW_BYTES`.
+pub const TC_STAGE_BYTES: u32 = (TC_BM + TC_BN) * TC6_A_ROW_BYTES;
+/// Dynamic shared memory of the pipelined tensor-core kernels (96 KiB: two blocks per SM).
 pub const TC_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES;
-/// Dynamic shared memory of the TF32 stage-6 kernel (99 KiB: two blocks per SM).
-pub const TC_SMEM_BYTES_TF32: u32 = TC_STAGES * tc6_stage_bytes(TC_BN, 4);
-
-/// Tensor-core matmul, stage 6b (`matmul_mma_wide`): columns of C per block. A
-/// 128x256 tile reads 3 KiB of A and B per 128x256x1 slab of products where two
-/// 128x128 tiles read 4: a quarter less L2 -> shared traffic per FLOP.
-pub const TC6W_BN: u32 = 256;
-/// Stage 6b: threads per block, 8 warps as 2 x 4 of 64x64 (one block per SM).
-pub const TC6W_THREADS: u32 = 256;
-/// Stage 6b: shared-memory stages (3 x 48 KiB: the 16-bit kernels fit an A100's 163 KiB).
-pub const TC6W_STAGES: u32 = 3;
-/// Stage 6b: dynamic shared memory of the 16-bit kernels (144 KiB).
-pub const TC6W_SMEM_BYTES: u32 = TC6W_STAGES * tc6_stage_bytes(TC6W_BN, 2);
-/// Stage 6b: dynamic shared memory of the TF32 kernel (147 KiB).
-pub const TC6W_SMEM_BYTES_TF32: u32 = TC6W_STAGES * tc6_stage_bytes(TC6W_BN, 4);
-/// Stage 6b, 4 stages (Hopper's 227 KiB per block): 16-bit kernels (192 KiB).
-pub const TC6W4_SMEM_BYTES: u32 = 4 * tc6_stage_bytes(TC6W_BN, 2);
-/// Stage 6b, 4 stages: the TF32 kernel (196 KiB).
-pub const TC6W4_SMEM_BYTES_TF32: u32 = 4 * tc6_stage_bytes(TC6W_BN, 4);
 
 /// Hopper matmul (stage 7, `wgmma` + TMA): rows of C per tile (two consumer
 /// warpgroups of 64 rows).

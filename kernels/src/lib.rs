@@ -24,7 +24,6 @@
 //! | [`matmul_cluster_splitk`] | the tile kernels with K split over a thread-block cluster, the slices added through distributed shared memory in one launch (Hopper, sm_90a module) |
 //! | [`matmul_gemv`] | a row times a matrix, a matrix times a column: memory-bound products at copy bandwidth |
 //! | [`matmul_mma`], [`matmul_mma_pipelined`] | matmul + ReLU on tensor cores (bf16, f16, tf32), stages 5 and 6 |
-//! | [`matmul_mma_wide`] | stage 6b: stage 6 with 128x256 block tiles, one block of 8 warps per SM (a quarter less L2 traffic) |
 //! | [`matmul_wgmma`] | matmul + ReLU with `wgmma` and TMA (bf16, f16; Hopper, sm_90a module), stage 7 |
 //! | [`tf32_prep`] | TF32 rounding copy (and transpose) of f32 operands, for the Hopper TF32 matmul |
 //! | [`util`] | fills (poisoning, zeroing, L2 flushes) |
@@ -70,7 +69,6 @@ portable!(
     matmul_mma,
     matmul_gemv,
     matmul_mma_pipelined,
-    matmul_mma_wide,
     matmul_naive,
     matmul_tiled,
     matmul_tiled_db,

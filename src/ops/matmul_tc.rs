@@ -26,15 +26,15 @@
 //! nothing, `k = 0` writes `epilogue(0) = 0`.
 use cust::memory::DeviceCopy;
 pub use half::{bf16, f16};
-use kernels::config::{TC6W_BN, TC6W_SMEM_BYTES, TC6W_SMEM_BYTES_TF32, TC_BM, TC_BN};
+use kernels::config::{TC_BM, TC_BN};
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
     Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma, OutType,
     Tf32CopyParams,
 };
 use kernels::{
-    convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_mma_wide as s6w,
-    matmul_wgmma as s7, matmul_wgmma_cluster as s8,
+    convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_wgmma as s7,
+    matmul_wgmma_cluster as s8,
 };
 use simt::{
     dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, TensorMap,
@@ -52,12 +52,6 @@ pub enum TcKernel {
     /// Stage 6: 3-stage `cp.async` pipeline, swizzled tiles, `ldmatrix`. Views whose
     /// rows are not 16-byte aligned run stage 5 instead.
     MmaPipelined,
-    /// Stage 6b: stage 6 with 128x256 block tiles, one block of 8 warps per SM (two
-    /// 128x128 blocks of 4 in stage 6): the same work per warp, a quarter less traffic
-    /// from L2 per FLOP. Needs 147 KiB of shared memory per block (an A100 or a
-    /// Hopper; not sm_86/sm_89, whose 99 KiB is a [`SimtError::Unsupported`]). Views
-    /// whose rows are not 16-byte aligned run stage 5 instead.
-    MmaWide,
     /// Stage 7 (Hopper, compute capability 9.0 only): `wgmma` from shared memory,
     /// TMA copies, an mbarrier ring, a producer and two consumer warpgroups. Views
     /// whose rows are not 16-byte aligned run stage 5 (with a 16-bit C: into a
@@ -86,18 +80,6 @@ impl TcKernel {
         }
     }
 
-    /// Whether this device runs this stage: sm_80 or newer for the `mma.sync` stages,
-    /// 147 KiB of shared memory per block for stage 6b, the sm_90a module for the
-    /// Hopper stages ([`Auto`](Self::Auto): any device the tensor cores run on).
-    pub fn available(self, gpu: &Gpu) -> bool {
-        let tc = gpu.props().compute_capability >= (8, 0);
-        match self {
-            TcKernel::Mma | TcKernel::MmaPipelined | TcKernel::Auto => tc,
-            TcKernel::MmaWide => tc && wide_fits(gpu),
-            TcKernel::Wgmma | TcKernel::WgmmaCluster => gpu.can_load(&ptx::sm90a::MODULE),
-        }
-    }
-
     /// Whether this stage is one of the Hopper stages (7 or 8).
     pub fn is_hopper(self) -> bool {
         matches!(self, TcKernel::Wgmma | TcKernel::WgmmaCluster)
@@ -108,7 +90,6 @@ impl TcKernel {
         match self {
             TcKernel::Mma => "mma",
             TcKernel::MmaPipelined => "mma_pipelined",
-            TcKernel::MmaWide => "mma_wide",
             TcKernel::Wgmma => "wgmma",
             TcKernel::WgmmaCluster => "wgmma_cluster",
             TcKernel::Auto => "auto",
@@ -125,10 +106,9 @@ impl TcKernel {
 
     /// Every stage, in the order of the progression (not [`Auto`](Self::Auto), which
     /// picks one of them).
-    pub const ALL: [TcKernel; 5] = [
+    pub const ALL: [TcKernel; 4] = [
         TcKernel::Mma,
         TcKernel::MmaPipelined,
-        TcKernel::MmaWide,
         TcKernel::Wgmma,
         TcKernel::WgmmaCluster,
     ];
@@ -188,11 +168,7 @@ impl TcInput for bf16 {
     fn launch(gpu: &Gpu, stage: TcKernel, grid: simt::Dim3, p: MatmulParams16) -> Result<()> {
         match stage {
             TcKernel::Mma => go::<s5::matmul_mma_bf16, _>(gpu, grid, p),
-            TcKernel::MmaPipelined if trial_order() == 1 => go::<s6::matmul_mma_o1_bf16, _>(gpu, grid, p),
-            TcKernel::MmaPipelined if trial_order() == 2 => go::<s6::matmul_mma_o2_bf16, _>(gpu, grid, p),
             TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_bf16, _>(gpu, grid, p),
-            TcKernel::MmaWide if wide_stages() == 4 => go::<s6w::matmul_mma_wide4_bf16, _>(gpu, grid, p),
-            TcKernel::MmaWide => go::<s6w::matmul_mma_wide_bf16, _>(gpu, grid, p),
             TcKernel::Wgmma | TcKernel::WgmmaCluster | TcKernel::Auto => {
                 unreachable!("Hopper stages launch through launch_tma; Auto is resolved first")
             }
@@ -212,7 +188,6 @@ impl TcInput for f16 {
         match stage {
             TcKernel::Mma => go::<s5::matmul_mma_f16, _>(gpu, grid, p),
             TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_f16, _>(gpu, grid, p),
-            TcKernel::MmaWide => go::<s6w::matmul_mma_wide_f16, _>(gpu, grid, p),
             TcKernel::Wgmma | TcKernel::WgmmaCluster | TcKernel::Auto => {
                 unreachable!("Hopper stages launch through launch_tma; Auto is resolved first")
             }
@@ -253,31 +228,6 @@ fn go_hopper<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma
     go::<K, _>(gpu, dim3(grid as u32, 1, 1), p)
 }
 
-/// Trial switch: stage 6b's ring depth (`SIMT_TC6W_STAGES=4`: 4 stages, Hopper only).
-fn wide_stages() -> u32 {
-    match std::env::var("SIMT_TC6W_STAGES").as_deref() {
-        Ok("4") => 4,
-        _ => 3,
-    }
-}
-
-/// Whether this device gives a block the shared memory stage 6b needs.
-fn wide_fits(gpu: &Gpu) -> bool {
-    gpu.props().smem_per_block_optin >= TC6W_SMEM_BYTES.max(TC6W_SMEM_BYTES_TF32)
-}
-
-/// Stage 6b needs [`wide_fits`].
-fn check_wide(gpu: &Gpu, op: &'static str) -> Result<()> {
-    if wide_fits(gpu) {
-        return Ok(());
-    }
-    Err(SimtError::Unsupported(format!(
-        "{op}: stage 6b (TcKernel::MmaWide) needs {} bytes of shared memory per block, this device gives {}; use TcKernel::MmaPipelined",
-        TC6W_SMEM_BYTES.max(TC6W_SMEM_BYTES_TF32),
-        gpu.props().smem_per_block_optin
-    )))
-}
-
 /// Tensor cores need sm_80 (Ampere) or newer.
 fn check_device(gpu: &Gpu, op: &'static str) -> Result<()> {
     let cc = gpu.props().compute_capability;
@@ -314,11 +264,8 @@ fn check<T: DeviceCopy, O: DeviceCopy>(
     Ok((m, n, k))
 }
 
-/// The grid of an `mma.sync` stage: one block per tile of C (128x256 for stage 6b,
-/// 128x128 otherwise).
-fn grid(op: &'static str, stage: TcKernel, m: u32, n: u32) -> Result<simt::Dim3> {
-    let bn = if stage == TcKernel::MmaWide { TC6W_BN } else { TC_BN };
-    tile_grid(op, m, n, TC_BM, bn)
+fn grid(op: &'static str, m: u32, n: u32) -> Result<simt::Dim3> {
+    tile_grid(op, m, n, TC_BM, TC_BN)
 }
 
 /// Whether a view's rows all start 16-byte aligned (what stage 6's copies need).
@@ -420,10 +367,7 @@ pub fn matmul_tc<T: TcInput, O: TcOutput>(
     } else {
         stage
     };
-    if stage == TcKernel::MmaWide {
-        check_wide(gpu, op)?;
-    }
-    T::launch(gpu, stage, grid(op, stage, m, n)?, p)
+    T::launch(gpu, stage, grid(op, m, n)?, p)
 }
 
 /// `C = epilogue(A·B)` in TF32 on tensor cores: f32 inputs rounded to TF32 in the
@@ -434,22 +378,10 @@ pub fn matmul_tf32(
     gpu: &Gpu,
     a: MatrixRef<'_, f32>,
     b: MatrixRef<'_, f32>,
-    c: MatrixMut<'_, f32>,
-    epilogue: Epilogue,
-) -> Result<()> {
-    tf32_mma(gpu, "matmul_tf32", TcKernel::MmaPipelined, a, b, c, epilogue)
-}
-
-/// Stage 6 or 6b in TF32 (`stage` is one of them).
-fn tf32_mma(
-    gpu: &Gpu,
-    op: &'static str,
-    stage: TcKernel,
-    a: MatrixRef<'_, f32>,
-    b: MatrixRef<'_, f32>,
     mut c: MatrixMut<'_, f32>,
     epilogue: Epilogue,
 ) -> Result<()> {
+    let op = "matmul_tf32";
     let (m, n, k) = check(gpu, op, &a, &b, &c)?;
     check_device(gpu, op)?;
     if m == 0 || n == 0 || k == 0 {
@@ -487,24 +419,7 @@ fn tf32_mma(
         },
         epilogue,
     };
-    let grid = grid(op, stage, m, n)?;
-    if stage == TcKernel::MmaWide {
-        check_wide(gpu, op)?;
-        if wide_stages() == 4 {
-            return go::<s6w::matmul_mma_wide4_tf32, _>(gpu, grid, p);
-        }
-        return go::<s6w::matmul_mma_wide_tf32, _>(gpu, grid, p);
-    }
-    match trial_order() {
-        1 => go::<s6::matmul_mma_o1_tf32, _>(gpu, grid, p),
-        2 => go::<s6::matmul_mma_o2_tf32, _>(gpu, grid, p),
-        _ => go::<s6::matmul_mma_pipelined_tf32, _>(gpu, grid, p),
-    }
-}
-
-/// Trial switch: where stage 6's copies go in a K step (`SIMT_TC6_ORDER`).
-fn trial_order() -> u32 {
-    std::env::var("SIMT_TC6_ORDER").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
+    go::<s6::matmul_mma_pipelined_tf32, _>(gpu, grid(op, m, n)?, p)
 }
 
 /// `C = epilogue(A·B)` in TF32 with the chosen stage: [`TcKernel::MmaPipelined`] is
@@ -539,9 +454,7 @@ pub fn matmul_tf32_with(
     }
     match stage {
         TcKernel::Auto => unreachable!("resolved above"),
-        TcKernel::MmaPipelined | TcKernel::MmaWide => {
-            return tf32_mma(gpu, op, stage, a, b, c, epilogue)
-        }
+        TcKernel::MmaPipelined => return matmul_tf32(gpu, a, b, c, epilogue),
         TcKernel::Mma => {
             return Err(SimtError::Unsupported(format!(
                 "{op}: stage 5 has no TF32 kernel; use TcKernel::MmaPipelined, TcKernel::Wgmma or TcKernel::WgmmaCluster"
@@ -666,9 +579,6 @@ pub fn tc_candidates(gpu: &Gpu, s: TcShape) -> Vec<TcKernel> {
         }
         if s.aligned {
             v.push(TcKernel::MmaPipelined);
-            if wide_fits(gpu) {
-                v.push(TcKernel::MmaWide);
-            }
         }
     }
     if hopper {
