@@ -33,7 +33,8 @@ fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
     if cols % 4 == 0 && cols <= split_async_max_cols(g).unwrap() {
         v.push(SoftmaxKernel::SplitAsync);
     }
-    if cols % 4 == 0 && cols <= split_wide_max_cols(g).unwrap() {
+    // Any rows: those not 16-byte aligned count a head of up to 3 floats.
+    if cols + if cols % 4 == 0 { 0 } else { 3 } <= split_wide_max_cols(g).unwrap() {
         v.push(SoftmaxKernel::SplitWide);
     }
     v
@@ -348,7 +349,11 @@ fn long_rows_split_and_online_every_order() {
     // of 4 resident blocks on the emulator: 1 or 2 rows a wave) and the online two
     // passes, under every thread order. The wide split kernel's chunks are 32768
     // columns, 16384 in registers and 16384 staged: 32868 ends its second chunk in
-    // the register part (nothing staged), 49160 in the staged part.
+    // the register part (nothing staged), 49160 in the staged part. Rows of an odd
+    // length start 0-3 floats past a 16-byte boundary (row r at r·cols): the wide
+    // kernel reads them as aligned rows with a head; at 32767 columns a row's second
+    // chunk holds the last 1-2 elements or none (empty chunks), at 49157 it ends in
+    // the staged part.
     for order in [Order::InOrder, Order::Reversed, Order::Random(7)] {
         let g = gpu_four_sms(order);
         let (mut r, seed) = rng("softmax long rows");
@@ -359,6 +364,8 @@ fn long_rows_split_and_online_every_order() {
             (5, 40000),
             (2, 32868),
             (3, 49160),
+            (3, 32767),
+            (4, 49157),
         ] {
             let x = long_rows(&mut r, rows, cols);
             check_on(&g, rows, cols, &x, seed);
@@ -419,7 +426,11 @@ fn long_rows_strided() {
     let dense = dense_rows(&buf, rows, cols, ldx);
     let want = reference::softmax(&dense, rows, cols);
     let xb = g.upload(&buf).unwrap();
-    let mut ks = vec![SoftmaxKernel::Split, SoftmaxKernel::Online];
+    let mut ks = vec![
+        SoftmaxKernel::Split,
+        SoftmaxKernel::SplitWide,
+        SoftmaxKernel::Online,
+    ];
     if has_clusters(&g) {
         ks.push(SoftmaxKernel::Cluster);
     }
@@ -605,7 +616,13 @@ fn auto_takes_the_wide_split_kernel_for_the_largest_cluster_rows() {
         auto_kernel(&g, 2, 200_000, true).unwrap(),
         SoftmaxKernel::SplitWide
     );
-    // Misaligned rows or three waves: the cluster.
+    // Misaligned rows the wide kernel still takes (up to 3 floats more): the wide
+    // kernel too.
+    assert_eq!(
+        auto_kernel(&g, 2, 200_000, false).unwrap(),
+        SoftmaxKernel::SplitWide
+    );
+    // Misaligned rows it cannot take (262144 + 3 columns), or three waves: the cluster.
     assert_eq!(
         auto_kernel(&g, 1, big, false).unwrap(),
         SoftmaxKernel::Cluster

@@ -38,6 +38,35 @@ impl<const V: usize> Slice<V> {
         lanes: usize,
         vec: bool,
     ) -> Self {
+        // SAFETY: forwarded (no head: lo = start).
+        unsafe { Self::load_from::<false>(row, start, start, end, lane, lanes, vec) }
+    }
+
+    /// As [`load`](Self::load), for the columns `[lo, end)` of the vectors of
+    /// `[start, end)`: with `HEAD`, columns before `lo` (`start <= lo < start + 4`,
+    /// inside one lane's first vector) are `-inf`. This is how a row that does not
+    /// start 16-byte aligned is read as an aligned one: `row` is the aligned address
+    /// up to 3 floats before the row's first element, and `lo` that first element's
+    /// column. The head's vector is read whole (one aligned 16-byte load, its columns
+    /// before `lo` then masked: a byte-wise head cost the wide split kernel 80 bytes of
+    /// spills at its 64 registers); nothing before `lo` is ever written
+    /// ([`store_scaled_from`](Self::store_scaled_from)). Without `HEAD`, `lo` is
+    /// ignored (and the code is `load`'s).
+    ///
+    /// # Safety
+    /// `row[start..end]` readable: with `HEAD`, `row[lo..end]` is the row and
+    /// `row[start..lo]` the bytes before it in the same allocation, which starts
+    /// 16-byte aligned (a device allocation does).
+    #[inline(always)]
+    pub unsafe fn load_from<const HEAD: bool>(
+        row: *const f32,
+        start: usize,
+        lo: usize,
+        end: usize,
+        lane: usize,
+        lanes: usize,
+        vec: bool,
+    ) -> Self {
         let mut v = [F32x4::splat(f32::NEG_INFINITY); V];
         if vec && Self::col(start, lane, lanes, V - 1) + 4 <= end {
             // Every vector whole and aligned: V loads with no branch between them. With
@@ -46,23 +75,37 @@ impl<const V: usize> Slice<V> {
             // 16384-column kernel at 0.34 ms against 0.22 for the shared-memory one).
             let mut k = 0;
             while k < V {
-                // SAFETY: the lane's last vector ends by `end`; aligned (vec, c % 4 == 0).
+                // SAFETY: the lane's last vector ends by `end`; aligned (vec, c % 4 == 0);
+                // a head vector's columns before lo are readable (the contract).
                 v[k] = unsafe { load4(row.add(Self::col(start, lane, lanes, k))) };
                 k += 1;
             }
-            return Slice { v };
-        }
-        // All V loads first, then the masking: the loads are independent and all in flight.
-        let mut k = 0;
-        while k < V {
-            let c = Self::col(start, lane, lanes, k);
-            let valid = end.saturating_sub(c).min(4) as u32;
-            if valid > 0 {
-                // SAFETY: columns c..c+valid are inside [start, end).
-                let a = unsafe { load4_first(row.add(c), valid, vec) };
-                v[k] = mask_tail(a, valid);
+        } else {
+            // All V loads first, then the masking: the loads are independent and all
+            // in flight.
+            let mut k = 0;
+            while k < V {
+                let c = Self::col(start, lane, lanes, k);
+                let valid = end.saturating_sub(c).min(4) as u32;
+                if valid > 0 {
+                    // SAFETY: columns c..c+valid are inside [start, end).
+                    let a = unsafe { load4_first(row.add(c), valid, vec) };
+                    v[k] = mask_tail(a, valid);
+                }
+                k += 1;
             }
-            k += 1;
+        }
+        // Only the lane's first vector can hold the head (lo < start + 4): the columns
+        // before lo are -inf, whatever was read there.
+        let c = Self::col(start, lane, lanes, 0);
+        if HEAD && c < lo {
+            let mut o = v[0].to_array();
+            unroll!(4, J => {
+                if c + J < lo {
+                    o[J] = f32::NEG_INFINITY;
+                }
+            });
+            v[0] = F32x4::from_array(o);
         }
         Slice { v }
     }
@@ -125,7 +168,34 @@ impl<const V: usize> Slice<V> {
         vec: bool,
         factor: f32,
     ) {
-        if vec && Self::col(start, lane, lanes, V - 1) + 4 <= end {
+        // SAFETY: forwarded (no head: lo = start).
+        unsafe { self.store_scaled_from::<false>(row, start, start, end, lane, lanes, vec, factor) }
+    }
+
+    /// As [`store_scaled`](Self::store_scaled), for the columns `[lo, end)`: with
+    /// `HEAD`, nothing before `lo` is written (the head of a row read by
+    /// [`load_from`](Self::load_from)).
+    ///
+    /// # Safety
+    /// `row[lo..end]` writable (`row[start..end]` without `HEAD`).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn store_scaled_from<const HEAD: bool>(
+        &self,
+        row: *mut f32,
+        start: usize,
+        lo: usize,
+        end: usize,
+        lane: usize,
+        lanes: usize,
+        vec: bool,
+        factor: f32,
+    ) {
+        let lo = if HEAD { lo } else { start };
+        if vec
+            && (!HEAD || Self::col(start, lane, lanes, 0) >= lo)
+            && Self::col(start, lane, lanes, V - 1) + 4 <= end
+        {
             let mut k = 0;
             while k < V {
                 // SAFETY: as `load`'s whole-vector path.
@@ -143,11 +213,22 @@ impl<const V: usize> Slice<V> {
         while k < V {
             let c = Self::col(start, lane, lanes, k);
             let valid = end.saturating_sub(c).min(4) as u32;
-            if valid > 0 {
-                // SAFETY: columns c..c+valid are inside [start, end).
+            if valid > 0 && (!HEAD || c >= lo) {
+                // SAFETY: columns c..c+valid are inside [lo, end).
                 unsafe { store4_first(row.add(c), self.v[k].map(|e| e * factor), valid, vec) };
             }
             k += 1;
+        }
+        // The head vector (only the lane's first), its columns from lo on.
+        let c = Self::col(start, lane, lanes, 0);
+        if HEAD && c < lo {
+            let e = self.v[0].map(|e| e * factor).to_array();
+            unroll!(4, J => {
+                if c + J >= lo && c + J < end {
+                    // SAFETY: column c + J is inside [lo, end).
+                    unsafe { *row.add(c + J) = e[J] };
+                }
+            });
         }
     }
 }

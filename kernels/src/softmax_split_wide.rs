@@ -28,8 +28,17 @@
 //! The launch is cooperative and the grid whole rows per wave, so every block a
 //! wait needs is resident and publishes before it waits.
 //!
-//! `cp.async` needs 16-byte aligned sources: the host takes this kernel for rows
-//! whose start and stride are multiples of 4 floats.
+//! `cp.async` needs 16-byte aligned sources. A row that does not start 16-byte
+//! aligned (an odd row stride, a view at an odd column) is read as the aligned row
+//! that starts `a = 1..3` floats earlier, `a + cols` columns long: its first `a`
+//! columns are `-inf` and never written (the head vector of the first chunk is read
+//! whole, from inside the same 16-byte aligned allocation, and masked:
+//! [`Slice::load_from`]), and every other vector is whole, aligned and copied as the
+//! aligned rows' are. Such rows may need one chunk more, so the host passes
+//! `splits = ceil((cols + 3) / 32768)` for them; a chunk past a row's end is empty and
+//! publishes the identity `(-inf, 0)`. On the H200 the scalar loads that unaligned rows
+//! took before (in the other split kernels and the online passes) ran at half the
+//! speed (docs/PERFORMANCE.md).
 use crate::config::{
     SOFTMAX_WIDE_CHUNK, SOFTMAX_WIDE_MIN_BLOCKS, SOFTMAX_WIDE_REG_COLS, SOFTMAX_WIDE_REG_VECS, SOFTMAX_WIDE_SMEM_BYTES,
     SOFTMAX_WIDE_SMEM_VECS, SOFTMAX_WIDE_THREADS,
@@ -60,9 +69,12 @@ kernel! {
     /// in shared memory (see the module doc).
     ///
     /// # Safety
-    /// As `softmax_split`, with `splits = ceil(cols / SOFTMAX_WIDE_CHUNK)`, `x`'s
-    /// rows 16-byte aligned (`x.ptr` aligned, `x.ld % 4 == 0`), 512 threads and
-    /// `SOFTMAX_WIDE_SMEM_BYTES` of dynamic shared memory.
+    /// As `softmax_split`, with `splits = ceil(cols / SOFTMAX_WIDE_CHUNK)` when `x`'s
+    /// rows are 16-byte aligned (`x.ptr` aligned, `x.ld % 4 == 0`) and
+    /// `ceil((cols + 3) / SOFTMAX_WIDE_CHUNK)` otherwise, 512 threads and
+    /// `SOFTMAX_WIDE_SMEM_BYTES` of dynamic shared memory. `x` lies in an
+    /// allocation that starts 16-byte aligned (a row's aligned-down start is formed,
+    /// never read before the row).
     ///
     /// # Parameters
     /// * `p.x`, `p.y`: `[rows, cols]`; `p.splits`: chunks per row.
@@ -70,7 +82,8 @@ kernel! {
     ///
     /// # Thread Mapping
     /// Block `b` takes chunk `i = b + w·grid.x` in wave `w` (row `i / splits`,
-    /// columns `(i % splits)·32768 ..+32768`); thread `t` of 512 holds in registers
+    /// columns `(i % splits)·32768 - a ..+32768` for a row `a` floats past a 16-byte
+    /// boundary); thread `t` of 512 holds in registers
     /// the 8 vectors at columns `4(t + 512k)` of the chunk, and stages in shared
     /// memory the 8 at `16384 + 4(t + 512k)` (its own slots, at `4(t + 512k)` of
     /// the buffer); warp 0's lanes wait for the row's flags.
@@ -90,19 +103,25 @@ kernel! {
             // The row by a 32-bit division (rows·splits < 2^32, checked by the host).
             let r = (i as u32 / splits as u32) as usize;
             let j = i - r * splits;
-            let start = j * SOFTMAX_WIDE_CHUNK as usize;
-            let end = (start + SOFTMAX_WIDE_CHUNK as usize).min(p.x.cols as usize);
-            let mid = (start + REG_COLS).min(end);
             // SAFETY: r < rows (i < items).
             let xr = unsafe { p.x.ptr.add(r * p.x.ld as usize) };
+            // The row as an aligned one: `a` floats of head before its first element.
+            let a = (xr as usize % 16) / 4;
+            let xv = xr.wrapping_sub(a);
+            let start = j * SOFTMAX_WIDE_CHUNK as usize;
+            let end = (start + SOFTMAX_WIDE_CHUNK as usize).min(p.x.cols as usize + a).max(start);
+            let mid = (start + REG_COLS).min(end);
+            let lo = if j == 0 { a } else { start };
             // The staged half's copies first (they hold no registers), then the
             // register half's loads: all 16 vectors of a thread in flight at once.
-            // SAFETY: [mid, end) is inside row r, 16-byte aligned (contract; mid % 4
-            // == 0); the buffer's slots are this thread's own.
-            unsafe { stage_async::<W>(xr, mid, end, buf, t, T) };
+            // SAFETY: [mid, end) is inside row r (mid >= 16384 > a, or empty) and
+            // 16-byte aligned (xv is; mid % 4 == 0); the buffer's slots are this
+            // thread's own.
+            unsafe { stage_async::<W>(xv, mid, end, buf, t, T) };
             commit();
-            // SAFETY: [start, mid) is inside row r, aligned.
-            let mut s = unsafe { Slice::<V>::load(xr, start, mid, t, T, true) };
+            // SAFETY: [lo, mid) is inside row r, [start, lo) the bytes before it in x's
+            // 16-byte aligned allocation (contract); xv is aligned.
+            let mut s = unsafe { Slice::<V>::load_from::<true>(xv, start, lo, mid, t, T, true) };
             wait::<0>();
             // SAFETY (the staged calls below): this thread's copies have landed.
             let m = max_nan(s.max(), unsafe { staged_max::<W>(buf, mid, end, t, T) });
@@ -129,15 +148,16 @@ kernel! {
             let (mm, ss) = unsafe { wait_row(&p, r, row_mm, t) };
             // SAFETY: written by thread 0 before the barriers since.
             let factor = exp(unsafe { chunk_m.read() } - mm) * rcp(ss);
-            // SAFETY: r < rows; both halves are inside row r of y.
+            // SAFETY: r < rows; both halves are inside row r of y, read from the same
+            // virtual columns as x's (y's row `a` floats on, aligned or not).
             unsafe {
-                let yr = p.y.ptr.add(r * p.y.ld as usize);
-                let vec = is_aligned16(yr);
-                s.store_scaled(yr, start, mid, t, T, vec, factor);
+                let yv = p.y.ptr.add(r * p.y.ld as usize).wrapping_sub(a);
+                let vec = is_aligned16(yv);
+                s.store_scaled_from::<true>(yv, start, lo, mid, t, T, vec, factor);
                 // The staged part one vector at a time: without the barrier LLVM hoists
                 // its shared loads above the stores above, all live at once (spills).
                 compiler_barrier();
-                staged_store_scaled::<W>(buf, yr, mid, end, t, T, vec, factor);
+                staged_store_scaled::<W>(buf, yv, mid, end, t, T, vec, factor);
             }
             // Nobody overwrites `row_mm` or the scratch (the next chunk) before
             // everyone has read them.

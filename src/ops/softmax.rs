@@ -8,7 +8,7 @@
 //! | up to 16384 | a block per row, the row in registers (`softmax_row_*`) | 1 read, 1 write |
 //! | up to 262144, on Hopper, rows enough for a cluster per SM or more | a cluster of 2-8 blocks per row, chunks in registers, pairs over distributed shared memory (`softmax_cluster_*`) | 1 read, 1 write |
 //! | longer, the input 16 MiB to L2's size | two-pass online softmax (`softmax_online_*`): the second read hits L2 | 1 read (+1 from L2), 1 write |
-//! | rows 16-byte aligned, the input 2 waves of chunks of 32768 or fewer | chunks of 32768 over cooperating blocks, half in registers, half staged in shared memory (`softmax_split_wide`) | 1 read, 1 write |
+//! | the input 2 waves of chunks of 32768 or fewer (rows not 16-byte aligned: read as aligned rows up to 3 floats longer) | chunks of 32768 over cooperating blocks, half in registers, half staged in shared memory (`softmax_split_wide`) | 1 read, 1 write |
 //! | up to `max_resident_blocks · 8192`, fewer chunks than SMs | chunks of 8192 over cooperating blocks, loaded into registers (`softmax_split`) | 1 read, 1 write |
 //! | up to `max_resident_blocks · 16384`, rows 16-byte aligned | chunks of 16384 over cooperating blocks, staged by `cp.async` (`softmax_split_async`) | 1 read, 1 write |
 //! | up to `max_resident_blocks · 8192` | `softmax_split` | 1 read, 1 write |
@@ -58,7 +58,8 @@ pub enum SoftmaxKernel {
     /// `cp.async`: rows 16-byte aligned, up to [`split_async_max_cols`].
     SplitAsync,
     /// Chunks of 32768 columns over cooperating blocks, half of each in registers
-    /// and half staged in shared memory, two blocks per SM: rows 16-byte aligned, up
+    /// and half staged in shared memory, two blocks per SM: any rows (those not
+    /// 16-byte aligned read as aligned ones up to 3 floats longer), up
     /// to [`split_wide_max_cols`]. The most a split kernel holds on chip at once.
     SplitWide,
     /// Two passes with online `(max, sum)` pairs: any length.
@@ -127,8 +128,19 @@ pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Re
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS && has_clusters(gpu),
         SoftmaxKernel::Split => cols <= split_max_cols(gpu)?,
         SoftmaxKernel::SplitAsync => aligned && cols <= split_async_max_cols(gpu)?,
-        SoftmaxKernel::SplitWide => aligned && cols <= split_wide_max_cols(gpu)?,
+        SoftmaxKernel::SplitWide => wide_cols(cols, aligned) <= split_wide_max_cols(gpu)?,
     })
+}
+
+/// The columns [`SoftmaxKernel::SplitWide`] counts in a row of `cols`: rows that do
+/// not start 16-byte aligned are read as aligned ones up to 3 floats longer
+/// ([`kernels::softmax_split_wide`]).
+fn wide_cols(cols: usize, aligned: bool) -> usize {
+    if aligned {
+        cols
+    } else {
+        cols + 3
+    }
 }
 
 /// What the autotuner times for rows past the register kernels: every long-row
@@ -261,9 +273,9 @@ pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result
     }
     let few_chunks = rows.saturating_mul(cols.div_ceil(SOFTMAX_SPLIT_CHUNK as usize)) < sms;
     let wide = || -> Result<bool> {
-        Ok(aligned
-            && rows.saturating_mul(cols.div_ceil(SOFTMAX_WIDE_CHUNK as usize))
-                <= 2 * split_wide_capacity(gpu)? as usize
+        let cols = wide_cols(cols, aligned);
+        Ok(rows.saturating_mul(cols.div_ceil(SOFTMAX_WIDE_CHUNK as usize))
+            <= 2 * split_wide_capacity(gpu)? as usize
             && cols <= split_wide_max_cols(gpu)?)
     };
     if let Some(i) = cluster_config(cols).filter(|_| has_clusters(gpu)) {
@@ -472,7 +484,7 @@ pub fn softmax_with(
         }
         SoftmaxKernel::Split | SoftmaxKernel::SplitAsync | SoftmaxKernel::SplitWide => {
             let staged = kernel != SoftmaxKernel::Split;
-            if staged && !aligned {
+            if kernel == SoftmaxKernel::SplitAsync && !aligned {
                 return Err(SimtError::Shape {
                     op,
                     detail: format!("SoftmaxKernel::{kernel:?} copies 16-byte vectors: x needs a 16-byte aligned start and a row stride that is a multiple of 4; use SoftmaxKernel::Auto"),
@@ -483,7 +495,11 @@ pub fn softmax_with(
                 SoftmaxKernel::SplitWide => (split_wide_capacity(gpu)?, SOFTMAX_WIDE_CHUNK),
                 _ => (split_capacity(gpu)?, SOFTMAX_SPLIT_CHUNK),
             };
-            let splits = cols.div_ceil(chunk);
+            let splits = if kernel == SoftmaxKernel::SplitWide {
+                wide_cols(cols as usize, aligned).div_ceil(chunk as usize) as u32
+            } else {
+                cols.div_ceil(chunk)
+            };
             if splits > capacity {
                 return Err(too_long(
                     capacity as usize * chunk as usize,
@@ -516,7 +532,8 @@ pub fn softmax_with(
                 epoch,
             };
             // SAFETY: views checked on this Gpu (x's rows 16-byte aligned for the staged
-            // kernel); scratch of 2·items floats and items flags none of which holds
+            // kernel, the wide one's splits counting a head of 3 floats otherwise; x's
+            // buffer, a device allocation, starts 16-byte aligned); scratch of 2·items floats and items flags none of which holds
             // `epoch` (Gpu::flags); grid a multiple of splits, at most what is resident
             // (checked again by the cooperative launch).
             unsafe {

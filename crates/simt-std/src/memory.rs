@@ -49,6 +49,16 @@ impl F32x4 {
     pub fn to_array(self) -> [f32; 4] {
         [self.x, self.y, self.z, self.w]
     }
+    /// The vector of the lanes `a`.
+    #[inline(always)]
+    pub fn from_array(a: [f32; 4]) -> Self {
+        F32x4 {
+            x: a[0],
+            y: a[1],
+            z: a[2],
+            w: a[3],
+        }
+    }
 }
 
 /// Whether `p` is 16-byte aligned.
