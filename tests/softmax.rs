@@ -622,6 +622,16 @@ fn auto_takes_the_wide_split_kernel_for_the_largest_cluster_rows() {
         auto_kernel(&g, 2, 200_000, false).unwrap(),
         SoftmaxKernel::SplitWide
     );
+    // Three rows of 7 chunks (21, three waves of 8): the cluster for aligned rows, the
+    // wide kernel for unaligned ones (every other kernel reads them 4 bytes at a time).
+    assert_eq!(
+        auto_kernel(&g, 3, 200_000, true).unwrap(),
+        SoftmaxKernel::Cluster
+    );
+    assert_eq!(
+        auto_kernel(&g, 3, 200_000, false).unwrap(),
+        SoftmaxKernel::SplitWide
+    );
     // Misaligned rows it cannot take (262144 + 3 columns), or three waves: the cluster.
     assert_eq!(
         auto_kernel(&g, 1, big, false).unwrap(),

@@ -256,8 +256,10 @@ fn cluster_config(cols: usize) -> Option<usize> {
 /// * rows too long for a cluster, or no clusters: the split kernel in registers
 ///   when the row's chunks are fewer than the SMs (1 x 100000 without clusters:
 ///   0.0070-0.0088 ms, staged split 0.0084-0.0104);
-/// * aligned rows whose chunks of 32768 fill at most two waves of the device: the
-///   wide split kernel (H100, commit 415d432: 8 x 2^20 0.0342-0.0343 ms, 16 x 2^20
+/// * rows whose chunks of 32768 fill at most two waves of the device (three for rows
+///   not 16-byte aligned, which every other kernel loads 4 bytes at a time: H200,
+///   2026-11-24, 64 x 262143 0.0570 ms against the cluster's 0.0838, 4 x 3000017
+///   0.0490 against the online passes' 0.0867): the wide split kernel (H100, commit 415d432: 8 x 2^20 0.0342-0.0343 ms, 16 x 2^20
 ///   0.0633-0.0637, 4 x 3000016 0.0588, against 0.0418-0.0420, 0.0798 and 0.0645
 ///   for the online passes, the best of the others);
 /// * the two online passes when the input fits in L2, so that their second read hits
@@ -273,9 +275,13 @@ pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result
     }
     let few_chunks = rows.saturating_mul(cols.div_ceil(SOFTMAX_SPLIT_CHUNK as usize)) < sms;
     let wide = || -> Result<bool> {
+        // Unaligned rows: up to three waves, where the other kernels load them 4 bytes
+        // at a time (H200, 2026-11-24: 64 x 262143, 2.2 waves, 0.0570 ms against the
+        // cluster's 0.0838).
+        let waves = if aligned { 2 } else { 3 };
         let cols = wide_cols(cols, aligned);
         Ok(rows.saturating_mul(cols.div_ceil(SOFTMAX_WIDE_CHUNK as usize))
-            <= 2 * split_wide_capacity(gpu)? as usize
+            <= waves * split_wide_capacity(gpu)? as usize
             && cols <= split_wide_max_cols(gpu)?)
     };
     if let Some(i) = cluster_config(cols).filter(|_| has_clusters(gpu)) {
