@@ -466,16 +466,20 @@ fn tf32_matmul_against_f64() {
     let g = gpu();
     let (mut r, seed) = rng("tf32");
     let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v));
-    for (m, n, k, pad) in [
-        (1usize, 1usize, 1usize, 0usize),
-        (33, 65, 17, 0),
-        (128, 128, 16, 4),
-        (200, 130, 300, 4),
+    // C's rows unaligned (scalar stores) and 16-byte aligned (vector stores, and
+    // scalar ones where a warp's run of columns crosses n).
+    for (m, n, k, pad, aligned_c) in [
+        (1usize, 1usize, 1usize, 0usize, false),
+        (33, 65, 17, 0, false),
+        (128, 128, 16, 4, false),
+        (128, 128, 16, 4, true),
+        (200, 130, 300, 4, false),
+        (200, 132, 40, 4, true),
     ] {
         let (lda, ldb, ldc) = (
             k.next_multiple_of(4) + pad,
             n.next_multiple_of(4) + pad,
-            n + 1,
+            if aligned_c { n.next_multiple_of(4) } else { n + 1 },
         );
         let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
         let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
@@ -525,6 +529,46 @@ fn tf32_matmul_against_f64() {
         matches!(e, SimtError::Shape { .. }) && e.to_string().contains("multiples of 4"),
         "{e}"
     );
+}
+
+#[test]
+fn tf32_matmul_propagates_nan_and_inf() {
+    // NaN and infinity must come through the TF32 rounding and the tensor cores as IEEE
+    // says. A's row 5 holds the GPU's canonical NaN (0x7fffffff: a rounding that only
+    // adds half an ulp would carry it into the sign bit), B's column 9 an infinity and
+    // A's column 3 (the k that meets it) a zero in row 2.
+    let g = gpu();
+    let (m, n, k) = (64usize, 72usize, 24usize);
+    let mut a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
+    let mut b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 11) as f32 - 5.0) / 8.0).collect();
+    a[5 * k + 7] = f32::from_bits(0x7fff_ffff);
+    b[3 * n + 9] = f32::INFINITY;
+    a[2 * k + 3] = 0.0;
+    let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v));
+    let want: Vec<f32> = (0..m * n)
+        .map(|i| (0..k).map(|p| tf(a[i / n * k + p]) as f64 * tf(b[p * n + i % n]) as f64).sum::<f64>() as f32)
+        .collect();
+    let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+    let mut c = poisoned(&g, m * n);
+    matmul_tf32(
+        &g,
+        ab.matrix(m, k).unwrap(),
+        bb.matrix(k, n).unwrap(),
+        c.matrix_mut(m, n).unwrap(),
+        Epilogue::None,
+    )
+    .unwrap();
+    let got = g.download(&c).unwrap();
+    for (i, (&x, &y)) in got.iter().zip(&want).enumerate() {
+        let (r, col) = (i / n, i % n);
+        if y.is_nan() || y.is_infinite() {
+            assert!(x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()), "C[{r}][{col}] = {x}, want {y}");
+        } else {
+            assert!((x - y).abs() <= 1e-4, "C[{r}][{col}] = {x}, want {y}");
+        }
+    }
+    // The cases the test is for: a NaN row, an infinite column, and 0·inf.
+    assert!(want[5 * n].is_nan() && want[n + 9].is_infinite() && want[2 * n + 9].is_nan());
 }
 
 #[test]

@@ -149,6 +149,31 @@ pub(crate) unsafe fn write_c<const NT: usize>(
 ) {
     // Pairs (2t, 2t+1) of a row are adjacent: one 8-byte store when C's rows allow it.
     let vec = ldc % 2 == 0 && c as usize % 8 == 0;
+    let relu_of = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
+    if vec && r0 + 64 <= m && c0 + 8 * NT <= n {
+        // The warp's whole tile is inside C (every tile but the ragged edges'): no
+        // bounds tests, one branch for all 2·4·NT stores.
+        unroll!(4, MI => {
+            unroll!(8, NJ => {
+                if NJ < NT {
+                    unroll!(2, H => {
+                        let (r, cc) = c_coords(lane, 2 * H);
+                        let (row, col) = (r0 + MI * 16 + r as usize, c0 + NJ * 8 + cc as usize);
+                        // SAFETY: inside C (tested above); col is even and the rows 8-byte
+                        // aligned, so the pair is.
+                        unsafe {
+                            store2(
+                                c.add(row * ldc + col),
+                                relu_of(acc[MI][NJ][2 * H]),
+                                relu_of(acc[MI][NJ][2 * H + 1]),
+                            )
+                        };
+                    });
+                }
+            });
+        });
+        return;
+    }
     unroll!(4, MI => {
         // Explicitly unrolled (8 covers both stages; `NJ < NT` folds away), so `acc`
         // stays in registers: a loop here put it on the stack (tests/ptx.rs fails on that).
@@ -157,7 +182,6 @@ pub(crate) unsafe fn write_c<const NT: usize>(
                 unroll!(2, H => {
                     let (r, cc) = c_coords(lane, 2 * H);
                     let (row, col) = (r0 + MI * 16 + r as usize, c0 + NJ * 8 + cc as usize);
-                    let relu_of = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
                     let (v0, v1) = (relu_of(acc[MI][NJ][2 * H]), relu_of(acc[MI][NJ][2 * H + 1]));
                     if row < m {
                         // SAFETY: row < m and each column < n; col is even, so with

@@ -25,9 +25,10 @@
 //!
 //! TF32 (f32 inputs) uses the same block, warp and stage sizes with K steps of 32
 //! (128-byte rows of A again): A fragments still come from `ldmatrix` (an 8x8 matrix
-//! of 16-bit elements is an 8x4 matrix of f32, exactly the tf32 A fragment), each
-//! element rounded with `cvt.rna.tf32.f32`; B fragments are single f32 words,
-//! read with `ld.shared` from a layout swizzled by `k % 4` ([`swz_b_tf32`]).
+//! of 16-bit elements is an 8x4 matrix of f32, exactly the tf32 A fragment). `ldmatrix`
+//! cannot transpose 32-bit elements, so B fragments are single f32 words read with
+//! `ld.shared` from a layout swizzled by `k % 4` ([`swz_b_tf32`]). Every element is
+//! rounded with `cvt.rna.tf32.f32` on its way to the tensor cores.
 //!
 //! The host sends only aligned problems here (rows of A and B 16-byte aligned:
 //! strides a multiple of 8 elements, or 4 for TF32); others take stage 5.
@@ -40,6 +41,7 @@ use crate::params::{MatmulParams, MatmulParams16};
 use simt_std::mma::{
     ldmatrix_row_addr, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, mma_f16, mma_tf32, to_tf32,
 };
+use simt_std::memory::store4;
 use simt_std::pipeline::{commit, copy_async, wait};
 use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
@@ -254,6 +256,77 @@ unsafe fn load_chunk<const EB: u32>(dst: Smem<u8>, src: *const u8, valid: u32, e
     unsafe { dst.cast::<f32>().store4(v) };
 }
 
+/// Floats per row of a warp's staging tile in [`write_c_staged`]: the warp tile's
+/// width and 8 more, so that a half-warp's 8-byte stores (4 rows, 32 bytes each) start
+/// 8 banks apart: conflict-free, as are the 16-byte reads along a row.
+const STAGE_LD: u32 = TC6_WARP_N + 8;
+const _: () = assert!(
+    (TC6_THREADS / 32) * TC_WARP_M * STAGE_LD * 4 <= TC_SMEM_BYTES && 32 % (TC6_WARP_N / 4) == 0
+);
+
+/// Writes a warp's `64 x TC6_WARP_N` tile of C through shared memory, with the ReLU
+/// when `relu`: the accumulators go to the warp's own staging tile as the fragments
+/// lie (8 bytes a lane), and come back as whole rows, 16 bytes a lane, so each store
+/// instruction writes `32 · 16` contiguous-by-row bytes of C instead of 8 rows of 32
+/// bytes. Fewer, fuller L2 write requests: the epilogue writes 64 MiB at 4096^3.
+///
+/// # Safety
+/// The block's `TC_BM x TC_BN` tile at `(row0, col0)` is inside C, writable, with `ldc % 4 == 0`
+/// and `c` 16-byte aligned; every thread of the block calls it (it has a barrier),
+/// after its last read of the pipeline's stages.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn write_c_staged(
+    acc: &[[[f32; 4]; NT]; 4],
+    c: *mut f32,
+    ldc: u32,
+    row0: u32,
+    col0: u32,
+    relu: bool,
+) {
+    // Recomputed here rather than kept live through the K loop (the TF32 kernel sits at
+    // 255 registers; passed in, they cost it a spill).
+    let (w, lane) = (warp_id(), lane_id());
+    let (r0, c0) = (row0 + w / WARPS_N * TC_WARP_M, col0 + w % WARPS_N * TC6_WARP_N);
+    // No copy is in flight (the last groups were empty) and every warp has read its
+    // last fragments: the stages may be overwritten.
+    wait::<0>();
+    sync_threads();
+    let tile = dynamic_shared::<f32>().add((w * TC_WARP_M * STAGE_LD) as usize);
+    let (g, t) = (lane / 4, lane % 4);
+    let relu_of = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
+    unroll!(4, MI => {
+        unroll!(8, NJ => {
+            if NJ < NT {
+                unroll!(2, H => {
+                    let (row, col) = (MI as u32 * 16 + g + 8 * H as u32, NJ as u32 * 8 + 2 * t);
+                    // SAFETY: inside this warp's staging tile (64 rows of STAGE_LD), 8-byte aligned.
+                    unsafe { tile.add((row * STAGE_LD + col) as usize).store2(relu_of(acc[MI][NJ][2 * H]), relu_of(acc[MI][NJ][2 * H + 1])) };
+                });
+            }
+        });
+    });
+    // Only this warp reads its tile back.
+    simt_std::warp::sync();
+    const LANES_PER_ROW: u32 = TC6_WARP_N / 4;
+    const ROWS_PER_STEP: u32 = 32 / LANES_PER_ROW;
+    let (lr, lc) = (lane / LANES_PER_ROW, (lane % LANES_PER_ROW) * 4);
+    unroll!(8, I => {
+        unroll!(8, J => {
+            let step = (I * 8 + J) as u32;
+            if step < TC_WARP_M / ROWS_PER_STEP {
+                let row = step * ROWS_PER_STEP + lr;
+                // SAFETY: the staging tile, 16-byte aligned (STAGE_LD and lc are multiples
+                // of 4); C's tile is inside C with 16-byte aligned rows (the contract).
+                unsafe {
+                    let v = tile.add((row * STAGE_LD + lc) as usize).load4();
+                    store4(c.add(((r0 + row) * ldc + c0 + lc) as usize), v);
+                }
+            }
+        });
+    });
+}
+
 /// Which inputs a launch multiplies.
 const BF16: u32 = 0;
 const F16: u32 = 1;
@@ -347,6 +420,8 @@ unsafe fn body<const KIND: u32>(p: Problem) {
         let mut bf = [[0u32; 2]; NT];
         if tf32 {
             // Single f32 words, read from a layout swizzled by k % 4, rounded to TF32.
+            // (16-byte loads of column-permuted tiles, 4 instead of 16, cost 15%
+            // twice: every word then has to move into its register pair.)
             unroll!(8, NJ => {
                 if NJ < NT {
                     let col = wn + NJ as u32 * 8 + g;
@@ -445,6 +520,12 @@ unsafe fn body<const KIND: u32>(p: Problem) {
             });
             kt += 1;
         }
+    }
+    if ld.interior && p.ldc % 4 == 0 && p.c as usize % 16 == 0 {
+        // SAFETY: the whole tile is inside C (interior), whose rows are 16-byte
+        // aligned; every warp of the block takes this branch (`interior` is the block's).
+        unsafe { write_c_staged(&acc, p.c, p.ldc, row0, col0, p.relu) };
+        return;
     }
     // SAFETY: the kernel's contract for C.
     unsafe {

@@ -134,19 +134,33 @@ pub struct F32x2 {
     pub y: f32,
 }
 
-/// Stores `x, y` to `p[0..2]` as one 8-byte access.
+/// Stores `x, y` to `p[0..2]` as one 8-byte access (`st.v2.f32`).
+///
+/// On the GPU this is inline assembly, not a store of an [`F32x2`]: LLVM splits an
+/// aggregate store into two scalar ones and only re-joins them when nothing is in the
+/// way. In the tensor-core epilogues, where a bounds-checked scalar fallback stores
+/// to the same address, it sank the common first store into both branches and every
+/// pair went out as two `st.b32` (stage 6: 192 scalar stores, no vector one; ncu
+/// counted 16 of 32 bytes used per sector).
 ///
 /// # Safety
 /// `p[0..2]` writable and `p` 8-byte aligned (checked on the emulator).
 #[inline(always)]
 pub unsafe fn store2(p: *mut f32, x: f32, y: f32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller guarantees validity and alignment; a store, nothing else.
+    unsafe {
+        core::arch::asm!("st.v2.f32 [{p}], {{{x}, {y}}};", p = in(reg64) p, x = in(reg32) x, y = in(reg32) y, options(nostack))
+    };
     #[cfg(not(target_arch = "nvptx64"))]
-    assert!(
-        p as usize % 8 == 0,
-        "misaligned 8-byte vector store at {p:p}"
-    );
-    // SAFETY: caller guarantees validity and alignment.
-    unsafe { *(p as *mut F32x2) = F32x2 { x, y } }
+    {
+        assert!(
+            p as usize % 8 == 0,
+            "misaligned 8-byte vector store at {p:p}"
+        );
+        // SAFETY: caller guarantees validity and alignment.
+        unsafe { *(p as *mut F32x2) = F32x2 { x, y } }
+    }
 }
 
 /// Loads the 4 floats `p[0..4]` of which only the first `valid` exist (the rest read
