@@ -32,7 +32,7 @@ use crate::config::{
 use crate::params::MatmulParamsTma;
 use simt_std::convert::{pack_bf16x2_rne, pack_f16x2_rne};
 use simt_std::mbarrier;
-use simt_std::memory::store2;
+use simt_std::memory::{store2, store_u32};
 use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
 use simt_std::tma;
@@ -216,7 +216,7 @@ unsafe fn store_tile_as<const OUT: u32>(acc: &Acc, p: &MatmulParamsTma, row0: u3
                             let q = c16.wrapping_add(at);
                             let w = pack16::<OUT>(v0, v1);
                             if vec && col + 1 < p.n {
-                                *(q as *mut u32) = w;
+                                store_u32(q as *mut u32, w);
                             } else {
                                 if col < p.n {
                                     *q = w as u16;

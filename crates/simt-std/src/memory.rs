@@ -163,6 +163,28 @@ pub unsafe fn store2(p: *mut f32, x: f32, y: f32) {
     }
 }
 
+/// Stores the 32-bit `v` to `p` as one 4-byte access (`st.b32`): two packed 16-bit
+/// values of C in one store. Inline assembly on the GPU for the reason of [`store2`]:
+/// beside a fallback that stores the two halves, LLVM turned the word store into two
+/// `st.b16` (stage 7's 16-bit C: 256 of them, no 32-bit one).
+///
+/// # Safety
+/// `p` writable and 4-byte aligned (checked on the emulator).
+#[inline(always)]
+pub unsafe fn store_u32(p: *mut u32, v: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller guarantees validity and alignment; a store, nothing else.
+    unsafe {
+        core::arch::asm!("st.b32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        assert!(p as usize % 4 == 0, "misaligned 4-byte store at {p:p}");
+        // SAFETY: caller guarantees validity and alignment.
+        unsafe { p.write(v) }
+    }
+}
+
 /// Loads the 4 floats `p[0..4]` of which only the first `valid` exist (the rest read
 /// as 0): one 16-byte load when all 4 exist and `vec_ok`, scalar loads otherwise.
 /// The edge-tile load of the tiled matmuls; with `valid = 4`, the aligned-or-not row
