@@ -251,9 +251,12 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                     let x = gpu.upload(&rand_vec(m * n, 2))?;
                     let mut y = gpu.alloc::<f32>(m * n)?;
                     let mut t = gpu.alloc::<f32>(m)?;
+                    // `softmax` itself: the fused (one-pass, register-row) kernel up to
+                    // REGISTER_MAX_COLS columns; past it, whichever long-row kernel
+                    // `Auto` picks, so it is named for that and not "fused".
                     push(
                         op,
-                        "rust-simt fused",
+                        if n > softmax::REGISTER_MAX_COLS { "rust-simt auto" } else { "rust-simt fused" },
                         &shape,
                         b.run(|| softmax::softmax(gpu, x.matrix(m, n)?, y.matrix_mut(m, n)?))?
                             .median_ms,
