@@ -22,6 +22,12 @@
 //!   banks; `tests/tensor_cores.rs` counts the banks.
 //! * **Grouped block order** ([`GROUP_M`] tile-rows down before moving right), so a
 //!   wave of blocks shares panels of A and B in L2.
+//! * **C through shared memory.** A lane's accumulators are pairs of columns on 8
+//!   rows; stored as they lie, each warp store writes 8 rows x 32 bytes. Interior
+//!   tiles go through a per-warp staging tile instead and leave as whole rows, 16
+//!   bytes a lane ([`write_c_staged`]): TF32 +5% on the H200, bf16 level. (That the
+//!   pairs were 8-byte stores at all needed `memory::store2` in inline assembly:
+//!   LLVM had split every one in two, docs/PERFORMANCE.md, session 13.)
 //!
 //! TF32 (f32 inputs) uses the same block, warp and stage sizes with K steps of 32
 //! (128-byte rows of A again): A fragments still come from `ldmatrix` (an 8x8 matrix
