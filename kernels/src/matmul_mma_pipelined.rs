@@ -25,7 +25,7 @@
 //! * **C through shared memory.** A lane's accumulators are pairs of columns on 8
 //!   rows; stored as they lie, each warp store writes 8 rows x 32 bytes. Interior
 //!   tiles go through a per-warp staging tile instead and leave as whole rows, 16
-//!   bytes a lane ([`write_c_staged`]): TF32 +5% on the H200, bf16 level. (That the
+//!   bytes a lane (`write_c_staged`): TF32 +5% on the H200, bf16 level. (That the
 //!   pairs were 8-byte stores at all needed `memory::store2` in inline assembly:
 //!   LLVM had split every one in two, docs/PERFORMANCE.md, session 13.)
 //!
