@@ -608,45 +608,28 @@ fn auto_takes_the_wide_split_kernel_for_the_largest_cluster_rows() {
     use rust_simt::ops::softmax::auto_kernel;
     assert_eq!(split_wide_max_cols(&g).unwrap(), 8 * 32768);
     let big = CLUSTER_MAX_COLS; // 262144: 8 chunks of 32768
-    assert_eq!(
-        auto_kernel(&g, 1, big, true).unwrap(),
-        SoftmaxKernel::SplitWide
-    );
-    assert_eq!(
-        auto_kernel(&g, 2, 200_000, true).unwrap(),
-        SoftmaxKernel::SplitWide
-    );
-    // Misaligned rows the wide kernel still takes (up to 3 floats more): the wide
-    // kernel too.
-    assert_eq!(
-        auto_kernel(&g, 2, 200_000, false).unwrap(),
-        SoftmaxKernel::SplitWide
-    );
-    // Three rows of 7 chunks (21, three waves of 8): the cluster for aligned rows, the
-    // wide kernel for unaligned ones (every other kernel reads them 4 bytes at a time).
-    assert_eq!(
-        auto_kernel(&g, 3, 200_000, true).unwrap(),
-        SoftmaxKernel::Cluster
-    );
-    assert_eq!(
-        auto_kernel(&g, 3, 200_000, false).unwrap(),
-        SoftmaxKernel::SplitWide
-    );
-    // Misaligned rows it cannot take (262144 + 3 columns), or three waves: the cluster.
-    assert_eq!(
-        auto_kernel(&g, 1, big, false).unwrap(),
-        SoftmaxKernel::Cluster
-    );
-    assert_eq!(
-        auto_kernel(&g, 3, big, true).unwrap(),
-        SoftmaxKernel::Cluster
-    );
-    assert_eq!(
-        auto_kernel(&g, 64, 65536, true).unwrap(),
-        SoftmaxKernel::Cluster
-    );
-    assert_eq!(
-        auto_kernel(&g, 1, big + 4, true).unwrap(),
-        SoftmaxKernel::Online
-    );
+    use SoftmaxKernel::{Cluster, Online, SplitWide};
+    // (rows, cols, rows 16-byte aligned, the kernel Auto takes)
+    for (rows, cols, aligned, want) in [
+        (1, big, true, SplitWide),
+        (2, 200_000, true, SplitWide),
+        // Misaligned rows the wide kernel still takes (up to 3 floats more).
+        (2, 200_000, false, SplitWide),
+        // Three rows of 7 chunks (21, three waves of 8): the cluster for aligned rows,
+        // the wide kernel for unaligned ones (every other kernel reads them 4 bytes at
+        // a time).
+        (3, 200_000, true, Cluster),
+        (3, 200_000, false, SplitWide),
+        // Misaligned rows it cannot take (262144 + 3 columns), or three waves: the cluster.
+        (1, big, false, Cluster),
+        (3, big, true, Cluster),
+        (64, 65536, true, Cluster),
+        (1, big + 4, true, Online),
+    ] {
+        assert_eq!(
+            auto_kernel(&g, rows, cols, aligned).unwrap(),
+            want,
+            "{rows} x {cols}, aligned {aligned}"
+        );
+    }
 }

@@ -545,8 +545,10 @@ fn tf32_matmul_propagates_nan_and_inf() {
     b[3 * n + 9] = f32::INFINITY;
     a[2 * k + 3] = 0.0;
     let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v));
-    let want: Vec<f32> = (0..m * n)
-        .map(|i| (0..k).map(|p| tf(a[i / n * k + p]) as f64 * tf(b[p * n + i % n]) as f64).sum::<f64>() as f32)
+    let (ar, br): (Vec<f32>, Vec<f32>) = (a.iter().map(|&v| tf(v)).collect(), b.iter().map(|&v| tf(v)).collect());
+    let want: Vec<f32> = rust_simt::reference::matmul(&ar, &br, m, n, k, k, n, false)
+        .into_iter()
+        .map(|v| v as f32)
         .collect();
     let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
     let mut c = poisoned(&g, m * n);

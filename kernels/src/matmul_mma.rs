@@ -152,7 +152,9 @@ pub(crate) unsafe fn write_c<const NT: usize>(
     let relu_of = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
     if vec && r0 + 64 <= m && c0 + 8 * NT <= n {
         // The warp's whole tile is inside C (every tile but the ragged edges'): no
-        // bounds tests, one branch for all 2·4·NT stores.
+        // bounds tests, one branch for all 2·4·NT stores. (Stage 6 sends its aligned
+        // interior tiles to `write_c_staged` instead, but without this path the
+        // checked loop alone made its TF32 kernel spill on sm_80: tests/ptx.rs.)
         unroll!(4, MI => {
             unroll!(8, NJ => {
                 if NJ < NT {

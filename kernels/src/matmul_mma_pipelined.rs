@@ -281,7 +281,6 @@ const _: () = assert!(
 /// and `c` 16-byte aligned; every thread of the block calls it (it has a barrier),
 /// after its last read of the pipeline's stages.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 unsafe fn write_c_staged(
     acc: &[[[f32; 4]; NT]; 4],
     c: *mut f32,
