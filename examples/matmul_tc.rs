@@ -2,8 +2,9 @@
 //!
 //! For each size: the inputs converted to bf16 / f16 on the device (round to nearest
 //! even), stage 5 (`mma.sync` from plain tiles), stage 6 (`cp.async` pipeline,
-//! swizzled tiles, `ldmatrix`) and, on Hopper and the emulator, stage 7 (`wgmma`, TMA,
-//! warp specialization) in bf16 and f16, and stages 6 and 7 in TF32 on the f32
+//! swizzled tiles, `ldmatrix`) and, on Hopper and the emulator, stage 6t (stage 6's
+//! `mma.sync` fed by TMA), stage 7 (`wgmma`, TMA,
+//! warp specialization) and 8 in bf16 and f16, and stages 6 to 8 in TF32 on the f32
 //! inputs; each checked against float64 on sampled rows, both of the rounded inputs
 //! (what the kernel must get right) and of the original f32 ones (what the precision
 //! costs), then timed. GPU if present, else the emulator (small sizes).
@@ -179,6 +180,7 @@ fn main() -> Result<()> {
             ("bf16 stage 6 (pipelined)", TcKernel::MmaPipelined),
         ];
         if hopper {
+            stages.push(("bf16 stage 6t (mma + TMA)", TcKernel::MmaTma));
             stages.push(("bf16 stage 7 (wgmma)", TcKernel::Wgmma));
             stages.push(("bf16 stage 8 (multicast)", TcKernel::WgmmaCluster));
         }
@@ -196,6 +198,7 @@ fn main() -> Result<()> {
         }
         let mut f16_stages = vec![("f16 stage 6 (pipelined)", TcKernel::MmaPipelined)];
         if hopper {
+            f16_stages.push(("f16 stage 6t (mma + TMA)", TcKernel::MmaTma));
             f16_stages.push(("f16 stage 7 (wgmma)", TcKernel::Wgmma));
             f16_stages.push(("f16 stage 8 (multicast)", TcKernel::WgmmaCluster));
         }
@@ -259,7 +262,8 @@ fn main() -> Result<()> {
         }
         let mut tf32_stages = vec![("tf32 stage 6 (pipelined)", TcKernel::MmaPipelined)];
         if hopper {
-            // Stage 7 includes its two rounding copies (A, and B transposed).
+            // Stages 6t, 7 and 8 include their two rounding copies (A, and B transposed).
+            tf32_stages.push(("tf32 stage 6t (mma + TMA)", TcKernel::MmaTma));
             tf32_stages.push(("tf32 stage 7 (wgmma)", TcKernel::Wgmma));
             tf32_stages.push(("tf32 stage 8 (multicast)", TcKernel::WgmmaCluster));
         }

@@ -528,7 +528,7 @@ fn sixteen_bit_output_is_the_f32_result_rounded() {
         cases.push(((1000, 1500, 1100), 1504, false, 3));
     }
     for (shape, ldc, a_aligned, off) in cases {
-        for stage in HOPPER_STAGES {
+        for stage in WGMMA_STAGES {
             check_out16::<bf16, bf16>(&g, stage, shape, ldc, a_aligned, off, bf);
             check_out16::<f16, f16>(&g, stage, shape, ldc, a_aligned, off, hf);
             check_out16::<bf16, f16>(&g, stage, shape, ldc, a_aligned, off, hf);
@@ -561,19 +561,21 @@ fn sixteen_bit_output_is_the_f32_result_rounded() {
             "k = 0: element {i} is {x}"
         );
     }
-    let e = matmul_tc(
-        &g,
-        TcKernel::MmaPipelined,
-        a.matrix(2, 4).unwrap(),
-        b.matrix(4, 2).unwrap(),
-        c.matrix_mut(2, 2).unwrap(),
-        Epilogue::None,
-    )
-    .unwrap_err();
-    assert!(
-        matches!(&e, SimtError::Unsupported(m) if m.contains("Hopper stage")),
-        "{e}"
-    );
+    for stage in [TcKernel::MmaPipelined, TcKernel::MmaTma] {
+        let e = matmul_tc(
+            &g,
+            stage,
+            a.matrix(2, 4).unwrap(),
+            b.matrix(4, 2).unwrap(),
+            c.matrix_mut(2, 2).unwrap(),
+            Epilogue::None,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, SimtError::Unsupported(m) if m.contains("wgmma stage")),
+            "{stage:?}: {e}"
+        );
+    }
 }
 
 /// A row stride of at least `n` f32 whose rows are 16-byte aligned, with a gap.
@@ -581,8 +583,10 @@ fn aligned_ld(n: usize) -> usize {
     n.next_multiple_of(4) + 4
 }
 
-/// Stages 7 and 8.
-const HOPPER_STAGES: [TcKernel; 2] = [TcKernel::Wgmma, TcKernel::WgmmaCluster];
+/// The stages that write a 16-bit C: 7 and 8.
+const WGMMA_STAGES: [TcKernel; 2] = [TcKernel::Wgmma, TcKernel::WgmmaCluster];
+/// Stages 6t (`mma.sync` fed by TMA), 7 and 8.
+const HOPPER_STAGES: [TcKernel; 3] = [TcKernel::MmaTma, TcKernel::Wgmma, TcKernel::WgmmaCluster];
 
 #[test]
 fn multicast_matmul_several_clusters() {
@@ -613,6 +617,8 @@ fn wgmma_matmul_every_thread_order() {
         let g = emulator(order);
         for stage in HOPPER_STAGES {
             check_wgmma::<bf16>(&g, stage, 140, 260, 136, 136, 264, 268, true);
+        }
+        for stage in WGMMA_STAGES {
             // A 16-bit C: through TMA (aligned rows) and plain stores (odd ldc).
             let bf = |x: f32| bf16::from_f32(x).to_bits();
             check_out16::<bf16, bf16>(&g, stage, (140, 264, 72), 272, true, 0, bf);

@@ -486,10 +486,7 @@ fn check_softmax(g: &Gpu, &(ki, xv, yv, vals, seed): &SoftmaxCase) -> Result<(),
     match r {
         Err(SimtError::TooLarge { .. }) if !takes => return Ok(()),
         // SplitAsync copies 16-byte vectors: a misaligned view is a Shape error.
-        Err(SimtError::Shape { .. }) if k == SoftmaxKernel::SplitAsync && !aligned =>
-        {
-            return Ok(())
-        }
+        Err(SimtError::Shape { .. }) if k == SoftmaxKernel::SplitAsync && !aligned => return Ok(()),
         // Clusters need Hopper.
         Err(SimtError::Unsupported(_)) if k == SoftmaxKernel::Cluster && !has_clusters(g) => {
             return Ok(())
@@ -797,7 +794,7 @@ fn matmul_every_kernel_any_view() {
 
 // ---- tensor cores ----------------------------------------------------------------------
 
-const TC_STAGES: [TcKernel; 4] = TcKernel::ALL;
+const TC_STAGES: [TcKernel; 5] = TcKernel::ALL;
 
 /// Whether a view's rows all start 16-byte aligned in a buffer of `eb`-byte elements
 /// (as the ops decide it: the start and the row stride, whatever the row count).
@@ -891,7 +888,7 @@ fn check_tc(
     let stage = TC_STAGES[si];
     // A 16-bit C on the Hopper stages; in f16 only without the stability case's
     // scale (its sums can pass f16's 65504).
-    let out16 = out16 && stage.is_hopper() && (bf || p.scale == 1.0);
+    let out16 = out16 && stage.writes_16bit() && (bf || p.scale == 1.0);
     let mut a = fill(seed, p.a.buffer_len(), Values::Unit);
     a.iter_mut().for_each(|v| *v *= p.scale);
     let b = fill(seed ^ 1, p.b.buffer_len(), Values::Unit);

@@ -479,7 +479,11 @@ fn tf32_matmul_against_f64() {
         let (lda, ldb, ldc) = (
             k.next_multiple_of(4) + pad,
             n.next_multiple_of(4) + pad,
-            if aligned_c { n.next_multiple_of(4) } else { n + 1 },
+            if aligned_c {
+                n.next_multiple_of(4)
+            } else {
+                n + 1
+            },
         );
         let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
         let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
@@ -539,13 +543,20 @@ fn tf32_matmul_propagates_nan_and_inf() {
     // A's column 3 (the k that meets it) a zero in row 2.
     let g = gpu();
     let (m, n, k) = (64usize, 72usize, 24usize);
-    let mut a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
-    let mut b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 11) as f32 - 5.0) / 8.0).collect();
+    let mut a: Vec<f32> = (0..m * k)
+        .map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0)
+        .collect();
+    let mut b: Vec<f32> = (0..k * n)
+        .map(|i| ((i * 5 % 11) as f32 - 5.0) / 8.0)
+        .collect();
     a[5 * k + 7] = f32::from_bits(0x7fff_ffff);
     b[3 * n + 9] = f32::INFINITY;
     a[2 * k + 3] = 0.0;
     let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v));
-    let (ar, br): (Vec<f32>, Vec<f32>) = (a.iter().map(|&v| tf(v)).collect(), b.iter().map(|&v| tf(v)).collect());
+    let (ar, br): (Vec<f32>, Vec<f32>) = (
+        a.iter().map(|&v| tf(v)).collect(),
+        b.iter().map(|&v| tf(v)).collect(),
+    );
     let want: Vec<f32> = rust_simt::reference::matmul(&ar, &br, m, n, k, k, n, false)
         .into_iter()
         .map(|v| v as f32)
@@ -564,7 +575,10 @@ fn tf32_matmul_propagates_nan_and_inf() {
     for (i, (&x, &y)) in got.iter().zip(&want).enumerate() {
         let (r, col) = (i / n, i % n);
         if y.is_nan() || y.is_infinite() {
-            assert!(x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()), "C[{r}][{col}] = {x}, want {y}");
+            assert!(
+                x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+                "C[{r}][{col}] = {x}, want {y}"
+            );
         } else {
             assert!((x - y).abs() <= 1e-4, "C[{r}][{col}] = {x}, want {y}");
         }

@@ -475,7 +475,7 @@ fn tensor_core_auto_picks_a_stage_that_runs_the_shape() {
             "{s:?}: {c:?}"
         );
         assert!(
-            c.iter().all(|k| s.out == OutType::F32 || k.is_hopper()),
+            c.iter().all(|k| s.out == OutType::F32 || k.writes_16bit()),
             "{s:?}: {c:?}"
         );
         if hopper || s.out == OutType::F32 && (s.aligned || s.input != "tf32") {

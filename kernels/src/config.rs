@@ -156,6 +156,15 @@ pub const TC_STAGE_BYTES: u32 = (TC_BM + TC_BN) * TC6_A_ROW_BYTES;
 /// Dynamic shared memory of the pipelined tensor-core kernels (96 KiB: two blocks per SM).
 pub const TC_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES;
 
+/// Tensor-core matmul, stage 6t (`mma.sync` fed by TMA, sm_90a): columns of B per TMA box of the 16-bit kernels (128
+/// bytes, the 128-byte swizzle's span); a K step's B is `TC_BN / TC6T_B_BOX_COLS` boxes.
+pub const TC6T_B_BOX_COLS: u32 = 64;
+/// Tensor-core matmul, stage 6t: dynamic shared memory: stage 6's stages, a full and
+/// an empty mbarrier per stage and one for the epilogue, and 1 KiB of slack to align
+/// the stages to 1024 bytes (the TMA swizzle's period). Two blocks per SM.
+pub const TC6T_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES + 8 * (2 * TC_STAGES + 1) + 1024;
+const _: () = assert!(2 * (TC6T_SMEM_BYTES + 1024) <= 228 * 1024);
+
 /// Hopper matmul (stage 7, `wgmma` + TMA): rows of C per tile (two consumer
 /// warpgroups of 64 rows).
 pub const WG_BM: u32 = 128;

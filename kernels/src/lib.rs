@@ -24,6 +24,7 @@
 //! | [`matmul_cluster_splitk`] | the tile kernels with K split over a thread-block cluster, the slices added through distributed shared memory in one launch (Hopper, sm_90a module) |
 //! | [`matmul_gemv`] | a row times a matrix, a matrix times a column: memory-bound products at copy bandwidth |
 //! | [`matmul_mma`], [`matmul_mma_pipelined`] | matmul + ReLU on tensor cores (bf16, f16, tf32), stages 5 and 6 |
+//! | [`matmul_mma_tma`] | stage 6's `mma.sync` warps fed by TMA through an mbarrier ring, a producer warp (Hopper, sm_90a module): stage 6t |
 //! | [`matmul_wgmma`] | matmul + ReLU with `wgmma` and TMA (bf16, f16; Hopper, sm_90a module), stage 7 |
 //! | [`tf32_prep`] | TF32 rounding copy (and transpose) of f32 operands, for the Hopper TF32 matmul |
 //! | [`util`] | fills (poisoning, zeroing, L2 flushes) |
@@ -45,6 +46,9 @@ pub mod softmax_parts;
 // declaration is gated), and the cluster split-K kernels of sm_90a reuse the loops.
 pub mod matmul_tiles;
 pub mod matmul_tiles_async;
+// Likewise the mma.sync stages' fragment and epilogue code serves stage 6t (sm_90a).
+pub mod matmul_mma;
+pub mod matmul_mma_pipelined;
 
 /// Declares modules that are compiled for the host (the emulator) and for every PTX
 /// target except `sm_90a`, whose module holds only the Hopper kernels.
@@ -66,9 +70,7 @@ macro_rules! hopper {
 portable!(
     convert,
     gelu,
-    matmul_mma,
     matmul_gemv,
-    matmul_mma_pipelined,
     matmul_naive,
     matmul_tiled,
     matmul_tiled_db,
@@ -89,6 +91,7 @@ portable!(
 hopper!(
     hopper_probes,
     matmul_cluster_splitk,
+    matmul_mma_tma,
     matmul_wgmma,
     matmul_wgmma_cluster,
     softmax_cluster

@@ -15,6 +15,11 @@
 //! Rows are padded (A by 8 elements, B by 8) so that a warp's fragment loads fall
 //! in distinct banks. Stage 6 replaces the element-wise staging with 16-byte
 //! `cp.async` copies in a 4-deep pipeline and the fragment loads with `ldmatrix`.
+// The Hopper module reuses the fragment and epilogue code (stage 6t) but not the kernels.
+#![cfg_attr(
+    all(target_arch = "nvptx64", simt_target = "sm_90a"),
+    allow(dead_code, unused_imports)
+)]
 use crate::config::{TC_BK, TC_BM, TC_BN, TC_THREADS, TC_WARP_M, TC_WARP_N};
 use crate::params::MatmulParams16;
 use simt_std::memory::store2;
@@ -208,6 +213,7 @@ pub(crate) unsafe fn write_c<const NT: usize>(
     });
 }
 
+#[cfg(any(not(target_arch = "nvptx64"), not(simt_target = "sm_90a")))]
 kernel! {
     /// `C = epilogue(A · B)` on tensor cores, bf16 inputs, f32 accumulation and output.
     ///
@@ -233,6 +239,7 @@ kernel! {
     }
 }
 
+#[cfg(any(not(target_arch = "nvptx64"), not(simt_target = "sm_90a")))]
 kernel! {
     /// `C = epilogue(A · B)` on tensor cores, f16 inputs. As [`matmul_mma_bf16()`].
     ///

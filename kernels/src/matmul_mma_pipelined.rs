@@ -38,16 +38,21 @@
 //!
 //! The host sends only aligned problems here (rows of A and B 16-byte aligned:
 //! strides a multiple of 8 elements, or 4 for TF32); others take stage 5.
+// The Hopper module reuses the fragment and epilogue code (stage 6t) but not the kernels.
+#![cfg_attr(
+    all(target_arch = "nvptx64", simt_target = "sm_90a"),
+    allow(dead_code, unused_imports)
+)]
 use crate::config::{
     TC6_A_ROW_BYTES, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM, TC_BN, TC_SMEM_BYTES,
     TC_STAGES, TC_STAGE_BYTES, TC_WARP_M,
 };
 use crate::matmul_mma::write_c;
 use crate::params::{MatmulParams, MatmulParams16};
+use simt_std::memory::store4;
 use simt_std::mma::{
     ldmatrix_row_addr, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, mma_f16, mma_tf32, to_tf32,
 };
-use simt_std::memory::store4;
 use simt_std::pipeline::{commit, copy_async, wait};
 use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
@@ -65,14 +70,14 @@ const _: () = assert!(
         && TC_BN == 128
 );
 /// Bytes per row of A in a stage, and its 16-byte chunks.
-const A_ROW: u32 = TC6_A_ROW_BYTES;
+pub(crate) const A_ROW: u32 = TC6_A_ROW_BYTES;
 const A_CHUNKS: u32 = A_ROW / 16;
 /// `mma` steps per K step (k16 for 16-bit inputs, k8 for TF32: both 32 bytes of A's row).
-const KSTEPS: u32 = A_ROW / 32;
+pub(crate) const KSTEPS: u32 = A_ROW / 32;
 /// n8 tiles per warp.
-const NT: usize = (TC6_WARP_N / 8) as usize;
+pub(crate) const NT: usize = (TC6_WARP_N / 8) as usize;
 /// Warps across the block tile's columns.
-const WARPS_N: u32 = TC_BN / TC6_WARP_N;
+pub(crate) const WARPS_N: u32 = TC_BN / TC6_WARP_N;
 /// 16-byte copies per thread per operand and stage (`TC_BM · A_CHUNKS` chunks each).
 const CP: usize = (TC_BM * A_CHUNKS / TC6_THREADS) as usize;
 const _: () = assert!(
@@ -83,7 +88,7 @@ const _: () = assert!(
 /// (128 registers) they would spill.
 const DOUBLE_BUFFER: bool = TC6_WARP_N == 64 && KSTEPS == 2;
 /// Bytes of A per stage (128 rows of 64 bytes); B follows.
-const A_BYTES: u32 = TC_BM * A_ROW;
+pub(crate) const A_BYTES: u32 = TC_BM * A_ROW;
 const _: () = assert!(TC_STAGE_BYTES == 2 * A_BYTES && TC_SMEM_BYTES == STAGES * TC_STAGE_BYTES);
 
 /// Physical 16-byte chunk of logical chunk `c` in row `row` of an A tile of
@@ -120,7 +125,7 @@ pub const GROUP_M: u32 = 8;
 /// The `(row, col)` of C where this block's tile starts: the grid is `(n tiles, m
 /// tiles)`, visited in [`grouped_tile`] order.
 #[inline(always)]
-fn block_origin() -> (u32, u32) {
+pub(crate) fn block_origin() -> (u32, u32) {
     let (b, g) = (block_idx(), grid_dim());
     let (pm, pn) = grouped_tile(b.y * g.x + b.x, g.y, g.x, GROUP_M);
     (pm * TC_BM, pn * TC_BN)
@@ -247,7 +252,11 @@ unsafe fn load_chunk<const EB: u32>(dst: Smem<u8>, src: *const u8, valid: u32, e
                 (src as *const u16).add(i as usize).read() as u32
             }
         };
-        let (word, shift) = if EB == 4 { (i, 0) } else { (i / 2, 16 * (i % 2)) };
+        let (word, shift) = if EB == 4 {
+            (i, 0)
+        } else {
+            (i / 2, 16 * (i % 2))
+        };
         w[word as usize] |= bits << shift;
         i += 1;
     }
@@ -289,14 +298,37 @@ unsafe fn write_c_staged(
     col0: u32,
     relu: bool,
 ) {
-    // Recomputed here rather than kept live through the K loop (the TF32 kernel sits at
-    // 255 registers; passed in, they cost it a spill).
-    let (w, lane) = (warp_id(), lane_id());
-    let (r0, c0) = (row0 + w / WARPS_N * TC_WARP_M, col0 + w % WARPS_N * TC6_WARP_N);
     // No copy is in flight (the last groups were empty) and every warp has read its
     // last fragments: the stages may be overwritten.
     wait::<0>();
     sync_threads();
+    // SAFETY: the caller's contract, and the stages are free (above).
+    unsafe { store_staged(acc, c, ldc, row0, col0, relu) }
+}
+
+/// [`write_c_staged`] once the stages are free: the accumulators through this warp's
+/// staging tile (at the start of the dynamic shared memory) into C.
+///
+/// # Safety
+/// As [`write_c_staged`], and no thread of the block reads or writes the first
+/// `4 · 64 · STAGE_LD` floats of the dynamic shared memory any more, nor will (the
+/// caller made sure, with a barrier among the warps that call this).
+#[inline(always)]
+pub(crate) unsafe fn store_staged(
+    acc: &[[[f32; 4]; NT]; 4],
+    c: *mut f32,
+    ldc: u32,
+    row0: u32,
+    col0: u32,
+    relu: bool,
+) {
+    // Recomputed here rather than kept live through the K loop (the TF32 kernel sits at
+    // 255 registers; passed in, they cost it a spill).
+    let (w, lane) = (warp_id(), lane_id());
+    let (r0, c0) = (
+        row0 + w / WARPS_N * TC_WARP_M,
+        col0 + w % WARPS_N * TC6_WARP_N,
+    );
     let tile = dynamic_shared::<f32>().add((w * TC_WARP_M * STAGE_LD) as usize);
     let (g, t) = (lane / 4, lane % 4);
     let relu_of = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
@@ -332,10 +364,60 @@ unsafe fn write_c_staged(
     });
 }
 
+/// A warp's A fragments of one k16 step (k8 for TF32) of a stage: the 4 m16 tiles at
+/// rows `wm ..` of the stage's `[128][A_ROW]` tile, [`swz_a`]-swizzled, each by one
+/// `ldmatrix.x4`. `round`: round each f32 to TF32 (`cvt.rna`) on the way.
+///
+/// # Safety
+/// `base` is a stage (16-byte aligned, its A tile landed and published to this warp);
+/// the whole warp calls it.
+#[inline(always)]
+pub(crate) unsafe fn a_frags(base: Smem<u8>, wm: u32, kk: u32, round: bool) -> [[u32; 4]; 4] {
+    let (lr, lc) = ldmatrix_row_addr(lane_id());
+    let mut af = [[0u32; 4]; 4];
+    unroll!(4, MI => {
+        let row = wm + MI as u32 * 16 + lr;
+        let c = kk * 2 + lc / 8;
+        // SAFETY: inside the stage's A tile (the caller's contract), 16-byte aligned.
+        let raw = unsafe { ldmatrix_x4(base.add((row * A_ROW + swz_a(row, c) * 16) as usize)) };
+        // An 8x8 matrix of 16-bit elements is an 8x4 matrix of f32: for TF32 the
+        // same load gives the (g, t) / (g+8, t) / (g, t+4) / (g+8, t+4) fragment.
+        af[MI] = if round { raw.map(|x| to_tf32(f32::from_bits(x))) } else { raw };
+    });
+    af
+}
+
+/// `acc += A · B` for a warp's `64 x 8·NT` tile: 4 x NT `mma`s of `KIND`
+/// ([`BF16`], [`F16`] or [`TF32`]) from one step's fragments.
+///
+/// # Safety
+/// The whole warp calls it, converged.
+#[inline(always)]
+pub(crate) unsafe fn mma_tile<const KIND: u32>(
+    acc: &mut [[[f32; 4]; NT]; 4],
+    af: &[[u32; 4]; 4],
+    bf: &[[u32; 2]; NT],
+) {
+    unroll!(4, MI => {
+        unroll!(8, NJ => {
+            if NJ < NT {
+                // SAFETY: the caller's contract.
+                acc[MI][NJ] = unsafe {
+                    match KIND {
+                        BF16 => mma_bf16(af[MI], bf[NJ], acc[MI][NJ]),
+                        F16 => mma_f16(af[MI], bf[NJ], acc[MI][NJ]),
+                        _ => mma_tf32(af[MI], bf[NJ], acc[MI][NJ]),
+                    }
+                };
+            }
+        });
+    });
+}
+
 /// Which inputs a launch multiplies.
-const BF16: u32 = 0;
-const F16: u32 = 1;
-const TF32: u32 = 2;
+pub(crate) const BF16: u32 = 0;
+pub(crate) const F16: u32 = 1;
+pub(crate) const TF32: u32 = 2;
 
 /// One product, as the body needs it: byte pointers and strides of A and B.
 #[derive(Clone, Copy)]
@@ -452,33 +534,13 @@ unsafe fn body<const KIND: u32>(p: Problem) {
                 }
             });
         }
-        let mut af = [[0u32; 4]; 4];
-        unroll!(4, MI => {
-            let row = wm + MI as u32 * 16 + lr;
-            let c = kk * 2 + lc / 8;
-            // SAFETY: as above.
-            let raw = unsafe { ldmatrix_x4(base.add((row * A_ROW + swz_a(row, c) * 16) as usize)) };
-            // An 8x8 matrix of 16-bit elements is an 8x4 matrix of f32: for TF32 the
-            // same load gives the (g, t) / (g+8, t) / (g, t+4) / (g+8, t+4) fragment.
-            af[MI] = if tf32 { raw.map(|x| to_tf32(f32::from_bits(x))) } else { raw };
-        });
+        // SAFETY: as above.
+        let af = unsafe { a_frags(base, wm, kk, tf32) };
         (af, bf)
     };
     let mma_all = |acc: &mut [[[f32; 4]; NT]; 4], (af, bf): ([[u32; 4]; 4], [[u32; 2]; NT])| {
-        unroll!(4, MI => {
-            unroll!(8, NJ => {
-                if NJ < NT {
-                    // SAFETY: the whole warp executes every mma (no divergence in the loop).
-                    acc[MI][NJ] = unsafe {
-                        match KIND {
-                            BF16 => mma_bf16(af[MI], bf[NJ], acc[MI][NJ]),
-                            F16 => mma_f16(af[MI], bf[NJ], acc[MI][NJ]),
-                            _ => mma_tf32(af[MI], bf[NJ], acc[MI][NJ]),
-                        }
-                    };
-                }
-            });
-        });
+        // SAFETY: the whole warp executes every mma (no divergence in the loop).
+        unsafe { mma_tile::<KIND>(acc, &af, &bf) }
     };
     if DOUBLE_BUFFER && !tf32 {
         // Fragments double-buffered across the barrier: step kt's second half is
@@ -548,6 +610,7 @@ unsafe fn body<const KIND: u32>(p: Problem) {
     };
 }
 
+#[cfg(any(not(target_arch = "nvptx64"), not(simt_target = "sm_90a")))]
 kernel! {
     /// `C = epilogue(A · B)` on tensor cores, bf16 inputs, f32 accumulation and output,
     /// fed by a 4-stage `cp.async` pipeline and `ldmatrix` from swizzled tiles.
@@ -578,6 +641,7 @@ kernel! {
     }
 }
 
+#[cfg(any(not(target_arch = "nvptx64"), not(simt_target = "sm_90a")))]
 kernel! {
     /// As [`matmul_mma_pipelined_bf16()`], f16 inputs.
     ///
@@ -590,6 +654,7 @@ kernel! {
     }
 }
 
+#[cfg(any(not(target_arch = "nvptx64"), not(simt_target = "sm_90a")))]
 kernel! {
     /// `C = epilogue(A · B)` on tensor cores in TF32: f32 inputs rounded to TF32
     /// (`cvt.rna`), f32 accumulation and output, as PyTorch with

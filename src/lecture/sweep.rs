@@ -256,7 +256,11 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                     // `Auto` picks, so it is named for that and not "fused".
                     push(
                         op,
-                        if n > softmax::REGISTER_MAX_COLS { "rust-simt auto" } else { "rust-simt fused" },
+                        if n > softmax::REGISTER_MAX_COLS {
+                            "rust-simt auto"
+                        } else {
+                            "rust-simt fused"
+                        },
                         &shape,
                         b.run(|| softmax::softmax(gpu, x.matrix(m, n)?, y.matrix_mut(m, n)?))?
                             .median_ms,

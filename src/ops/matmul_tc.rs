@@ -26,15 +26,15 @@
 //! nothing, `k = 0` writes `epilogue(0) = 0`.
 use cust::memory::DeviceCopy;
 pub use half::{bf16, f16};
-use kernels::config::{TC_BM, TC_BN};
+use kernels::config::{TC6T_B_BOX_COLS, TC6_BK, TC6_BK_TF32, TC_BM, TC_BN};
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
     Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma, OutType,
     Tf32CopyParams,
 };
 use kernels::{
-    convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_wgmma as s7,
-    matmul_wgmma_cluster as s8,
+    convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_mma_tma as s6t,
+    matmul_wgmma as s7, matmul_wgmma_cluster as s8,
 };
 use simt::{
     dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, TensorMap,
@@ -52,6 +52,11 @@ pub enum TcKernel {
     /// Stage 6: 3-stage `cp.async` pipeline, swizzled tiles, `ldmatrix`. Views whose
     /// rows are not 16-byte aligned run stage 5 instead.
     MmaPipelined,
+    /// Stage 6t (Hopper, compute capability 9.0 only): stage 6's `mma.sync` warps fed
+    /// by TMA copies through an mbarrier ring (one thread issues them), f32 C. TF32
+    /// goes through the rounding copies of stage 7. Views whose rows are not 16-byte
+    /// aligned run stage 5; another device is [`SimtError::Unsupported`].
+    MmaTma,
     /// Stage 7 (Hopper, compute capability 9.0 only): `wgmma` from shared memory,
     /// TMA copies, an mbarrier ring, a producer and two consumer warpgroups. Views
     /// whose rows are not 16-byte aligned run stage 5 (with a 16-bit C: into a
@@ -80,8 +85,17 @@ impl TcKernel {
         }
     }
 
-    /// Whether this stage is one of the Hopper stages (7 or 8).
+    /// Whether this stage needs a Hopper GPU (stages 6t, 7 and 8: the sm_90a module).
     pub fn is_hopper(self) -> bool {
+        matches!(
+            self,
+            TcKernel::MmaTma | TcKernel::Wgmma | TcKernel::WgmmaCluster
+        )
+    }
+
+    /// Whether this stage writes a 16-bit C itself (the `wgmma` stages 7 and 8); the
+    /// others write f32 only.
+    pub fn writes_16bit(self) -> bool {
         matches!(self, TcKernel::Wgmma | TcKernel::WgmmaCluster)
     }
 
@@ -90,6 +104,7 @@ impl TcKernel {
         match self {
             TcKernel::Mma => "mma",
             TcKernel::MmaPipelined => "mma_pipelined",
+            TcKernel::MmaTma => "mma_tma",
             TcKernel::Wgmma => "wgmma",
             TcKernel::WgmmaCluster => "wgmma_cluster",
             TcKernel::Auto => "auto",
@@ -106,9 +121,10 @@ impl TcKernel {
 
     /// Every stage, in the order of the progression (not [`Auto`](Self::Auto), which
     /// picks one of them).
-    pub const ALL: [TcKernel; 4] = [
+    pub const ALL: [TcKernel; 5] = [
         TcKernel::Mma,
         TcKernel::MmaPipelined,
+        TcKernel::MmaTma,
         TcKernel::Wgmma,
         TcKernel::WgmmaCluster,
     ];
@@ -169,13 +185,14 @@ impl TcInput for bf16 {
         match stage {
             TcKernel::Mma => go::<s5::matmul_mma_bf16, _>(gpu, grid, p),
             TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_bf16, _>(gpu, grid, p),
-            TcKernel::Wgmma | TcKernel::WgmmaCluster | TcKernel::Auto => {
+            TcKernel::MmaTma | TcKernel::Wgmma | TcKernel::WgmmaCluster | TcKernel::Auto => {
                 unreachable!("Hopper stages launch through launch_tma; Auto is resolved first")
             }
         }
     }
     fn launch_tma(gpu: &Gpu, stage: TcKernel, p: MatmulParamsTma) -> Result<()> {
         match stage {
+            TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_bf16>(gpu, p),
             TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_bf16>(gpu, p),
             _ => go_hopper::<s7::matmul_wgmma_bf16>(gpu, p),
         }
@@ -188,13 +205,14 @@ impl TcInput for f16 {
         match stage {
             TcKernel::Mma => go::<s5::matmul_mma_f16, _>(gpu, grid, p),
             TcKernel::MmaPipelined => go::<s6::matmul_mma_pipelined_f16, _>(gpu, grid, p),
-            TcKernel::Wgmma | TcKernel::WgmmaCluster | TcKernel::Auto => {
+            TcKernel::MmaTma | TcKernel::Wgmma | TcKernel::WgmmaCluster | TcKernel::Auto => {
                 unreachable!("Hopper stages launch through launch_tma; Auto is resolved first")
             }
         }
     }
     fn launch_tma(gpu: &Gpu, stage: TcKernel, p: MatmulParamsTma) -> Result<()> {
         match stage {
+            TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_f16>(gpu, p),
             TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_f16>(gpu, p),
             _ => go_hopper::<s7::matmul_wgmma_f16>(gpu, p),
         }
@@ -207,7 +225,7 @@ fn check_hopper(gpu: &Gpu, op: &'static str) -> Result<()> {
         return Ok(());
     }
     Err(SimtError::Unsupported(format!(
-        "{op}: stages 7 and 8 (wgmma, TMA) need compute capability 9.0 (an H100 or H200), this device is {}; use TcKernel::best(gpu)",
+        "{op}: stages 6t, 7 and 8 (TMA, wgmma) need compute capability 9.0 (an H100 or H200), this device is {}; use TcKernel::best(gpu)",
         gpu.props().sm()
     )))
 }
@@ -226,6 +244,11 @@ fn go_hopper<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma
     };
     let grid = work.min(slots.max(1)) * c;
     go::<K, _>(gpu, dim3(grid as u32, 1, 1), p)
+}
+
+/// Launches stage 6t: one block per 128x128 tile of C.
+fn go_tiles<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma) -> Result<()> {
+    go::<K, _>(gpu, grid("matmul_tc", p.m, p.n)?, p)
 }
 
 /// Tensor cores need sm_80 (Ampere) or newer.
@@ -305,9 +328,9 @@ pub fn matmul_tc<T: TcInput, O: TcOutput>(
         })?;
         return matmul_tc(gpu, chosen, a, b, c, epilogue);
     }
-    if O::TYPE != OutType::F32 && !stage.is_hopper() {
+    if O::TYPE != OutType::F32 && !stage.writes_16bit() {
         return Err(SimtError::Unsupported(format!(
-            "{op}: a {} C needs a Hopper stage (TcKernel::Wgmma or TcKernel::WgmmaCluster); {stage:?} writes f32: pass an f32 C and convert it",
+            "{op}: a {} C needs a wgmma stage (TcKernel::Wgmma or TcKernel::WgmmaCluster); {stage:?} writes f32: pass an f32 C and convert it",
             std::any::type_name::<O>()
         )));
     }
@@ -331,7 +354,10 @@ pub fn matmul_tc<T: TcInput, O: TcOutput>(
     }
     if stage.is_hopper() && aligned {
         check_hopper(gpu, op)?;
-        // Boxes: A 128 rows x 64 columns (one 128-byte row of K), B 64 k-rows x 64 columns.
+        // Boxes: A 128 rows x 64 columns (one 128-byte row of K), B 64 k-rows x 64
+        // columns: the same for stage 6t's smaller tiles (2 B boxes) and stage 7's.
+        const _: () =
+            assert!(TC_BM == WG_BM && TC6_BK == WG_BK && TC6T_B_BOX_COLS == WG_B_BOX_COLS);
         let am = TensorMap::tiled(gpu, a, WG_BM, WG_BK, TmaSwizzle::B128)?;
         let bm = TensorMap::tiled(gpu, b, WG_BK, WG_B_BOX_COLS, TmaSwizzle::B128)?;
         let cm = c_map(gpu, stage, &c)?;
@@ -426,8 +452,10 @@ pub fn matmul_tf32(
 /// [`matmul_tf32`]; [`TcKernel::Wgmma`] (compute capability 9.0) first writes `A`
 /// and `Bᵀ` rounded to TF32 into the `Gpu`'s scratch buffers
 /// ([`kernels::tf32_prep`]: `wgmma` reads tf32 K-major only and rounds nothing), then
-/// multiplies them with stage 7; it takes any strides. [`TcKernel::Mma`] has no TF32
-/// kernel: [`SimtError::Unsupported`].
+/// multiplies them with stage 7; it takes any strides. [`TcKernel::WgmmaCluster`] and
+/// [`TcKernel::MmaTma`] do the same (stage 6t then reads both operands with
+/// `ldmatrix` and rounds nothing in its loop). [`TcKernel::Mma`] has no TF32 kernel:
+/// [`SimtError::Unsupported`].
 pub fn matmul_tf32_with(
     gpu: &Gpu,
     stage: TcKernel,
@@ -460,7 +488,7 @@ pub fn matmul_tf32_with(
                 "{op}: stage 5 has no TF32 kernel; use TcKernel::MmaPipelined, TcKernel::Wgmma or TcKernel::WgmmaCluster"
             )))
         }
-        TcKernel::Wgmma | TcKernel::WgmmaCluster => {}
+        TcKernel::MmaTma | TcKernel::Wgmma | TcKernel::WgmmaCluster => {}
     }
     let (m, n, k) = check(gpu, op, &a, &b, &c)?;
     check_device(gpu, op)?;
@@ -506,6 +534,9 @@ pub fn matmul_tf32_with(
         // earlier user of the slot); the grid covers src with the kernel's block.
         unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (p,))? };
     }
+    // Boxes of one 128-byte row of K (32 f32) for every stage; rows: A 128, Bᵀ a
+    // stage's columns of C per copy.
+    const _: () = assert!(TC_BM == WG_BM && TC6_BK_TF32 == WG_BK / 2);
     let am = TensorMap::tiled(
         gpu,
         ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
@@ -516,10 +547,10 @@ pub fn matmul_tf32_with(
     let bm = TensorMap::tiled(
         gpu,
         bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
-        if stage == TcKernel::WgmmaCluster {
-            s8::TF32_B_BOX_ROWS
-        } else {
-            WG_BN
+        match stage {
+            TcKernel::WgmmaCluster => s8::TF32_B_BOX_ROWS,
+            TcKernel::MmaTma => TC_BN,
+            _ => WG_BN,
         },
         WG_BK / 2,
         TmaSwizzle::B128,
@@ -527,6 +558,7 @@ pub fn matmul_tf32_with(
     let cm = c_map(gpu, stage, &c)?;
     let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
     match stage {
+        TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_tf32>(gpu, p),
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
     }
@@ -582,6 +614,9 @@ pub fn tc_candidates(gpu: &Gpu, s: TcShape) -> Vec<TcKernel> {
         }
     }
     if hopper {
+        if s.out == OutType::F32 && (s.aligned || tf32) {
+            v.push(TcKernel::MmaTma);
+        }
         if s.aligned || tf32 {
             v.push(TcKernel::Wgmma);
         }

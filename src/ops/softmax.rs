@@ -280,9 +280,11 @@ pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result
         // cluster's 0.0838).
         let waves = if aligned { 2 } else { 3 };
         let cols = wide_cols(cols, aligned);
-        Ok(rows.saturating_mul(cols.div_ceil(SOFTMAX_WIDE_CHUNK as usize))
-            <= waves * split_wide_capacity(gpu)? as usize
-            && cols <= split_wide_max_cols(gpu)?)
+        Ok(
+            rows.saturating_mul(cols.div_ceil(SOFTMAX_WIDE_CHUNK as usize))
+                <= waves * split_wide_capacity(gpu)? as usize
+                && cols <= split_wide_max_cols(gpu)?,
+        )
     };
     if let Some(i) = cluster_config(cols).filter(|_| has_clusters(gpu)) {
         // One slice a block: always the cluster. Two (one block per SM): the wide

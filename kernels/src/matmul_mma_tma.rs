@@ -1,0 +1,369 @@
+//! Matmul + ReLU, stage 6t: stage 6's `mma.sync` warps, fed by TMA through an
+//! mbarrier ring instead of `cp.async` (sm_90a only).
+//!
+//! Stage 6 ([`matmul_mma_pipelined`](crate::matmul_mma_pipelined)) spends about a
+//! quarter of its instructions on copies: every thread issues 16 `cp.async` of 16
+//! bytes per K step, each with its own source and destination address, and on the
+//! H200 14% of its stall samples are waits to overwrite the address registers of
+//! copies still queued (docs/PERFORMANCE.md, session 13). Here the copies leave the
+//! multiplying warps entirely:
+//! * **One thread moves the tiles.** Warp 0's first thread issues one TMA copy of A's `128 x 64` box and two of B's `64 x 64` boxes per K step
+//!   ([`simt_std::tma`]): the copy engine computes the addresses, zero-fills past the
+//!   matrix edges and writes the 128-byte swizzle. That swizzle is stage 6's own
+//!   [`swz_a`]: 16-byte chunk `c` of row `r` lands at chunk `c ^ (r % 8)` of its
+//!   128-byte row, so A's `ldmatrix` addressing is unchanged and conflict-free; B
+//!   arrives as two boxes of 128-byte k-rows, swizzled the same way ([`b_offset`]).
+//! * **Barriers per stage, not per block.** Each stage has a *full* mbarrier (warp 0
+//!   announces its bytes, the copies complete it) and an *empty* one (each warp
+//!   arrives once it has read the stage). Warps 1-3 wait only for their data; warp 0
+//!   also waits, before each refill, until all four have read the stage. No
+//!   `sync_threads` in the K loop.
+//! * **No producer warp.** A fifth warp would cost registers: 10 warps on an SM's 4
+//!   sub-partitions put 3 on some, and ptxas then caps every thread at 168 registers
+//!   (against stage 6's 245): 440 bytes of spills.
+//! * **TF32 without rounding in the loop.** The host first writes A and `Bᵀ` rounded
+//!   to TF32 ([`crate::tf32_prep`], as for stage 7): both are K-major with 128-byte
+//!   rows of 32 f32, so B's fragments come from `ldmatrix` like A's (an 8x8 matrix of
+//!   16-bit elements is an 8x4 matrix of f32: rows of `Bᵀ` are columns of B, and lane
+//!   `(g, t)` gets `B[k = t][n = g]`, the TF32 B fragment). Stage 6 reads them as 16
+//!   scalar words and rounds every element with `cvt.rna` per use, twice (two warps
+//!   share each element).
+//!
+//! Phases: stage `s = kt % TC_STAGES` is filled for the `kt / TC_STAGES`-th time at K
+//! step `kt`; the multiplying warps wait for parity `(kt / TC_STAGES) % 2` of
+//! `full[s]`, and the producer, before refilling it, for parity
+//! `(kt / TC_STAGES - 1) % 2` of `empty[s]`.
+//!
+//! `simt_std::mbarrier`'s rule 4 keeps the issuing thread out of the waiting warps.
+//! It comes from two probes that hung on the H100; the same probes also hung with the
+//! issuing thread in a warpgroup of its own, so the pattern is not established as the
+//! cause. Here warp 0 is converged whenever it waits: all its lanes wait for the empty
+//! barrier, lane 0 issues, the warp reconverges, then all wait for the full one.
+//!
+//! The host sends only problems whose rows of A and B start 16-byte aligned (TMA), on
+//! compute capability 9.0, with an f32 C.
+use crate::config::{
+    TC6T_B_BOX_COLS, TC6T_SMEM_BYTES, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM,
+    TC_BN, TC_STAGES, TC_STAGE_BYTES, TC_WARP_M,
+};
+use crate::matmul_mma::write_c;
+use crate::matmul_mma_pipelined::{
+    a_frags, block_origin, mma_tile, store_staged, swz_a, A_BYTES, A_ROW, BF16, F16, KSTEPS,
+    NT, TF32, WARPS_N,
+};
+use crate::params::MatmulParamsTma;
+use simt_std::mbarrier;
+use simt_std::mma::{ldmatrix_row_addr, ldmatrix_x4, ldmatrix_x4_trans};
+use simt_std::shared::{dynamic_shared, Smem};
+use simt_std::thread::{sync_threads, thread_idx};
+use simt_std::tma;
+use simt_std::warp::{lane_id, warp_id};
+use simt_std::{kernel, unroll};
+
+const STAGES: u32 = TC_STAGES;
+/// The block's warps; each multiplies, warp 0's lane 0 also issues the copies.
+const WARPS: u32 = TC6_THREADS / 32;
+/// Bytes of one B box: `TC6_BK` k-rows of 128 bytes (`TC6T_B_BOX_COLS` 16-bit columns).
+const B_BOX_BYTES: u32 = TC6_BK * TC6T_B_BOX_COLS * 2;
+const _: () = assert!(
+    A_ROW == 128
+        && TC6T_B_BOX_COLS * 2 == 128
+        && A_BYTES % 1024 == 0
+        && B_BOX_BYTES % 1024 == 0
+        && TC_STAGE_BYTES == A_BYTES + (TC_BN / TC6T_B_BOX_COLS) * B_BOX_BYTES
+        // TF32: Bᵀ's tile is TC_BN rows of 128 bytes, as big as A's.
+        && TC_BN * A_ROW == A_BYTES
+        && TC6T_SMEM_BYTES == STAGES * TC_STAGE_BYTES + 8 * (2 * STAGES + 1) + 1024
+);
+
+/// Byte offset, inside a stage's B (16-bit inputs), of 16-byte chunk `c` (0..16, 8
+/// columns each) of k-row `kr`: box `c / 8`, row `kr` of 128 bytes, chunk `c % 8`
+/// XOR `kr % 8` (the TMA's 128-byte swizzle; the box starts 1024-byte aligned). The
+/// 8 rows an `ldmatrix` reads at one chunk use 8 distinct 16-byte bank groups.
+#[inline(always)]
+pub const fn b_offset(kr: u32, c: u32) -> u32 {
+    (c / 8) * B_BOX_BYTES + kr * 128 + ((c % 8) ^ (kr & 7)) * 16
+}
+
+/// The stage ring in dynamic shared memory: the stages from the first 1024-byte
+/// boundary (the swizzle is a function of address bits 7-9; the launch asks for
+/// 1 KiB of slack), then `STAGES` full barriers, `STAGES` empty ones and the
+/// epilogue's.
+#[derive(Clone, Copy)]
+struct Ring {
+    smem: Smem<u8>,
+}
+
+impl Ring {
+    #[inline(always)]
+    fn new() -> Ring {
+        let raw = dynamic_shared::<u8>();
+        let pad = (1024 - raw.window_addr() % 1024) % 1024;
+        Ring {
+            smem: raw.add(pad as usize),
+        }
+    }
+    /// Stage `s`: A `[128][128 bytes]`, then B's boxes (or `Bᵀ`'s tile for TF32).
+    #[inline(always)]
+    fn stage(self, s: u32) -> Smem<u8> {
+        self.smem.add((s * TC_STAGE_BYTES) as usize)
+    }
+    /// The barrier the copies of stage `s` complete.
+    #[inline(always)]
+    fn full(self, s: u32) -> Smem<u64> {
+        self.stage(STAGES).cast::<u64>().add(s as usize)
+    }
+    /// The barrier the multiplying warps release stage `s` on.
+    #[inline(always)]
+    fn empty(self, s: u32) -> Smem<u64> {
+        self.stage(STAGES).cast::<u64>().add((STAGES + s) as usize)
+    }
+    /// The barrier the multiplying warps meet at before the epilogue reuses the stages.
+    #[inline(always)]
+    fn done(self) -> Smem<u64> {
+        self.stage(STAGES).cast::<u64>().add((2 * STAGES) as usize)
+    }
+}
+
+/// Issues K step `kt`'s copies into stage `kt % STAGES` (after the stage's last
+/// readers released it, for a refill): warp 0 calls it, converged; its lane 0 issues.
+///
+/// # Safety
+/// Warp 0, all lanes, after the barriers' initialisation, with the kernel's maps;
+/// `kt < ceil(k / bk)`.
+#[inline(always)]
+unsafe fn refill<const KIND: u32>(p: &MatmulParamsTma, ring: Ring, kt: u32, row0: u32, col0: u32) {
+    let bk = if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK };
+    let (s, round) = (kt % STAGES, kt / STAGES);
+    let (st, full) = (ring.stage(s), ring.full(s));
+    if round > 0 {
+        // SAFETY: an initialised barrier; its phase completes once every warp has read
+        // step kt - STAGES (each arrives once).
+        unsafe { mbarrier::wait(ring.empty(s), (round - 1) & 1) };
+    }
+    if lane_id() == 0 {
+        // SAFETY (all below): initialised barriers; the destinations are 1024-byte
+        // aligned boxes inside stage s, which no warp reads any more (the wait above);
+        // the announced bytes are exactly the boxes' (elements past the matrix arrive
+        // as zeros and count).
+        unsafe {
+            mbarrier::arrive_expect_tx(full, TC_STAGE_BYTES);
+            let k0 = (kt * bk) as i32;
+            tma::load_2d(st, p.a_map, k0, row0 as i32, full);
+            if KIND == TF32 {
+                // Bᵀ: one box of TC_BN rows (columns of C) x 32 k.
+                tma::load_2d(st.add(A_BYTES as usize), p.b_map, k0, col0 as i32, full);
+            } else {
+                unroll!(2, J => {
+                    let j = J as u32;
+                    tma::load_2d(st.add((A_BYTES + j * B_BOX_BYTES) as usize), p.b_map, (col0 + j * TC6T_B_BOX_COLS) as i32, k0, full);
+                });
+            }
+        }
+    }
+    simt_std::warp::sync();
+}
+
+/// A warp's B fragments of one k16 step (k8 for TF32) of a stage: the NT n8 tiles at
+/// columns `wn ..`, two per `ldmatrix.x4`. 16-bit: `.trans` from B's k-major boxes;
+/// TF32: plain, from `Bᵀ`'s rows (pre-rounded).
+///
+/// # Safety
+/// `st` is a stage whose copies landed and were published to this warp (its full
+/// barrier); the whole warp calls it.
+#[inline(always)]
+unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2]; NT] {
+    let (lr, lc) = ldmatrix_row_addr(lane_id());
+    let b = st.add(A_BYTES as usize);
+    let mut bf = [[0u32; 2]; NT];
+    unroll!(4, NJ => {
+        if NJ < NT / 2 {
+            if KIND == TF32 {
+                // Matrices (rows = columns of C, 4 k each): (n 0-7, k 0-3), (n 8-15,
+                // k 0-3), (n 0-7, k 4-7), (n 8-15, k 4-7): b0 and b1 of two n8 tiles.
+                let row = wn + NJ as u32 * 16 + lr;
+                let c = kk * 2 + lc / 8;
+                // SAFETY: inside the stage's Bᵀ tile, 16-byte aligned (caller's contract).
+                let r = unsafe { ldmatrix_x4(b.add((row * A_ROW + swz_a(row, c) * 16) as usize)) };
+                bf[2 * NJ] = [r[0], r[2]];
+                bf[2 * NJ + 1] = [r[1], r[3]];
+            } else {
+                let kr = kk * 16 + lr;
+                let c = (wn + NJ as u32 * 16 + lc) / 8;
+                // SAFETY: inside the stage's B boxes, 16-byte aligned (caller's contract).
+                let r = unsafe { ldmatrix_x4_trans(b.add(b_offset(kr, c) as usize)) };
+                bf[2 * NJ] = [r[0], r[1]];
+                bf[2 * NJ + 1] = [r[2], r[3]];
+            }
+        }
+    });
+    bf
+}
+
+/// The kernel for `KIND` ([`BF16`], [`F16`] or [`TF32`]).
+///
+/// # Safety
+/// As [`matmul_mma_tma_bf16()`].
+#[inline(always)]
+unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
+    let ring = Ring::new();
+    if thread_idx().x == 0 {
+        let mut s = 0;
+        while s < STAGES {
+            // SAFETY: 8-byte aligned barrier slots inside the dynamic shared memory
+            // (TC6T_SMEM_BYTES counts them), used by no thread before the barrier below.
+            unsafe {
+                mbarrier::init(ring.full(s), 1);
+                mbarrier::init(ring.empty(s), WARPS);
+            }
+            s += 1;
+        }
+        // SAFETY: as above.
+        unsafe { mbarrier::init(ring.done(), WARPS) };
+        mbarrier::fence_init();
+    }
+    sync_threads();
+    let (row0, col0) = block_origin();
+    let (w, lane) = (warp_id(), lane_id());
+    let ktiles = p.k.div_ceil(if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK });
+    if w == 0 {
+        if lane == 0 {
+            // SAFETY: the host made both maps (64-byte aligned, in global memory).
+            unsafe {
+                tma::prefetch(p.a_map);
+                tma::prefetch(p.b_map);
+            }
+        }
+        let mut kt = 0;
+        while kt < STAGES - 1 && kt < ktiles {
+            // SAFETY: warp 0, converged, barriers initialised; kt < ktiles.
+            unsafe { refill::<KIND>(&p, ring, kt, row0, col0) };
+            kt += 1;
+        }
+    }
+    let (wm, wn) = (w / WARPS_N * TC_WARP_M, w % WARPS_N * TC6_WARP_N);
+    let mut acc = [[[0f32; 4]; NT]; 4];
+    let mut kt = 0;
+    while kt < ktiles {
+        let next = kt + STAGES - 1;
+        if w == 0 && next < ktiles {
+            // Into the stage step kt - 1 used: warp 0 waits until all 4 warps read it.
+            // SAFETY: warp 0, converged; next < ktiles.
+            unsafe { refill::<KIND>(&p, ring, next, row0, col0) };
+        }
+        let s = kt % STAGES;
+        let st = ring.stage(s);
+        // SAFETY: an initialised barrier; waiting makes the stage's copies visible.
+        unsafe { mbarrier::wait(ring.full(s), (kt / STAGES) & 1) };
+        unroll!(4, KK => {
+            if (KK as u32) < KSTEPS {
+                let kk = KK as u32;
+                // SAFETY: the stage landed (the wait above); the whole warp is here.
+                unsafe {
+                    let (af, bf) = (a_frags(st, wm, kk, false), b_frags::<KIND>(st, wn, kk));
+                    mma_tile::<KIND>(&mut acc, &af, &bf);
+                }
+            }
+        });
+        // Every lane's reads of the stage are done (their values are in registers)
+        // before lane 0 releases it for the next copy.
+        simt_std::warp::sync();
+        if lane == 0 {
+            // SAFETY: an initialised barrier expecting one arrival per multiplying warp.
+            unsafe { mbarrier::arrive(ring.empty(s)) };
+        }
+        kt += 1;
+    }
+    let interior = row0 + TC_BM <= p.m && col0 + TC_BN <= p.n;
+    let (c, ldc) = (p.c.ptr, p.c.ld);
+    if interior && ldc % 4 == 0 && c as usize % 16 == 0 {
+        // Every copy landed (each was waited for); once all 4 warps have read their last
+        // fragments, the stages may hold the staging tiles.
+        simt_std::warp::sync();
+        // SAFETY: the epilogue barrier expects one arrival per multiplying warp, and
+        // each arrives once; all 4 take this branch (`interior` is the block's).
+        unsafe {
+            if lane == 0 {
+                mbarrier::arrive(ring.done());
+            }
+            mbarrier::wait(ring.done(), 0);
+        }
+        // SAFETY: the tile is inside C, rows 16-byte aligned (checked); the stages are
+        // free (above). The staging tiles start at the dynamic shared memory, below the
+        // ring's 1 KiB alignment slack plus 3 stages: 4 x 64 x 72 floats fit in 96 KiB.
+        unsafe { store_staged(&acc, c, ldc, row0, col0, p.epilogue as u32 != 0) };
+        return;
+    }
+    // SAFETY: the kernel's contract for C.
+    unsafe {
+        write_c(
+            &acc,
+            c,
+            p.m as usize,
+            p.n as usize,
+            ldc as usize,
+            (row0 + wm) as usize,
+            (col0 + wn) as usize,
+            lane,
+            p.epilogue as u32 != 0,
+        )
+    };
+}
+
+kernel! {
+    /// `C = epilogue(A · B)` on tensor cores with `mma.sync`, bf16 inputs, f32
+    /// accumulation and output, fed by TMA through a 3-stage mbarrier ring.
+    ///
+    /// # Safety
+    /// `p.a_map` and `p.b_map` are tensor maps (in global memory) of the bf16 matrices
+    /// `A: m x k` (boxes of 128 rows x 64 columns) and `B: k x n` (boxes of 64 x 64),
+    /// 128-byte swizzled; `p.c` is an f32 matrix writable at `c[i*ld + j]` for `i < m,
+    /// j < n` that does not overlap A or B, with fewer than 2^32 elements.
+    ///
+    /// # Parameters
+    /// One [`MatmulParamsTma`]: the two maps, `c`: `[m, n]` row-major f32, the sizes,
+    /// and `epilogue: Relu` to fuse the ReLU (`c_map` and `c_type` are not read).
+    ///
+    /// # Tiling
+    /// Block tile 128x128, K steps of 64, 3 stages of 32 KiB (A `[128][64]`, B as two
+    /// boxes `[64][64]`, 128-byte swizzled); warp tile 64x64 = 4x8 `mma.m16n8k16`
+    /// (128 f32 accumulators per lane), fragments by `ldmatrix.x4` (A) and
+    /// `ldmatrix.x4.trans` (B), as stage 6.
+    ///
+    /// # Thread Mapping
+    /// 128 threads = 4 warps, warp `w` at rows `64·(w/2)`, columns `64·(w%2)`; warp
+    /// 0's first thread also issues the copies. `grid = (ceil(n/128),
+    /// ceil(m/128))`, visited in grouped order (stage 6's `GROUP_M`), two blocks per SM.
+    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_tma_bf16(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<BF16>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_mma_tma_bf16()`], f16 inputs.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_tma_bf16()`], with f16 matrices.
+    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_tma_f16(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<F16>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_mma_tma_bf16()`] in TF32: `a_map` describes `A: m x k` and `b_map`
+    /// `Bᵀ: n x k`, both f32 already rounded to TF32 ([`crate::tf32_prep`]), boxes of
+    /// 128 rows x 32 columns; `mma.m16n8k8` in K steps of 32, both operands by
+    /// `ldmatrix.x4`.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_tma_bf16()`], with f32 matrices A and Bᵀ (`p.n` rows of `p.k`).
+    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_tma_tf32(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<TF32>(p) }
+    }
+}
