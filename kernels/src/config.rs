@@ -160,9 +160,9 @@ pub const TC_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES;
 /// bytes, the 128-byte swizzle's span); a K step's B is `TC_BN / TC6T_B_BOX_COLS` boxes.
 pub const TC6T_B_BOX_COLS: u32 = 64;
 /// Tensor-core matmul, stage 6t: dynamic shared memory: stage 6's stages, a full and
-/// an empty mbarrier per stage and one for the epilogue, and 1 KiB of slack to align
-/// the stages to 1024 bytes (the TMA swizzle's period). Two blocks per SM.
-pub const TC6T_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES + 8 * (2 * TC_STAGES + 1) + 1024;
+/// an empty mbarrier per stage, and 1 KiB of slack to align the stages to 1024 bytes
+/// (the TMA swizzle's period). Two blocks per SM.
+pub const TC6T_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES + 8 * 2 * TC_STAGES + 1024;
 const _: () = assert!(2 * (TC6T_SMEM_BYTES + 1024) <= 228 * 1024);
 
 /// Hopper matmul (stage 7, `wgmma` + TMA): rows of C per tile (two consumer

@@ -73,7 +73,7 @@ const _: () = assert!(
         && TC_STAGE_BYTES == A_BYTES + (TC_BN / TC6T_B_BOX_COLS) * B_BOX_BYTES
         // TF32: Bᵀ's tile is TC_BN rows of 128 bytes, as big as A's.
         && TC_BN * A_ROW == A_BYTES
-        && TC6T_SMEM_BYTES == STAGES * TC_STAGE_BYTES + 8 * (2 * STAGES + 1) + 1024
+        && TC6T_SMEM_BYTES == STAGES * TC_STAGE_BYTES + 8 * 2 * STAGES + 1024
 );
 
 /// Byte offset, inside a stage's B (16-bit inputs), of 16-byte chunk `c` (0..16, 8
@@ -87,8 +87,7 @@ pub const fn b_offset(kr: u32, c: u32) -> u32 {
 
 /// The stage ring in dynamic shared memory: the stages from the first 1024-byte
 /// boundary (the swizzle is a function of address bits 7-9; the launch asks for
-/// 1 KiB of slack), then `STAGES` full barriers, `STAGES` empty ones and the
-/// epilogue's.
+/// 1 KiB of slack), then `STAGES` full barriers and `STAGES` empty ones.
 #[derive(Clone, Copy)]
 struct Ring {
     smem: Smem<u8>,
@@ -117,11 +116,6 @@ impl Ring {
     #[inline(always)]
     fn empty(self, s: u32) -> Smem<u64> {
         self.stage(STAGES).cast::<u64>().add((STAGES + s) as usize)
-    }
-    /// The barrier the multiplying warps meet at before the epilogue reuses the stages.
-    #[inline(always)]
-    fn done(self) -> Smem<u64> {
-        self.stage(STAGES).cast::<u64>().add((2 * STAGES) as usize)
     }
 }
 
@@ -218,8 +212,6 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
             }
             s += 1;
         }
-        // SAFETY: as above.
-        unsafe { mbarrier::init(ring.done(), WARPS) };
         mbarrier::fence_init();
     }
     sync_threads();
@@ -278,16 +270,9 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
     let (c, ldc) = (p.c.ptr, p.c.ld);
     if interior && ldc % 4 == 0 && c as usize % 16 == 0 {
         // Every copy landed (each was waited for); once all 4 warps have read their last
-        // fragments, the stages may hold the staging tiles.
-        simt_std::warp::sync();
-        // SAFETY: the epilogue barrier expects one arrival per multiplying warp, and
-        // each arrives once; all 4 take this branch (`interior` is the block's).
-        unsafe {
-            if lane == 0 {
-                mbarrier::arrive(ring.done());
-            }
-            mbarrier::wait(ring.done(), 0);
-        }
+        // fragments, the stages may hold the staging tiles. Every thread of the block
+        // takes this branch (`interior` is the block's).
+        sync_threads();
         // SAFETY: the tile is inside C, rows 16-byte aligned (checked); the stages are
         // free (above). The staging tiles start at the dynamic shared memory, below the
         // ring's 1 KiB alignment slack plus 3 stages: 4 x 64 x 72 floats fit in 96 KiB.
