@@ -173,14 +173,17 @@ unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2];
     unroll!(4, NJ => {
         if NJ < NT / 2 {
             if KIND == TF32 {
-                // Matrices (rows = columns of C, 4 k each): (n 0-7, k 0-3), (n 8-15,
-                // k 0-3), (n 0-7, k 4-7), (n 8-15, k 4-7): b0 and b1 of two n8 tiles.
-                let row = wn + NJ as u32 * 16 + lr;
-                let c = kk * 2 + lc / 8;
+                // Matrices (rows = columns of C, 4 k each) in the order (n 0-7, k 0-3),
+                // (n 0-7, k 4-7), (n 8-15, k 0-3), (n 8-15, k 4-7): b0 and b1 of one n8
+                // tile, then of the next, so each pair is two adjacent registers as
+                // the `mma` wants them (A's order, (n 8-15, k 0-3) second, cost 264
+                // register moves per K step).
+                let row = wn + NJ as u32 * 16 + (lane_id() / 16) * 8 + lane_id() % 8;
+                let c = kk * 2 + (lane_id() / 8) % 2;
                 // SAFETY: inside the stage's Bᵀ tile, 16-byte aligned (caller's contract).
                 let r = unsafe { ldmatrix_x4(b.add((row * A_ROW + swz_a(row, c) * 16) as usize)) };
-                bf[2 * NJ] = [r[0], r[2]];
-                bf[2 * NJ + 1] = [r[1], r[3]];
+                bf[2 * NJ] = [r[0], r[1]];
+                bf[2 * NJ + 1] = [r[2], r[3]];
             } else {
                 let kr = kk * 16 + lr;
                 let c = (wn + NJ as u32 * 16 + lc) / 8;
