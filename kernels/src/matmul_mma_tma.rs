@@ -21,13 +21,13 @@
 //! * **No producer warp.** A fifth warp would cost registers: 10 warps on an SM's 4
 //!   sub-partitions put 3 on some, and ptxas then caps every thread at 168 registers
 //!   (against stage 6's 245): 440 bytes of spills.
-//! * **TF32 B by `ldmatrix`.** The host first writes `Bᵀ` rounded to TF32
-//!   ([`crate::tf32_prep`], as for stage 7): K-major with 128-byte rows of 32 f32, so
-//!   B's fragments come from `ldmatrix` like A's (an 8x8 matrix of 16-bit elements is
-//!   an 8x4 matrix of f32: rows of `Bᵀ` are columns of B, and lane `(g, t)` gets
-//!   `B[k = t][n = g]`, the TF32 B fragment). Stage 6 reads them as 16 scalar words
-//!   and rounds each with `cvt.rna`. A comes straight from the caller's matrix and is
-//!   rounded after its `ldmatrix`, as in stage 6.
+//! * **TF32 without rounding in the loop.** The host first writes A and `Bᵀ` rounded
+//!   to TF32 ([`crate::tf32_prep`], as for stage 7): both are K-major with 128-byte
+//!   rows of 32 f32, so B's fragments come from `ldmatrix` like A's (an 8x8 matrix of
+//!   16-bit elements is an 8x4 matrix of f32: rows of `Bᵀ` are columns of B, and lane
+//!   `(g, t)` gets `B[k = t][n = g]`, the TF32 B fragment). Stage 6 reads them as 16
+//!   scalar words and rounds every element with `cvt.rna` per use, twice (two warps
+//!   share each element).
 //!
 //! Phases: stage `s = kt % TC_STAGES` is filled for the `kt / TC_STAGES`-th time at K
 //! step `kt`; the multiplying warps wait for parity `(kt / TC_STAGES) % 2` of
@@ -255,7 +255,7 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
                 let kk = KK as u32;
                 // SAFETY: the stage landed (the wait above); the whole warp is here.
                 unsafe {
-                    let (af, bf) = (a_frags(st, wm, kk, KIND == TF32), b_frags::<KIND>(st, wn, kk));
+                    let (af, bf) = (a_frags(st, wm, kk, false), b_frags::<KIND>(st, wn, kk));
                     mma_tile::<KIND>(&mut acc, &af, &bf);
                 }
             }
@@ -342,10 +342,10 @@ kernel! {
 }
 
 kernel! {
-    /// As [`matmul_mma_tma_bf16()`] in TF32: `a_map` describes the f32 `A: m x k`
-    /// (rounded to TF32 by the kernel, `cvt.rna`) and `b_map` `Bᵀ: n x k`, f32 already
-    /// rounded to TF32 ([`crate::tf32_prep`]), boxes of 128 rows x 32 columns;
-    /// `mma.m16n8k8` in K steps of 32, both operands by `ldmatrix.x4`.
+    /// As [`matmul_mma_tma_bf16()`] in TF32: `a_map` describes `A: m x k` and `b_map`
+    /// `Bᵀ: n x k`, both f32 already rounded to TF32 ([`crate::tf32_prep`]), boxes of
+    /// 128 rows x 32 columns; `mma.m16n8k8` in K steps of 32, both operands by
+    /// `ldmatrix.x4`.
     ///
     /// # Safety
     /// As [`matmul_mma_tma_bf16()`], with f32 matrices A and Bᵀ (`p.n` rows of `p.k`).

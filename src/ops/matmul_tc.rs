@@ -514,16 +514,7 @@ pub fn matmul_tf32_with(
     );
     type Prep = kernels::tf32_prep::tf32_round_copy;
     let tile = kernels::tf32_prep::TILE;
-    // Stage 6t rounds A itself after `ldmatrix` (its A fragments are whole words), so
-    // an A whose rows TMA can read needs no copy; rounding a copied A again changes
-    // nothing.
-    let a_direct = stage == TcKernel::MmaTma && rows_aligned(&a);
-    let copies = if a_direct {
-        vec![(&b, &bt, 1u32)]
-    } else {
-        vec![(&a, &ar, 0u32), (&b, &bt, 1)]
-    };
-    for (src, dst, transpose) in copies {
+    for (src, dst, transpose) in [(&a, &ar, 0u32), (&b, &bt, 1)] {
         let (rows, cols) = (src.rows() as u32, src.cols() as u32);
         let p = Tf32CopyParams {
             src: MatRef {
@@ -548,11 +539,7 @@ pub fn matmul_tf32_with(
     const _: () = assert!(TC_BM == WG_BM && TC6_BK_TF32 == WG_BK / 2);
     let am = TensorMap::tiled(
         gpu,
-        if a_direct {
-            a
-        } else {
-            ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?
-        },
+        ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
         WG_BM,
         WG_BK / 2,
         TmaSwizzle::B128,
