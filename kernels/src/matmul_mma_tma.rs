@@ -238,6 +238,27 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
     }
     let (wm, wn) = (w / WARPS_N * TC_WARP_M, w % WARPS_N * TC6_WARP_N);
     let mut acc = [[[0f32; 4]; NT]; 4];
+    // One k16 (k8) step's fragments of stage `st`.
+    // SAFETY (all three closures): the stage landed and was published to this warp by
+    // its full barrier; the whole warp calls them; barriers initialised.
+    let frags = |st: Smem<u8>, kk: u32| unsafe {
+        (a_frags(st, wm, kk, false), b_frags::<KIND>(st, wn, kk))
+    };
+    let wait_full = |kt: u32| unsafe { mbarrier::wait(ring.full(kt % STAGES), (kt / STAGES) & 1) };
+    // Every lane's reads of step kt's stage were issued (their values go to registers)
+    // before lane 0 releases it for the next copy.
+    let release = |kt: u32| {
+        simt_std::warp::sync();
+        if lane == 0 {
+            // SAFETY: an initialised barrier expecting one arrival per warp.
+            unsafe { mbarrier::arrive(ring.empty(kt % STAGES)) };
+        }
+    };
+    // Fragments run one k step ahead of the `mma`s, across K steps too: the next
+    // stage's first fragments load while this stage's last `mma`s issue, so no K step
+    // starts with the tensor cores waiting for `ldmatrix`.
+    wait_full(0);
+    let mut cur = frags(ring.stage(0), 0);
     let mut kt = 0;
     while kt < ktiles {
         let next = kt + STAGES - 1;
@@ -246,27 +267,23 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
             // SAFETY: warp 0, converged; next < ktiles.
             unsafe { refill::<KIND>(&p, ring, next, row0, col0) };
         }
-        let s = kt % STAGES;
-        let st = ring.stage(s);
-        // SAFETY: an initialised barrier; waiting makes the stage's copies visible.
-        unsafe { mbarrier::wait(ring.full(s), (kt / STAGES) & 1) };
+        let st = ring.stage(kt % STAGES);
         unroll!(4, KK => {
-            if (KK as u32) < KSTEPS {
-                let kk = KK as u32;
-                // SAFETY: the stage landed (the wait above); the whole warp is here.
-                unsafe {
-                    let (af, bf) = (a_frags(st, wm, kk, false), b_frags::<KIND>(st, wn, kk));
-                    mma_tile::<KIND>(&mut acc, &af, &bf);
-                }
+            if (KK as u32) + 1 < KSTEPS {
+                let nxt = frags(st, KK as u32 + 1);
+                // SAFETY: the whole warp is here, converged.
+                unsafe { mma_tile::<KIND>(&mut acc, &cur.0, &cur.1) };
+                cur = nxt;
             }
         });
-        // Every lane's reads of the stage are done (their values are in registers)
-        // before lane 0 releases it for the next copy.
-        simt_std::warp::sync();
-        if lane == 0 {
-            // SAFETY: an initialised barrier expecting one arrival per multiplying warp.
-            unsafe { mbarrier::arrive(ring.empty(s)) };
+        release(kt);
+        let last = cur;
+        if kt + 1 < ktiles {
+            wait_full(kt + 1);
+            cur = frags(ring.stage((kt + 1) % STAGES), 0);
         }
+        // SAFETY: as above.
+        unsafe { mma_tile::<KIND>(&mut acc, &last.0, &last.1) };
         kt += 1;
     }
     let interior = row0 + TC_BM <= p.m && col0 + TC_BN <= p.n;
