@@ -158,7 +158,7 @@ pub(crate) unsafe fn write_c<const NT: usize>(
     if vec && r0 + 64 <= m && c0 + 8 * NT <= n {
         // The warp's whole tile is inside C (every tile but the ragged edges'): no
         // bounds tests, one branch for all 2·4·NT stores. (Stage 6 sends its aligned
-        // interior tiles to `write_c_staged` instead, but without this path the
+        // interior tiles to `store_staged` instead, but without this path the
         // checked loop alone made its TF32 kernel spill on sm_80: tests/ptx.rs.)
         unroll!(4, MI => {
             unroll!(8, NJ => {

@@ -25,7 +25,7 @@
 //! * **C through shared memory.** A lane's accumulators are pairs of columns on 8
 //!   rows; stored as they lie, each warp store writes 8 rows x 32 bytes. Interior
 //!   tiles go through a per-warp staging tile instead and leave as whole rows, 16
-//!   bytes a lane (`write_c_staged`): TF32 +5% on the H200, bf16 level. (That the
+//!   bytes a lane (`store_staged`): TF32 +5% on the H200, bf16 level. (That the
 //!   pairs were 8-byte stores at all needed `memory::store2` in inline assembly:
 //!   LLVM had split every one in two, docs/PERFORMANCE.md, session 13.)
 //!
@@ -271,7 +271,7 @@ unsafe fn load_chunk<const EB: u32>(dst: Smem<u8>, src: *const u8, valid: u32, e
     unsafe { dst.cast::<f32>().store4(v) };
 }
 
-/// Floats per row of a warp's staging tile in [`write_c_staged`]: the warp tile's
+/// Floats per row of a warp's staging tile in [`store_staged`]: the warp tile's
 /// width and 8 more, so that a half-warp's 8-byte stores (4 rows, 32 bytes each) start
 /// 8 banks apart: conflict-free, as are the 16-byte reads along a row.
 const STAGE_LD: u32 = TC6_WARP_N + 8;
@@ -280,39 +280,18 @@ const _: () = assert!(
 );
 
 /// Writes a warp's `64 x TC6_WARP_N` tile of C through shared memory, with the ReLU
-/// when `relu`: the accumulators go to the warp's own staging tile as the fragments
-/// lie (8 bytes a lane), and come back as whole rows, 16 bytes a lane, so each store
-/// instruction writes `32 · 16` contiguous-by-row bytes of C instead of 8 rows of 32
-/// bytes. Fewer, fuller L2 write requests: the epilogue writes 64 MiB at 4096^3.
+/// when `relu`: the accumulators go to the warp's own staging tile (at the start of
+/// the dynamic shared memory) as the fragments lie (8 bytes a lane), and come back as
+/// whole rows, 16 bytes a lane, so each store instruction writes `32 · 16`
+/// contiguous-by-row bytes of C instead of 8 rows of 32 bytes. Fewer, fuller L2 write
+/// requests: the epilogue writes 64 MiB at 4096^3.
 ///
 /// # Safety
-/// The block's `TC_BM x TC_BN` tile at `(row0, col0)` is inside C, writable, with `ldc % 4 == 0`
-/// and `c` 16-byte aligned; every thread of the block calls it (it has a barrier),
-/// after its last read of the pipeline's stages.
-#[inline(always)]
-unsafe fn write_c_staged(
-    acc: &[[[f32; 4]; NT]; 4],
-    c: *mut f32,
-    ldc: u32,
-    row0: u32,
-    col0: u32,
-    relu: bool,
-) {
-    // No copy is in flight (the last groups were empty) and every warp has read its
-    // last fragments: the stages may be overwritten.
-    wait::<0>();
-    sync_threads();
-    // SAFETY: the caller's contract, and the stages are free (above).
-    unsafe { store_staged(acc, c, ldc, row0, col0, relu) }
-}
-
-/// [`write_c_staged`] once the stages are free: the accumulators through this warp's
-/// staging tile (at the start of the dynamic shared memory) into C.
-///
-/// # Safety
-/// As [`write_c_staged`], and no thread of the block reads or writes the first
-/// `4 · 64 · STAGE_LD` floats of the dynamic shared memory any more, nor will (the
-/// caller made sure, with a barrier among the warps that call this).
+/// The block's `TC_BM x TC_BN` tile at `(row0, col0)` is inside C, writable, with
+/// `ldc % 4 == 0` and `c` 16-byte aligned. No thread of the block reads or writes the
+/// first `4 · 64 · STAGE_LD` floats of the dynamic shared memory any more, nor will:
+/// the caller's barrier, after every warp's last read of its stages and every copy
+/// into them, made sure.
 #[inline(always)]
 pub(crate) unsafe fn store_staged(
     acc: &[[[f32; 4]; NT]; 4],
@@ -589,9 +568,14 @@ unsafe fn body<const KIND: u32>(p: Problem) {
         }
     }
     if ld.interior && p.ldc % 4 == 0 && p.c as usize % 16 == 0 {
+        // No copy is in flight (the last groups were empty) and, after the barrier,
+        // every warp has read its last fragments: the stages may be overwritten. Every
+        // thread of the block takes this branch (`interior` is the block's).
+        wait::<0>();
+        sync_threads();
         // SAFETY: the whole tile is inside C (interior), whose rows are 16-byte
-        // aligned; every warp of the block takes this branch (`interior` is the block's).
-        unsafe { write_c_staged(&acc, p.c, p.ldc, row0, col0, p.relu) };
+        // aligned; the stages are free (above).
+        unsafe { store_staged(&acc, p.c, p.ldc, row0, col0, p.relu) };
         return;
     }
     // SAFETY: the kernel's contract for C.

@@ -54,7 +54,7 @@ use crate::matmul_mma_pipelined::{
 use crate::params::MatmulParamsTma;
 use simt_std::mbarrier;
 use simt_std::mma::{ldmatrix_row_addr, ldmatrix_x4, ldmatrix_x4_trans};
-use simt_std::shared::{dynamic_shared, Smem};
+use simt_std::shared::Smem;
 use simt_std::thread::{sync_threads, thread_idx};
 use simt_std::tma;
 use simt_std::warp::{lane_id, warp_id};
@@ -85,39 +85,9 @@ pub const fn b_offset(kr: u32, c: u32) -> u32 {
     (c / 8) * B_BOX_BYTES + kr * 128 + ((c % 8) ^ (kr & 7)) * 16
 }
 
-/// The stage ring in dynamic shared memory: the stages from the first 1024-byte
-/// boundary (the swizzle is a function of address bits 7-9; the launch asks for
-/// 1 KiB of slack), then `STAGES` full barriers and `STAGES` empty ones.
-#[derive(Clone, Copy)]
-struct Ring {
-    smem: Smem<u8>,
-}
-
-impl Ring {
-    #[inline(always)]
-    fn new() -> Ring {
-        let raw = dynamic_shared::<u8>();
-        let pad = (1024 - raw.window_addr() % 1024) % 1024;
-        Ring {
-            smem: raw.add(pad as usize),
-        }
-    }
-    /// Stage `s`: A `[128][128 bytes]`, then B's boxes (or `Bᵀ`'s tile for TF32).
-    #[inline(always)]
-    fn stage(self, s: u32) -> Smem<u8> {
-        self.smem.add((s * TC_STAGE_BYTES) as usize)
-    }
-    /// The barrier the copies of stage `s` complete.
-    #[inline(always)]
-    fn full(self, s: u32) -> Smem<u64> {
-        self.stage(STAGES).cast::<u64>().add(s as usize)
-    }
-    /// The barrier the multiplying warps release stage `s` on.
-    #[inline(always)]
-    fn empty(self, s: u32) -> Smem<u64> {
-        self.stage(STAGES).cast::<u64>().add((STAGES + s) as usize)
-    }
-}
+/// Stage 6t's ring: `TC_STAGES` stages of A `[128][128 bytes]`, then B's boxes (or
+/// `Bᵀ`'s tile for TF32), and a full and an empty barrier per stage.
+type Ring = crate::matmul_wgmma::Ring<STAGES, TC_STAGE_BYTES>;
 
 /// Issues K step `kt`'s copies into stage `kt % STAGES` (after the stage's last
 /// readers released it, for a refill): warp 0 calls it, converged; its lane 0 issues.

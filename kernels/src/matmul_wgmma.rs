@@ -67,37 +67,42 @@ pub(crate) const TF32: u32 = 2;
 /// (a flat `[f32; 128]` stayed in local memory: LLVM's SROA does not split it).
 pub(crate) type Acc = [[f32; 4]; 32];
 
-/// The stage ring in dynamic shared memory: the stages from the first 1024-byte
-/// boundary (the 128-byte swizzle is a function of address bits 7-9; the launch
-/// asks for 1 KiB of slack), then `WG_STAGES` full and `WG_STAGES` empty barriers.
+/// A ring of `STAGES` TMA stages of `STAGE_BYTES` each in dynamic shared memory: the
+/// stages from the first 1024-byte boundary (the 128-byte swizzle is a function of
+/// address bits 7-9; the launch asks for 1 KiB of slack), then `STAGES` full and
+/// `STAGES` empty mbarriers. Stages 7 and 8 use [`WgRing`]; stage 6t
+/// ([`crate::matmul_mma_tma`]) its own sizes.
 #[derive(Clone, Copy)]
-pub(crate) struct Ring {
+pub(crate) struct Ring<const STAGES: u32, const STAGE_BYTES: u32> {
     smem: Smem<u8>,
 }
 
-impl Ring {
+/// Stages 7 and 8's ring: `WG_STAGES` stages of A `[128][64]`, then B's boxes.
+pub(crate) type WgRing = Ring<WG_STAGES, WG_STAGE_BYTES>;
+
+impl<const STAGES: u32, const STAGE_BYTES: u32> Ring<STAGES, STAGE_BYTES> {
     #[inline(always)]
-    pub(crate) fn new() -> Ring {
+    pub(crate) fn new() -> Self {
         let raw = dynamic_shared::<u8>();
         let pad = (1024 - raw.window_addr() % 1024) % 1024;
         Ring {
             smem: raw.add(pad as usize),
         }
     }
-    /// Stage `s`: A `[128][64]`, then B's boxes.
+    /// Stage `s`.
     #[inline(always)]
     pub(crate) fn stage(self, s: u32) -> Smem<u8> {
-        self.smem.add((s * WG_STAGE_BYTES) as usize)
+        self.smem.add((s * STAGE_BYTES) as usize)
     }
     /// The barrier the copies of stage `s` complete.
     #[inline(always)]
     pub(crate) fn full(self, s: u32) -> Smem<u64> {
-        self.stage(WG_STAGES).cast::<u64>().add(s as usize)
+        self.stage(STAGES).cast::<u64>().add(s as usize)
     }
     /// The barrier the consumers release stage `s` on.
     #[inline(always)]
     pub(crate) fn empty(self, s: u32) -> Smem<u64> {
-        self.stage(WG_STAGES).cast::<u64>().add((WG_STAGES + s) as usize)
+        self.stage(STAGES).cast::<u64>().add((STAGES + s) as usize)
     }
 }
 
@@ -241,7 +246,7 @@ unsafe fn store_tile_as<const OUT: u32>(acc: &Acc, p: &MatmulParamsTma, row0: u3
 unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
     const BN: u32 = WG_BN;
     let (stages, stage_bytes) = (WG_STAGES, WG_STAGE_BYTES);
-    let ring = Ring::new();
+    let ring = WgRing::new();
     let (stage, full, empty) = (|s| ring.stage(s), |s| ring.full(s), |s| ring.empty(s));
     let tid = thread_idx().x;
     if tid == 0 {

@@ -63,7 +63,7 @@ use crate::config::{
     WG_C_BOX_ROWS, WG_C_STAGE_BYTES, WG_STAGES, WG_STAGE_BYTES, WG_THREADS,
 };
 use crate::matmul_wgmma::{
-    multiply_stage, pack16, store_tile, Acc, Ring, A_BYTES, BF16, B_BOX_BYTES, F16, GROUP_M, TF32,
+    multiply_stage, pack16, store_tile, Acc, WgRing, A_BYTES, BF16, B_BOX_BYTES, F16, GROUP_M, TF32,
 };
 use crate::params::MatmulParamsTma;
 use simt_std::shared::Smem;
@@ -208,7 +208,7 @@ unsafe fn store_tile_tma_as<const OUT: u32>(
 unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
     const BN: u32 = WG_BN;
     let stages = WG_STAGES;
-    let ring = Ring::new();
+    let ring = WgRing::new();
     let (stage, full, empty) = (|s| ring.stage(s), |s| ring.full(s), |s| ring.empty(s));
     let tid = thread_idx().x;
     let rank = cluster::rank();
