@@ -125,6 +125,7 @@ fn main() -> Result<()> {
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::Split,
         SoftmaxKernel::Online,
+        SoftmaxKernel::Stream,
     ] {
         if let Err(e) = softmax_with(&gpu, k, xb.matrix(rows, cols)?, y.matrix_mut(rows, cols)?) {
             println!("  {k:?}: {e}");

@@ -427,7 +427,7 @@ fn gelu_matrix_any_view() {
 /// `softmax_with` must accept; the others must refuse with `TooLarge`).
 fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> bool {
     match k {
-        SoftmaxKernel::Auto | SoftmaxKernel::Online => true,
+        SoftmaxKernel::Auto | SoftmaxKernel::Online | SoftmaxKernel::Stream => true,
         SoftmaxKernel::SharedRow => cols <= max_cols(g),
         SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS,
@@ -440,7 +440,7 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
     }
 }
 
-const SOFTMAX_KERNELS: [SoftmaxKernel; 8] = SoftmaxKernel::ALL;
+const SOFTMAX_KERNELS: [SoftmaxKernel; 9] = SoftmaxKernel::ALL;
 
 /// Softmax rows for `vals`: the stability case puts -inf in about 1 entry in 8,
 /// makes one row all -inf (NaN out, as PyTorch) and adds ±1e30.

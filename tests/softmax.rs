@@ -16,7 +16,11 @@ const ATOL: f64 = 1e-7;
 /// The kernels that take rows of `cols` columns on `g`: every path `softmax` can
 /// pick, and the ones a user can name.
 fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
-    let mut v = vec![SoftmaxKernel::Auto, SoftmaxKernel::Online];
+    let mut v = vec![
+        SoftmaxKernel::Auto,
+        SoftmaxKernel::Online,
+        SoftmaxKernel::Stream,
+    ];
     if cols <= max_cols(g) {
         v.push(SoftmaxKernel::SharedRow);
     }
@@ -390,29 +394,86 @@ fn long_rows_split_and_online_every_order() {
 #[test]
 fn one_row_of_a_million() {
     // A single row of 2^20 columns: split over 128 blocks on the GPU, the online
-    // two passes on the emulator (its few resident blocks hold 32768 columns).
+    // two passes on the emulator (its few resident blocks hold 32768 columns); and
+    // the stream kernel, whose 64 chunks outnumber the emulator's 4 blocks (a lag
+    // of a whole row: every read before the first write).
     let g = gpu();
     let (mut r, seed) = rng("softmax one row");
     let cols = 1 << 20;
     let x = uniform(&mut r, cols, -20.0, 20.0);
     let want = reference::softmax(&x, 1, cols);
     let xb = g.upload(&x).unwrap();
-    let mut y = poisoned(&g, cols);
-    softmax(
-        &g,
-        xb.matrix(1, cols).unwrap(),
-        y.matrix_mut(1, cols).unwrap(),
-    )
-    .unwrap();
-    assert_close(
-        "softmax 1x2^20",
-        seed,
-        &g.download(&y).unwrap(),
-        &want,
-        RTOL,
-        ATOL,
-        1e-5,
-    );
+    for k in [SoftmaxKernel::Auto, SoftmaxKernel::Stream] {
+        let mut y = poisoned(&g, cols);
+        softmax_with(
+            &g,
+            k,
+            xb.matrix(1, cols).unwrap(),
+            y.matrix_mut(1, cols).unwrap(),
+        )
+        .unwrap();
+        assert_close(
+            &format!("softmax {k:?} 1x2^20"),
+            seed,
+            &g.download(&y).unwrap(),
+            &want,
+            RTOL,
+            ATOL,
+            1e-5,
+        );
+    }
+}
+
+/// The stream kernel's order of pieces ([`kernels::softmax_stream::piece`]): every
+/// chunk's stats and write appear once each, and every write comes after all the
+/// stats of its row (what makes the cooperative launch deadlock-free), for grids and
+/// row lengths around the edges: fewer chunks than blocks, more chunks in a row than
+/// blocks, odd grids whose rounds cut pairs in two.
+#[test]
+fn stream_order_is_a_permutation_and_writes_follow_their_rows() {
+    use rust_simt::kernels::softmax_stream::{lag, piece};
+    for (rows, splits) in [
+        (1, 1),
+        (1, 7),
+        (3, 5),
+        (64, 16),
+        (8, 65),
+        (256, 4),
+        (5, 300),
+    ] {
+        let n = rows * splits;
+        for grid in [1, 2, 3, 7, 8, 264, 1000] {
+            let l = lag(grid, splits, n);
+            let mut stats_at = vec![usize::MAX; n];
+            let mut write_at = vec![usize::MAX; n];
+            let mut kinds = vec![Vec::new(); grid];
+            for pos in 0..2 * n {
+                let (s, i) = piece(pos, n, l, grid);
+                let slot = if s {
+                    &mut stats_at[i]
+                } else {
+                    &mut write_at[i]
+                };
+                assert_eq!(*slot, usize::MAX, "piece ({s}, {i}) twice");
+                *slot = pos;
+                kinds[pos % grid].push(s);
+            }
+            for i in 0..n {
+                let row = i / splits * splits..(i / splits + 1) * splits;
+                let last_stats = row.map(|k| stats_at[k]).max().unwrap();
+                assert!(
+                    last_stats < write_at[i],
+                    "rows {rows}, splits {splits}, grid {grid}: W({i}) at {} before its row's stats at {last_stats}",
+                    write_at[i]
+                );
+            }
+            // Past the first lag, an even grid's blocks alternate reads and writes.
+            if grid % 2 == 0 && l == grid && n >= 4 * grid {
+                let b = &kinds[0][1..4];
+                assert!(b[0] != b[1] && b[1] != b[2], "block 0 alternates: {b:?}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -430,6 +491,7 @@ fn long_rows_strided() {
         SoftmaxKernel::Split,
         SoftmaxKernel::SplitWide,
         SoftmaxKernel::Online,
+        SoftmaxKernel::Stream,
     ];
     if has_clusters(&g) {
         ks.push(SoftmaxKernel::Cluster);

@@ -63,6 +63,19 @@ pub const SOFTMAX_WIDE_SMEM_BYTES: u32 = 16 * SOFTMAX_WIDE_THREADS * SOFTMAX_WID
 /// Blocks per SM `softmax_split_wide` is compiled for (launch bounds).
 pub const SOFTMAX_WIDE_MIN_BLOCKS: u32 = 2;
 
+/// Softmax of long rows as a stream of chunk reads and writes through L2
+/// (`softmax_stream`): threads per block, 16-byte vectors per thread of a chunk
+/// (16384 columns, 64 KiB, as `softmax_row_16k`), and blocks per SM (launch
+/// bounds: 64 registers a thread). Nothing is held between a chunk's read and its
+/// write, so the chunk is only as large as one load of all of it in flight.
+pub const SOFTMAX_STREAM_THREADS: u32 = 512;
+/// See [`SOFTMAX_STREAM_THREADS`].
+pub const SOFTMAX_STREAM_VECS: u32 = 8;
+/// See [`SOFTMAX_STREAM_THREADS`].
+pub const SOFTMAX_STREAM_MIN_BLOCKS: u32 = 2;
+/// Columns of one `softmax_stream` chunk.
+pub const SOFTMAX_STREAM_CHUNK: u32 = 4 * SOFTMAX_STREAM_THREADS * SOFTMAX_STREAM_VECS;
+
 /// Softmax of long rows over a thread-block cluster (`softmax_cluster_32k` …
 /// `_256k`, Hopper): threads per block.
 pub const SOFTMAX_CLUSTER_THREADS: u32 = 512;

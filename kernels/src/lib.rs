@@ -12,6 +12,7 @@
 //! | [`softmax_regs`] | the row in registers: a warp per row (up to 1024 columns), a block per row (up to 16384) |
 //! | [`softmax_split`] | long rows over several cooperating blocks, chunks in registers (one read) |
 //! | [`softmax_split_async`] | long rows over cooperating blocks, chunks staged by `cp.async` (one read, DRAM busy through the waits) |
+//! | [`softmax_stream`] | long rows of any length as one stream of chunk reads and chunk writes, L2 holding each chunk between its two touches (DRAM reads and writes overlap) |
 //! | [`softmax_split_wide`] | long rows over cooperating blocks, chunks of 128 KiB half in registers and half staged in shared memory (8 rows of 2^20 floats in one wave on an H100) |
 //! | [`softmax_cluster`] | long rows over a thread-block cluster: chunks in registers, `(max, sum)` pairs over distributed shared memory (Hopper, sm_90a module) |
 //! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
@@ -24,7 +25,7 @@
 //! | [`matmul_cluster_splitk`] | the tile kernels with K split over a thread-block cluster, the slices added through distributed shared memory in one launch (Hopper, sm_90a module) |
 //! | [`matmul_gemv`] | a row times a matrix, a matrix times a column: memory-bound products at copy bandwidth |
 //! | [`matmul_mma`], [`matmul_mma_pipelined`] | matmul + ReLU on tensor cores (bf16, f16, tf32), stages 5 and 6 |
-//! | [`matmul_mma_tma`] | stage 6's `mma.sync` warps fed by TMA through an mbarrier ring, a producer warp (Hopper, sm_90a module): stage 6t |
+//! | [`matmul_mma_tma`] | stage 6's `mma.sync` warps fed by TMA through an mbarrier ring, the copies issued by one thread of warp 0 (Hopper, sm_90a module): stage 6t |
 //! | [`matmul_wgmma`] | matmul + ReLU with `wgmma` and TMA (bf16, f16; Hopper, sm_90a module), stage 7 |
 //! | [`tf32_prep`] | TF32 rounding copy (and transpose) of f32 operands, for the Hopper TF32 matmul |
 //! | [`util`] | fills (poisoning, zeroing, L2 flushes) |
@@ -85,6 +86,7 @@ portable!(
     softmax_split,
     softmax_split_async,
     softmax_split_wide,
+    softmax_stream,
     tf32_prep,
     util,
 );

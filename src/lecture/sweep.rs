@@ -273,6 +273,7 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                             (softmax::SoftmaxKernel::SplitAsync, "rust-simt split-async"),
                             (softmax::SoftmaxKernel::SplitWide, "rust-simt split-wide"),
                             (softmax::SoftmaxKernel::Online, "rust-simt online"),
+                            (softmax::SoftmaxKernel::Stream, "rust-simt stream"),
                         ] {
                             if let Ok(t) = b.run(|| {
                                 softmax::softmax_with(gpu, k, x.matrix(m, n)?, y.matrix_mut(m, n)?)

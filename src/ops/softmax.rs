@@ -24,13 +24,15 @@
 use kernels::config::{
     SOFTMAX_ASYNC_CHUNK, SOFTMAX_CLUSTER_CONFIGS, SOFTMAX_CLUSTER_MAX_COLS, SOFTMAX_CLUSTER_SLICE,
     SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS, SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK,
-    SOFTMAX_WARP_VECS, SOFTMAX_WIDE_CHUNK, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
+    SOFTMAX_STREAM_CHUNK, SOFTMAX_WARP_VECS, SOFTMAX_WIDE_CHUNK, WARP_ROWS_THREADS,
+    WARP_ROW_MAX_COLS, WARP_SIZE,
 };
 use kernels::params::{MatMut, MatRef, SoftmaxOnlineParams, SoftmaxSplitParams};
 use kernels::softmax_cluster as kc;
 use kernels::softmax_split as ks;
 use kernels::softmax_split_async as ksa;
 use kernels::softmax_split_wide as ksw;
+use kernels::softmax_stream as kst;
 use kernels::{row_sum as rs, softmax as k, softmax_online as ko, softmax_regs as kr};
 use simt::{dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
@@ -64,6 +66,10 @@ pub enum SoftmaxKernel {
     SplitWide,
     /// Two passes with online `(max, sum)` pairs: any length.
     Online,
+    /// One cooperative launch that streams every chunk of 16384 columns twice, its
+    /// read and (about a grid of chunks later, from L2) its write, so DRAM reads and
+    /// writes overlap all through: any length, any rows.
+    Stream,
 }
 
 /// The longest row the shared-memory kernel ([`SoftmaxKernel::SharedRow`]) takes on
@@ -87,7 +93,7 @@ pub fn has_clusters(gpu: &Gpu) -> bool {
 
 impl SoftmaxKernel {
     /// Every kernel, in the order of the enum.
-    pub const ALL: [SoftmaxKernel; 8] = [
+    pub const ALL: [SoftmaxKernel; 9] = [
         SoftmaxKernel::Auto,
         SoftmaxKernel::SharedRow,
         SoftmaxKernel::Registers,
@@ -96,6 +102,7 @@ impl SoftmaxKernel {
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::SplitWide,
         SoftmaxKernel::Online,
+        SoftmaxKernel::Stream,
     ];
 
     /// A stable text form (the tuning cache's).
@@ -109,6 +116,7 @@ impl SoftmaxKernel {
             SoftmaxKernel::SplitAsync => "split-async",
             SoftmaxKernel::SplitWide => "split-wide",
             SoftmaxKernel::Online => "online",
+            SoftmaxKernel::Stream => "stream",
         }
     }
 
@@ -122,7 +130,7 @@ impl SoftmaxKernel {
 /// aligned row starts); `Auto` takes every row.
 pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Result<bool> {
     Ok(match kernel {
-        SoftmaxKernel::Auto | SoftmaxKernel::Online => true,
+        SoftmaxKernel::Auto | SoftmaxKernel::Online | SoftmaxKernel::Stream => true,
         SoftmaxKernel::SharedRow => cols <= max_cols(gpu),
         SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS && has_clusters(gpu),
@@ -132,9 +140,9 @@ pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Re
     })
 }
 
-/// The columns [`SoftmaxKernel::SplitWide`] counts in a row of `cols`: rows that do
-/// not start 16-byte aligned are read as aligned ones up to 3 floats longer
-/// ([`kernels::softmax_split_wide`]).
+/// The columns [`SoftmaxKernel::SplitWide`] and [`SoftmaxKernel::Stream`] count in a
+/// row of `cols`: rows that do not start 16-byte aligned are read as aligned ones up
+/// to 3 floats longer ([`kernels::softmax_split_wide`]).
 fn wide_cols(cols: usize, aligned: bool) -> usize {
     if aligned {
         cols
@@ -145,7 +153,7 @@ fn wide_cols(cols: usize, aligned: bool) -> usize {
 
 /// What the autotuner times for rows past the register kernels: every long-row
 /// kernel that takes `cols` columns here (`Cluster`, `Split`, `SplitAsync`,
-/// `SplitWide`, `Online`).
+/// `SplitWide`, `Online`, `Stream`).
 pub fn long_row_candidates(gpu: &Gpu, cols: usize, aligned: bool) -> Result<Vec<SoftmaxKernel>> {
     let mut v = Vec::new();
     for k in [
@@ -154,6 +162,7 @@ pub fn long_row_candidates(gpu: &Gpu, cols: usize, aligned: bool) -> Result<Vec<
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::SplitWide,
         SoftmaxKernel::Online,
+        SoftmaxKernel::Stream,
     ] {
         if takes(gpu, k, cols, aligned)? {
             v.push(k);
@@ -226,6 +235,12 @@ pub fn split_wide_max_cols(gpu: &Gpu) -> Result<usize> {
 
 fn split_wide_capacity(gpu: &Gpu) -> Result<u32> {
     resident_blocks::<ksw::softmax_split_wide>(gpu)
+}
+
+/// How many blocks of [`SoftmaxKernel::Stream`] the device holds at once: its grid.
+pub fn stream_blocks(gpu: &Gpu) -> Result<u32> {
+    ptx::load(gpu)?;
+    resident_blocks::<kst::softmax_stream>(gpu)
 }
 
 /// The blocks per cluster [`SoftmaxKernel::Cluster`] gives rows of `cols` columns
@@ -557,6 +572,44 @@ pub fn softmax_with(
                     gpu.launch::<ks::softmax_split>(cfg, (p,))
                 }
             }
+        }
+        SoftmaxKernel::Stream => {
+            let splits = wide_cols(n, aligned).div_ceil(SOFTMAX_STREAM_CHUNK as usize);
+            let items = rows as usize * splits;
+            if items >= 1 << 31 {
+                return Err(SimtError::TooLarge {
+                    op,
+                    detail: format!("{items} chunks of {SOFTMAX_STREAM_CHUNK} columns (at most 2^31-1); split the rows into several calls"),
+                });
+            }
+            let grid = stream_blocks(gpu)?.min(items as u32).max(1);
+            let pairs = gpu.scratch_f32(SCRATCH_SOFTMAX_PAIRS, 2 * items)?;
+            let (flags, epoch) = gpu.flags(items)?;
+            let p = SoftmaxSplitParams {
+                x: MatRef {
+                    ptr: x.ptr(),
+                    rows,
+                    cols,
+                    ld: ld_x,
+                },
+                y: MatMut {
+                    ptr: y.ptr_mut(),
+                    rows,
+                    cols,
+                    ld: ld_y,
+                },
+                splits: splits as u32,
+                partials: pairs.ptr() as *mut f32,
+                flags: flags.ptr() as *mut u32,
+                epoch,
+            };
+            let cfg = LaunchConfig::for_kernel::<kst::softmax_stream>(dim3(grid, 1, 1));
+            // SAFETY: views checked on this Gpu; splits counts a head of 3 floats for
+            // rows not 16-byte aligned (x's buffer, a device allocation, starts 16-byte
+            // aligned); 2·items floats of scratch and items flags none of which holds
+            // `epoch` (Gpu::flags); items < 2^31; grid at most what is resident
+            // (checked again by the cooperative launch).
+            unsafe { gpu.launch::<kst::softmax_stream>(cfg, (p,)) }
         }
         SoftmaxKernel::Online => {
             // Enough chunks for about 4 blocks per SM in total, none shorter than 16
