@@ -3,7 +3,8 @@
 //! combination of `(max, sum)` pairs.
 use simt_std::math::exp;
 use simt_std::memory::{
-    compiler_barrier, load4, load4_first, prefetch_l2, store4, store4_first, F32x4,
+    compiler_barrier, load4, load4_cs, load4_first, prefetch_l2, store4, store4_cs, store4_first,
+    F32x4,
 };
 use simt_std::pipeline::copy_async;
 use simt_std::shared::Smem;
@@ -67,6 +68,25 @@ impl<const V: usize> Slice<V> {
         lanes: usize,
         vec: bool,
     ) -> Self {
+        // SAFETY: forwarded.
+        unsafe { Self::load_from_hinted::<HEAD, false>(row, start, lo, end, lane, lanes, vec) }
+    }
+
+    /// As [`load_from`](Self::load_from); with `LAST`, the whole vectors are loaded as
+    /// their last use ([`load4_cs`]: evict-first in L2).
+    ///
+    /// # Safety
+    /// As [`load_from`](Self::load_from), and `row` is in global memory.
+    #[inline(always)]
+    pub unsafe fn load_from_hinted<const HEAD: bool, const LAST: bool>(
+        row: *const f32,
+        start: usize,
+        lo: usize,
+        end: usize,
+        lane: usize,
+        lanes: usize,
+        vec: bool,
+    ) -> Self {
         let mut v = [F32x4::splat(f32::NEG_INFINITY); V];
         if vec && Self::col(start, lane, lanes, V - 1) + 4 <= end {
             // Every vector whole and aligned: V loads with no branch between them. With
@@ -77,7 +97,9 @@ impl<const V: usize> Slice<V> {
             while k < V {
                 // SAFETY: the lane's last vector ends by `end`; aligned (vec, c % 4 == 0);
                 // a head vector's columns before lo are readable (the contract).
-                v[k] = unsafe { load4(row.add(Self::col(start, lane, lanes, k))) };
+                let p = unsafe { row.add(Self::col(start, lane, lanes, k)) };
+                // SAFETY: as above; global memory (the contract) for the hinted load.
+                v[k] = unsafe { if LAST { load4_cs(p) } else { load4(p) } };
                 k += 1;
             }
         } else {
@@ -191,6 +213,28 @@ impl<const V: usize> Slice<V> {
         vec: bool,
         factor: f32,
     ) {
+        // SAFETY: forwarded.
+        unsafe { self.store_scaled_from_hinted::<HEAD, false>(row, start, lo, end, lane, lanes, vec, factor) }
+    }
+
+    /// As [`store_scaled_from`](Self::store_scaled_from); with `STREAM`, the whole
+    /// vectors are stored as streaming data ([`store4_cs`]: evict-first in L2).
+    ///
+    /// # Safety
+    /// As [`store_scaled_from`](Self::store_scaled_from), and `row` is in global memory.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn store_scaled_from_hinted<const HEAD: bool, const STREAM: bool>(
+        &self,
+        row: *mut f32,
+        start: usize,
+        lo: usize,
+        end: usize,
+        lane: usize,
+        lanes: usize,
+        vec: bool,
+        factor: f32,
+    ) {
         let lo = if HEAD { lo } else { start };
         if vec
             && (!HEAD || Self::col(start, lane, lanes, 0) >= lo)
@@ -198,12 +242,14 @@ impl<const V: usize> Slice<V> {
         {
             let mut k = 0;
             while k < V {
-                // SAFETY: as `load`'s whole-vector path.
+                // SAFETY: as `load`'s whole-vector path; global memory for the hinted store.
                 unsafe {
-                    store4(
-                        row.add(Self::col(start, lane, lanes, k)),
-                        self.v[k].map(|e| e * factor),
-                    )
+                    let (p, e) = (row.add(Self::col(start, lane, lanes, k)), self.v[k].map(|e| e * factor));
+                    if STREAM {
+                        store4_cs(p, e)
+                    } else {
+                        store4(p, e)
+                    }
                 };
                 k += 1;
             }

@@ -86,6 +86,96 @@ pub const fn piece(pos: usize, n: usize, lag: usize, grid: usize) -> (bool, usiz
     }
 }
 
+/// Where chunk `i` lies: its row `r`, the row read as an aligned one from `xv` (`a`
+/// floats before the row's first element), and the columns `[start, end)` of that
+/// aligned row, the row's own from `lo`.
+#[inline(always)]
+fn chunk(p: &SoftmaxSplitParams, i: usize) -> (usize, *const f32, usize, usize, usize, usize) {
+    let splits = p.splits as usize;
+    // The row by a 32-bit division (rows·splits < 2^31, the contract).
+    let r = (i as u32 / splits as u32) as usize;
+    let j = i - r * splits;
+    let xr = p.x.ptr.wrapping_add(r * p.x.ld as usize);
+    let a = (xr as usize % 16) / 4;
+    let start = j * CHUNK;
+    let end = (start + CHUNK).min(p.x.cols as usize + a).max(start);
+    (r, xr.wrapping_sub(a), a, start, if j == 0 { a } else { start }, end)
+}
+
+/// The kernel. With `EARLY` (the kernel's choice), a write piece loads its chunk
+/// before it waits for the row's pairs, so the two latencies overlap, and the
+/// shared scratch alternates between two copies by piece, so no barrier closes a
+/// piece; without it (the trial's), the load follows the wait and a barrier closes
+/// every piece.
+///
+/// # Safety
+/// As [`softmax_stream()`].
+#[inline(always)]
+unsafe fn body<const EARLY: bool>(p: SoftmaxSplitParams) {
+    // Two sets of (max scratch, sum scratch, row pair): piece k uses set k % 2. A warp
+    // reaches piece k + 2's first write to a set only after every warp passed a
+    // barrier of piece k + 1, so after every read of piece k's.
+    let scratch = shared_array!(SOFTMAX_STREAM_SCRATCH, f32, 128);
+    let row_mm = shared_array!(SOFTMAX_STREAM_ROW, f32, 4);
+    let t = thread_idx().x as usize;
+    let splits = p.splits as usize;
+    let n = p.x.rows as usize * splits;
+    let grid = grid_dim().x as usize;
+    let l = lag(grid, splits, n);
+    let mut pos = block_idx().x as usize;
+    let mut set = 0;
+    while pos < 2 * n {
+        let (stats, i) = piece(pos, n, l, grid);
+        let (r, xv, a, start, lo, end) = chunk(&p, i);
+        let (sc, mm_slot) = if EARLY { (scratch.add(64 * set), row_mm.add(2 * set)) } else { (scratch, row_mm) };
+        if stats {
+            // SAFETY: [lo, end) is inside row r, [start, lo) the bytes before it in x's
+            // 16-byte aligned allocation (contract); xv is aligned.
+            let mut s = unsafe { Slice::<V>::load_from::<true>(xv, start, lo, end, t, T, true) };
+            // SAFETY: sc[0..32] and [32..64] are each reduced into once per piece; the
+            // set alternates (or the closing barrier) before they are written again.
+            let m = unsafe { block_reduce_once(s.max(), sc, max_nan, f32::NEG_INFINITY) };
+            // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
+            let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
+            let part = s.exp_sum(m_safe);
+            let sum = unsafe { block_reduce_once(part, sc.add(32), |a, b| a + b, 0.0) };
+            // SAFETY: i < rows·splits.
+            unsafe { publish_pair(&p, i, m, sum, t) };
+        } else {
+            // The chunk again, from L2 (its stats piece read it about a grid of pieces
+            // ago), as its last use: evict-first, so L2 keeps the chunks still waiting.
+            // SAFETY (both loads): as the stats load; x is in global memory.
+            let load = || unsafe { Slice::<V>::load_from_hinted::<true, true>(xv, start, lo, end, t, T, true) };
+            let early = if EARLY { Some(load()) } else { None };
+            // SAFETY: every stats piece of row r sits at an earlier position, held by a
+            // resident block that publishes without waiting on this one (the module
+            // doc); mm_slot is read again only after another piece's barrier.
+            let (mm, ss) = unsafe { wait_row(&p, r, mm_slot, t) };
+            let mut s = match early {
+                Some(s) => s,
+                None => load(),
+            };
+            // exp(x - M) with the row's own maximum; a row of only -inf (M = -inf)
+            // comes out NaN, as PyTorch's.
+            s.exp_sum(mm);
+            // SAFETY: r < rows; [lo, end) of y's row read as x's (y's row `a` floats
+            // on, aligned or not); nothing before lo is written; y is global memory.
+            // Streaming stores: y is not read again here.
+            unsafe {
+                let yv = p.y.ptr.add(r * p.y.ld as usize).wrapping_sub(a);
+                s.store_scaled_from_hinted::<true, true>(yv, start, lo, end, t, T, is_aligned16(yv), rcp(ss));
+            }
+        }
+        if !EARLY {
+            // Nobody overwrites the scratch or `row_mm` (the next piece) before
+            // everyone has read them.
+            sync_threads();
+        }
+        set ^= 1;
+        pos += grid;
+    }
+}
+
 kernel! {
     /// Softmax of rows of any length as a stream of chunk reads and writes through
     /// L2 (see the module doc).
@@ -111,64 +201,20 @@ kernel! {
     /// at columns `4(t + 512k)` of the chunk; warp 0's lanes wait for a row's flags.
     #[launch(threads = SOFTMAX_STREAM_THREADS, min_blocks = SOFTMAX_STREAM_MIN_BLOCKS, cooperative = true)]
     pub unsafe fn softmax_stream(p: SoftmaxSplitParams) {
-        let scratch = shared_array!(SOFTMAX_STREAM_SCRATCH, f32, 64);
-        let row_mm = shared_array!(SOFTMAX_STREAM_ROW, f32, 2);
-        let t = thread_idx().x as usize;
-        let splits = p.splits as usize;
-        let n = p.x.rows as usize * splits;
-        let grid = grid_dim().x as usize;
-        let l = lag(grid, splits, n);
-        let mut pos = block_idx().x as usize;
-        while pos < 2 * n {
-            let (stats, i) = piece(pos, n, l, grid);
-            // The row by a 32-bit division (rows·splits < 2^31, the contract).
-            let r = (i as u32 / splits as u32) as usize;
-            let j = i - r * splits;
-            // SAFETY: r < rows (i < n).
-            let xr = unsafe { p.x.ptr.add(r * p.x.ld as usize) };
-            // The row as an aligned one: `a` floats of head before its first element.
-            let a = (xr as usize % 16) / 4;
-            let xv = xr.wrapping_sub(a);
-            let start = j * CHUNK;
-            let end = (start + CHUNK).min(p.x.cols as usize + a).max(start);
-            let lo = if j == 0 { a } else { start };
-            if stats {
-                // SAFETY: [lo, end) is inside row r, [start, lo) the bytes before it in
-                // x's 16-byte aligned allocation (contract); xv is aligned.
-                let mut s = unsafe { Slice::<V>::load_from::<true>(xv, start, lo, end, t, T, true) };
-                // SAFETY: scratch[0..32] and [32..64] are each reduced into once per
-                // piece; the barrier closing the piece separates these reads from the
-                // next piece's writes.
-                let m = unsafe { block_reduce_once(s.max(), scratch, max_nan, f32::NEG_INFINITY) };
-                // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
-                let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
-                let part = s.exp_sum(m_safe);
-                let sum = unsafe { block_reduce_once(part, scratch.add(32), |a, b| a + b, 0.0) };
-                // SAFETY: i < rows·splits.
-                unsafe { publish_pair(&p, i, m, sum, t) };
-            } else {
-                // SAFETY: every stats piece of row r sits at an earlier position, held
-                // by a resident block that publishes without waiting on this one (the
-                // module doc); row_mm is read again only after the closing barrier.
-                let (mm, ss) = unsafe { wait_row(&p, r, row_mm, t) };
-                // The chunk again, from L2 (its stats piece read it about a grid of
-                // pieces ago).
-                // SAFETY: as the stats load.
-                let mut s = unsafe { Slice::<V>::load_from::<true>(xv, start, lo, end, t, T, true) };
-                // exp(x - M) with the row's own maximum; a row of only -inf (M = -inf)
-                // comes out NaN, as PyTorch's.
-                s.exp_sum(mm);
-                // SAFETY: r < rows; [lo, end) of y's row read as x's (y's row `a`
-                // floats on, aligned or not); nothing before lo is written.
-                unsafe {
-                    let yv = p.y.ptr.add(r * p.y.ld as usize).wrapping_sub(a);
-                    s.store_scaled_from::<true>(yv, start, lo, end, t, T, is_aligned16(yv), rcp(ss));
-                }
-            }
-            // Nobody overwrites the scratch or `row_mm` (the next piece) before
-            // everyone has read them.
-            sync_threads();
-            pos += grid;
-        }
+        // SAFETY: forwarded.
+        unsafe { body::<true>(p) }
+    }
+}
+
+kernel! {
+    /// Trial: [`softmax_stream()`] with the write pieces' load after the row wait and
+    /// a barrier closing each piece (session 15's first version with L2 hints).
+    ///
+    /// # Safety
+    /// As [`softmax_stream()`].
+    #[launch(threads = SOFTMAX_STREAM_THREADS, min_blocks = SOFTMAX_STREAM_MIN_BLOCKS, cooperative = true)]
+    pub unsafe fn softmax_stream_x1(p: SoftmaxSplitParams) {
+        // SAFETY: forwarded.
+        unsafe { body::<false>(p) }
     }
 }

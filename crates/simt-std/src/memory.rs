@@ -272,6 +272,58 @@ pub unsafe fn store4_or_scalar(p: *mut f32, v: F32x4, vec: bool) {
     }
 }
 
+/// Loads 4 consecutive `f32` as their last use (`ld.global.cs.v4.f32`: "cache
+/// streaming", the lines marked evict-first in L1 and L2), for data the kernel
+/// reads for the last time, so that L2 keeps other lines in their place.
+///
+/// # Safety
+/// As [`load4`], and `p` is in global memory.
+#[inline(always)]
+pub unsafe fn load4_cs(p: *const f32) -> F32x4 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (x, y, z, w): (f32, f32, f32, f32);
+        // SAFETY: caller's contract (valid, aligned, global). Not `pure`: the kernel
+        // may write these lines (an in-place softmax), so the load stays ordered.
+        unsafe {
+            core::arch::asm!(
+                "ld.global.cs.v4.f32 {{{x}, {y}, {z}, {w}}}, [{p}];",
+                x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+                p = in(reg64) p, options(readonly, nostack)
+            )
+        };
+        F32x4 { x, y, z, w }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: caller's contract; the hint changes no value.
+    unsafe {
+        load4(p)
+    }
+}
+
+/// Stores 4 consecutive `f32` as streaming data (`st.global.cs.v4.f32`: the lines
+/// marked evict-first in L2), for output the kernel does not read again.
+///
+/// # Safety
+/// As [`store4`], and `p` is in global memory.
+#[inline(always)]
+pub unsafe fn store4_cs(p: *mut f32, v: F32x4) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract (valid, aligned, global).
+    unsafe {
+        core::arch::asm!(
+            "st.global.cs.v4.f32 [{p}], {{{x}, {y}, {z}, {w}}};",
+            p = in(reg64) p, x = in(reg32) v.x, y = in(reg32) v.y, z = in(reg32) v.z, w = in(reg32) v.w,
+            options(nostack)
+        )
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: caller's contract; the hint changes no value.
+    unsafe {
+        store4(p, v)
+    }
+}
+
 /// Asks L2 to fetch the 128-byte line holding `p` (`prefetch.global.L2`), without
 /// waiting: a hint, so that a later load hits L2. No-op on the emulator.
 ///
