@@ -654,12 +654,13 @@ fn cluster_rows_every_order() {
 }
 
 #[test]
-fn auto_takes_the_wide_split_kernel_for_the_largest_cluster_rows() {
+fn auto_takes_the_stream_kernel_where_the_wide_split_kernel_fits() {
     // On an 8-block emulator the wide split kernel holds 8 chunks of 32768 at once
-    // (a row of 262144) and takes inputs of at most two waves (16 chunks). Rows of
-    // the largest cluster (two slices a block) go to it where it takes them, to the
-    // cluster otherwise; shorter cluster rows stay on the cluster; past both (and
-    // too short for the L2 rule), the online passes.
+    // (a row of 262144) and takes inputs of at most two waves (16 chunks). Such
+    // inputs (rows of the largest cluster where they fit, three waves for rows not
+    // 16-byte aligned) go to the stream kernel, measured ahead of the wide split one
+    // there (H200, 2026-11-24); shorter cluster rows stay on the cluster; past both
+    // (and too short for the L2 rule), the online passes.
     let g = gpu_with_sms(8, Order::InOrder);
     if on_gpu(&g) {
         return;
@@ -670,18 +671,18 @@ fn auto_takes_the_wide_split_kernel_for_the_largest_cluster_rows() {
     use rust_simt::ops::softmax::auto_kernel;
     assert_eq!(split_wide_max_cols(&g).unwrap(), 8 * 32768);
     let big = CLUSTER_MAX_COLS; // 262144: 8 chunks of 32768
-    use SoftmaxKernel::{Cluster, Online, SplitWide};
+    use SoftmaxKernel::{Cluster, Online, Stream};
     // (rows, cols, rows 16-byte aligned, the kernel Auto takes)
     for (rows, cols, aligned, want) in [
-        (1, big, true, SplitWide),
-        (2, 200_000, true, SplitWide),
-        // Misaligned rows the wide kernel still takes (up to 3 floats more).
-        (2, 200_000, false, SplitWide),
+        (1, big, true, Stream),
+        (2, 200_000, true, Stream),
+        // Misaligned rows the wide kernel would still take (up to 3 floats more).
+        (2, 200_000, false, Stream),
         // Three rows of 7 chunks (21, three waves of 8): the cluster for aligned rows,
-        // the wide kernel for unaligned ones (every other kernel reads them 4 bytes at
+        // the stream kernel for unaligned ones (every other kernel reads them 4 bytes at
         // a time).
         (3, 200_000, true, Cluster),
-        (3, 200_000, false, SplitWide),
+        (3, 200_000, false, Stream),
         // Misaligned rows it cannot take (262144 + 3 columns), or three waves: the cluster.
         (1, big, false, Cluster),
         (3, big, true, Cluster),

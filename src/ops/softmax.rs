@@ -8,7 +8,7 @@
 //! | up to 16384 | a block per row, the row in registers (`softmax_row_*`) | 1 read, 1 write |
 //! | up to 262144, on Hopper, rows enough for a cluster per SM or more | a cluster of 2-8 blocks per row, chunks in registers, pairs over distributed shared memory (`softmax_cluster_*`) | 1 read, 1 write |
 //! | longer, the input 16 MiB to L2's size | two-pass online softmax (`softmax_online_*`): the second read hits L2 | 1 read (+1 from L2), 1 write |
-//! | the input 2 waves of chunks of 32768 or fewer (rows not 16-byte aligned: read as aligned rows up to 3 floats longer) | chunks of 32768 over cooperating blocks, half in registers, half staged in shared memory (`softmax_split_wide`) | 1 read, 1 write |
+//! | the input 2 waves of `softmax_split_wide`'s chunks of 32768 or fewer (3 for rows not 16-byte aligned: read as aligned rows up to 3 floats longer) | every chunk of 16384 read, reduced, and later read again from L2 and written, in one cooperative stream (`softmax_stream`) | 1 read (+1 from L2), 1 write |
 //! | up to `max_resident_blocks · 8192`, fewer chunks than SMs | chunks of 8192 over cooperating blocks, loaded into registers (`softmax_split`) | 1 read, 1 write |
 //! | up to `max_resident_blocks · 16384`, rows 16-byte aligned | chunks of 16384 over cooperating blocks, staged by `cp.async` (`softmax_split_async`) | 1 read, 1 write |
 //! | up to `max_resident_blocks · 8192` | `softmax_split` | 1 read, 1 write |
@@ -264,19 +264,22 @@ fn cluster_config(cols: usize) -> Option<usize> {
 /// * a cluster per row wherever one holds the row in one slice per block (H100,
 ///   commit 12a7cf9: 256 x 65536 0.0535 ms, 1 x 100000 0.0067, against 0.0706
 ///   and 0.0070 for the best split kernel);
-/// * rows of the largest cluster (two slices per block, one block per SM): the wide
-///   split kernel where it takes them (below), 1-3% ahead on the H100 (commits
-///   415d432 and 177631e: 64 x 262144 0.0604-0.0605 ms against 0.0607-0.0617, 32 x
-///   262144 0.0346 against 0.0357), else the cluster;
+/// * rows of the largest cluster (two slices per block, one block per SM): the
+///   stream kernel where the wide split kernel would take them (below; the wide split
+///   kernel was 1-3% ahead of the cluster on the H100, commits 415d432 and 177631e:
+///   64 x 262144 0.0604-0.0605 ms against 0.0607-0.0617), else the cluster;
 /// * rows too long for a cluster, or no clusters: the split kernel in registers
 ///   when the row's chunks are fewer than the SMs (1 x 100000 without clusters:
 ///   0.0070-0.0088 ms, staged split 0.0084-0.0104);
 /// * rows whose chunks of 32768 fill at most two waves of the device (three for rows
 ///   not 16-byte aligned, which every other kernel loads 4 bytes at a time: H200,
 ///   2026-11-24, 64 x 262143 0.0570 ms against the cluster's 0.0838, 4 x 3000017
-///   0.0490 against the online passes' 0.0867): the wide split kernel (H100, commit 415d432: 8 x 2^20 0.0342-0.0343 ms, 16 x 2^20
-///   0.0633-0.0637, 4 x 3000016 0.0588, against 0.0418-0.0420, 0.0798 and 0.0645
-///   for the online passes, the best of the others);
+///   0.0490 against the online passes' 0.0867): the stream kernel, which on the
+///   H200 (2026-11-24, session 15) runs 8 x 2^20 in 0.0263-0.0266 ms, 32 x 262144 in
+///   0.0245-0.0248, 64 x 262143 in 0.0515 and 4 x 3000017 in 0.0438-0.0442 against
+///   the wide split kernel's 0.0278-0.0279, 0.0268-0.0270, 0.0555-0.0566 and 0.0495,
+///   and 64 x 262144 level (0.0471-0.0474 against 0.0472-0.0473); the wide split kernel
+///   had been 1.2-1.3x ahead of the online passes (H100, commit 415d432);
 /// * the two online passes when the input fits in L2, so that their second read hits
 ///   it, and is no toy (8 x 2^20: 0.0419-0.0440 ms, staged split 0.0456-0.0458);
 /// * else the staged split kernel for aligned rows, the register one for others,
@@ -311,7 +314,9 @@ pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result
     Ok(if few_chunks && cols <= split_max_cols(gpu)? {
         SoftmaxKernel::Split
     } else if wide()? {
-        SoftmaxKernel::SplitWide
+        // Where the wide split kernel would take the input, the stream kernel is as
+        // fast or faster (H200, 2026-11-24, docs/PERFORMANCE.md session 15).
+        SoftmaxKernel::Stream
     } else if fits_l2 {
         SoftmaxKernel::Online
     } else if aligned && cols <= split_async_max_cols(gpu)? {
