@@ -36,16 +36,14 @@ use crate::config::{
     SOFTMAX_STREAM_CHUNK, SOFTMAX_STREAM_MIN_BLOCKS, SOFTMAX_STREAM_THREADS, SOFTMAX_STREAM_VECS,
 };
 use crate::params::SoftmaxSplitParams;
-use crate::softmax_online::row_pair;
-use crate::softmax_parts::{warp_combine, Slice};
+use crate::softmax_parts::Slice;
 use crate::softmax_split::{publish_pair, wait_row};
 use simt_std::kernel;
 use simt_std::math::rcp;
 use simt_std::memory::is_aligned16;
 use simt_std::shared_array;
-use simt_std::thread::{block_idx, grid_dim, sync_threads, thread_idx};
-use simt_std::flag::wait_eq;
-use simt_std::warp::{block_reduce_once, lane_id, max_nan, shfl_xor_f32, warp_id};
+use simt_std::thread::{block_idx, grid_dim, thread_idx};
+use simt_std::warp::{block_reduce_once, max_nan};
 
 /// 16-byte vectors per thread of a chunk.
 const V: usize = SOFTMAX_STREAM_VECS as usize;
@@ -104,16 +102,17 @@ fn chunk(p: &SoftmaxSplitParams, i: usize) -> (usize, *const f32, usize, usize, 
     (r, xr.wrapping_sub(a), a, start, if j == 0 { a } else { start }, end)
 }
 
-/// The kernel. With `EARLY` (the kernel's choice), a write piece loads its chunk
-/// before it waits for the row's pairs, so the two latencies overlap, and the
-/// shared scratch alternates between two copies by piece, so no barrier closes a
-/// piece; without it (the trial's), the load follows the wait and a barrier closes
-/// every piece.
+/// The kernel. A write piece loads its chunk before it waits for the row's pairs,
+/// so the two latencies overlap (on the H200 this and the next point took 64 x
+/// 262144 from 0.0488-0.0493 ms to 0.0471-0.0474), and the shared scratch alternates
+/// between two sets by piece, so no barrier closes a piece. Warp-level pieces (each
+/// warp of a write piece waiting for its row itself, no barrier) were slower: 16
+/// warps polling the flags instead of one (docs/PERFORMANCE.md, session 15).
 ///
 /// # Safety
 /// As [`softmax_stream()`].
 #[inline(always)]
-unsafe fn body<const EARLY: bool>(p: SoftmaxSplitParams) {
+unsafe fn body(p: SoftmaxSplitParams) {
     // Two sets of (max scratch, sum scratch, row pair): piece k uses set k % 2. A warp
     // reaches piece k + 2's first write to a set only after every warp passed a
     // barrier of piece k + 1, so after every read of piece k's.
@@ -129,13 +128,13 @@ unsafe fn body<const EARLY: bool>(p: SoftmaxSplitParams) {
     while pos < 2 * n {
         let (stats, i) = piece(pos, n, l, grid);
         let (r, xv, a, start, lo, end) = chunk(&p, i);
-        let (sc, mm_slot) = if EARLY { (scratch.add(64 * set), row_mm.add(2 * set)) } else { (scratch, row_mm) };
+        let (sc, mm_slot) = (scratch.add(64 * set), row_mm.add(2 * set));
         if stats {
             // SAFETY: [lo, end) is inside row r, [start, lo) the bytes before it in x's
             // 16-byte aligned allocation (contract); xv is aligned.
             let mut s = unsafe { Slice::<V>::load_from::<true>(xv, start, lo, end, t, T, true) };
             // SAFETY: sc[0..32] and [32..64] are each reduced into once per piece; the
-            // set alternates (or the closing barrier) before they are written again.
+            // set alternates before they are written again.
             let m = unsafe { block_reduce_once(s.max(), sc, max_nan, f32::NEG_INFINITY) };
             // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
             let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
@@ -146,117 +145,12 @@ unsafe fn body<const EARLY: bool>(p: SoftmaxSplitParams) {
         } else {
             // The chunk again, from L2 (its stats piece read it about a grid of pieces
             // ago), as its last use: evict-first, so L2 keeps the chunks still waiting.
-            // SAFETY (both loads): as the stats load; x is in global memory.
-            let load = || unsafe { Slice::<V>::load_from_hinted::<true, true>(xv, start, lo, end, t, T, true) };
-            let early = if EARLY { Some(load()) } else { None };
+            // SAFETY: as the stats load; x is in global memory.
+            let mut s = unsafe { Slice::<V>::load_from_hinted::<true, true>(xv, start, lo, end, t, T, true) };
             // SAFETY: every stats piece of row r sits at an earlier position, held by a
             // resident block that publishes without waiting on this one (the module
             // doc); mm_slot is read again only after another piece's barrier.
             let (mm, ss) = unsafe { wait_row(&p, r, mm_slot, t) };
-            let mut s = match early {
-                Some(s) => s,
-                None => load(),
-            };
-            // exp(x - M) with the row's own maximum; a row of only -inf (M = -inf)
-            // comes out NaN, as PyTorch's.
-            s.exp_sum(mm);
-            // SAFETY: r < rows; [lo, end) of y's row read as x's (y's row `a` floats
-            // on, aligned or not); nothing before lo is written; y is global memory.
-            // Streaming stores: y is not read again here.
-            unsafe {
-                let yv = p.y.ptr.add(r * p.y.ld as usize).wrapping_sub(a);
-                s.store_scaled_from_hinted::<true, true>(yv, start, lo, end, t, T, is_aligned16(yv), rcp(ss));
-            }
-        }
-        if !EARLY {
-            // Nobody overwrites the scratch or `row_mm` (the next piece) before
-            // everyone has read them.
-            sync_threads();
-        }
-        set ^= 1;
-        pos += grid;
-    }
-}
-
-/// The kernel with warp-level pieces: each warp reduces its part of a stats chunk to
-/// a pair on its own, one barrier gathers the 16 pairs and warp 0 combines and
-/// publishes them while the other warps go on; each warp of a write piece waits for
-/// the row's pairs and combines them itself, with no barrier at all, so a warp's
-/// next loads leave as soon as it is done.
-///
-/// # Safety
-/// As [`softmax_stream()`].
-#[inline(always)]
-unsafe fn body_warps(p: SoftmaxSplitParams) {
-    // Two sets of 16 warp pairs (max, sum): piece k uses set k % 2 (as in `body`).
-    let pairs = shared_array!(SOFTMAX_STREAM_PAIRS, f32, 64);
-    let t = thread_idx().x as usize;
-    let (w, lane) = (warp_id() as usize, lane_id() as usize);
-    let splits = p.splits as usize;
-    let n = p.x.rows as usize * splits;
-    let grid = grid_dim().x as usize;
-    let l = lag(grid, splits, n);
-    let mut pos = block_idx().x as usize;
-    let mut set = 0;
-    while pos < 2 * n {
-        let (stats, i) = piece(pos, n, l, grid);
-        let (r, xv, a, start, lo, end) = chunk(&p, i);
-        if stats {
-            // SAFETY: [lo, end) is inside row r, [start, lo) the bytes before it in x's
-            // 16-byte aligned allocation (contract); xv is aligned.
-            let mut s = unsafe { Slice::<V>::load_from::<true>(xv, start, lo, end, t, T, true) };
-            let mut m = s.max();
-            let mut off = 16;
-            while off >= 1 {
-                m = max_nan(m, shfl_xor_f32(m, off));
-                off /= 2;
-            }
-            // A warp part of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
-            let mut sum = s.exp_sum(if m == f32::NEG_INFINITY { 0.0 } else { m });
-            let mut off = 16;
-            while off >= 1 {
-                sum += shfl_xor_f32(sum, off);
-                off /= 2;
-            }
-            let slot = pairs.add(32 * set + 2 * w);
-            if lane == 0 {
-                // SAFETY: this warp's own pair of this piece's set.
-                unsafe {
-                    slot.write(m);
-                    slot.add(1).write(sum);
-                }
-            }
-            sync_threads();
-            if w == 0 {
-                let (pm, ps) = if lane < T / 32 {
-                    // SAFETY: written before the barrier by warp `lane`.
-                    let q = pairs.add(32 * set + 2 * lane);
-                    unsafe { (q.read(), q.add(1).read()) }
-                } else {
-                    (f32::NEG_INFINITY, 0.0)
-                };
-                let (m, sum) = warp_combine(pm, ps);
-                // SAFETY: i < rows·splits; thread 0 publishes.
-                unsafe { publish_pair(&p, i, m, sum, t) };
-            }
-        } else {
-            let mut k = lane;
-            while k < splits {
-                // SAFETY: flag r·splits + k exists; its stats piece sits at an earlier
-                // position, held by a resident block that publishes without waiting on
-                // this one (the module doc).
-                unsafe { wait_eq(p.flags.add(r * splits + k), p.epoch) };
-                k += 32;
-            }
-            // SAFETY: every pair of row r is published; each lane acquired the flags of
-            // the pairs it reads (`row_pair`'s lane j reads pairs j, j + 32, ...).
-            let (mm, ss) = unsafe { row_pair(p.partials, r, splits) };
-            // The chunk again, from L2 (its stats piece read it about a grid of pieces
-            // ago), as its last use: evict-first, so L2 keeps the chunks still waiting.
-            // After the wait: loaded before it, the slice stays live through the wait
-            // and spills at 64 registers.
-            // SAFETY: as the stats load; x is in global memory.
-            let mut s = unsafe { Slice::<V>::load_from_hinted::<true, true>(xv, start, lo, end, t, T, true) };
             // exp(x - M) with the row's own maximum; a row of only -inf (M = -inf)
             // comes out NaN, as PyTorch's.
             s.exp_sum(mm);
@@ -299,20 +193,6 @@ kernel! {
     #[launch(threads = SOFTMAX_STREAM_THREADS, min_blocks = SOFTMAX_STREAM_MIN_BLOCKS, cooperative = true)]
     pub unsafe fn softmax_stream(p: SoftmaxSplitParams) {
         // SAFETY: forwarded.
-        unsafe { body_warps(p) }
-    }
-}
-
-kernel! {
-    /// Trial: [`softmax_stream()`] with block-wide pieces (two block reductions per
-    /// stats piece, warp 0 waiting for a write piece's row: session 15's second
-    /// version).
-    ///
-    /// # Safety
-    /// As [`softmax_stream()`].
-    #[launch(threads = SOFTMAX_STREAM_THREADS, min_blocks = SOFTMAX_STREAM_MIN_BLOCKS, cooperative = true)]
-    pub unsafe fn softmax_stream_x1(p: SoftmaxSplitParams) {
-        // SAFETY: forwarded.
-        unsafe { body::<true>(p) }
+        unsafe { body(p) }
     }
 }

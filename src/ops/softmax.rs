@@ -609,11 +609,6 @@ pub fn softmax_with(
                 epoch,
             };
             let cfg = LaunchConfig::for_kernel::<kst::softmax_stream>(dim3(grid, 1, 1));
-            // Trial (session 15): the first version, SIMT_STREAM_TRIAL=1.
-            if std::env::var("SIMT_STREAM_TRIAL").is_ok_and(|v| v == "1") {
-                // SAFETY: as below (same contract).
-                return unsafe { gpu.launch::<kst::softmax_stream_x1>(cfg, (p,)) };
-            }
             // SAFETY: views checked on this Gpu; splits counts a head of 3 floats for
             // rows not 16-byte aligned (x's buffer, a device allocation, starts 16-byte
             // aligned); 2·items floats of scratch and items flags none of which holds
