@@ -103,11 +103,10 @@ fn chunk(p: &SoftmaxSplitParams, i: usize) -> (usize, *const f32, usize, usize, 
 }
 
 /// The kernel. A write piece loads its chunk before it waits for the row's pairs,
-/// so the two latencies overlap (on the H200 this and the next point took 64 x
-/// 262144 from 0.0488-0.0493 ms to 0.0471-0.0474), and the shared scratch alternates
-/// between two sets by piece, so no barrier closes a piece. Warp-level pieces (each
-/// warp of a write piece waiting for its row itself, no barrier) were slower: 16
-/// warps polling the flags instead of one (docs/PERFORMANCE.md, session 15).
+/// so the two latencies overlap, and the shared scratch alternates between two sets
+/// by piece, so no barrier closes a piece. Warp-level pieces (each warp of a write
+/// piece waiting for its row itself, no barrier) were slower: 16 warps poll the
+/// flags instead of one (measurements in docs/PERFORMANCE.md, session 15).
 ///
 /// # Safety
 /// As [`softmax_stream()`].
