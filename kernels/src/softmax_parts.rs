@@ -40,7 +40,7 @@ impl<const V: usize> Slice<V> {
         vec: bool,
     ) -> Self {
         // SAFETY: forwarded (no head: lo = start).
-        unsafe { Self::load_from::<false>(row, start, start, end, lane, lanes, vec) }
+        unsafe { Self::load_from::<false, false>(row, start, start, end, lane, lanes, vec) }
     }
 
     /// As [`load`](Self::load), for the columns `[lo, end)` of the vectors of
@@ -52,33 +52,15 @@ impl<const V: usize> Slice<V> {
     /// before `lo` then masked: a byte-wise head cost the wide split kernel 80 bytes of
     /// spills at its 64 registers); nothing before `lo` is ever written
     /// ([`store_scaled_from`](Self::store_scaled_from)). Without `HEAD`, `lo` is
-    /// ignored (and the code is `load`'s).
+    /// ignored (and the code is `load`'s). With `LAST`, the whole vectors are loaded
+    /// as their last use ([`load4_cs`]: evict-first in L2).
     ///
     /// # Safety
     /// `row[start..end]` readable: with `HEAD`, `row[lo..end]` is the row and
     /// `row[start..lo]` the bytes before it in the same allocation, which starts
-    /// 16-byte aligned (a device allocation does).
+    /// 16-byte aligned (a device allocation does); with `LAST`, in global memory.
     #[inline(always)]
-    pub unsafe fn load_from<const HEAD: bool>(
-        row: *const f32,
-        start: usize,
-        lo: usize,
-        end: usize,
-        lane: usize,
-        lanes: usize,
-        vec: bool,
-    ) -> Self {
-        // SAFETY: forwarded.
-        unsafe { Self::load_from_hinted::<HEAD, false>(row, start, lo, end, lane, lanes, vec) }
-    }
-
-    /// As [`load_from`](Self::load_from); with `LAST`, the whole vectors are loaded as
-    /// their last use ([`load4_cs`]: evict-first in L2).
-    ///
-    /// # Safety
-    /// As [`load_from`](Self::load_from), and `row` is in global memory.
-    #[inline(always)]
-    pub unsafe fn load_from_hinted<const HEAD: bool, const LAST: bool>(
+    pub unsafe fn load_from<const HEAD: bool, const LAST: bool>(
         row: *const f32,
         start: usize,
         lo: usize,
@@ -191,40 +173,20 @@ impl<const V: usize> Slice<V> {
         factor: f32,
     ) {
         // SAFETY: forwarded (no head: lo = start).
-        unsafe { self.store_scaled_from::<false>(row, start, start, end, lane, lanes, vec, factor) }
+        unsafe { self.store_scaled_from::<false, false>(row, start, start, end, lane, lanes, vec, factor) }
     }
 
     /// As [`store_scaled`](Self::store_scaled), for the columns `[lo, end)`: with
     /// `HEAD`, nothing before `lo` is written (the head of a row read by
-    /// [`load_from`](Self::load_from)).
+    /// [`load_from`](Self::load_from)). With `STREAM`, the whole vectors are stored
+    /// as streaming data ([`store4_cs`]: evict-first in L2).
     ///
     /// # Safety
-    /// `row[lo..end]` writable (`row[start..end]` without `HEAD`).
+    /// `row[lo..end]` writable (`row[start..end]` without `HEAD`); with `STREAM`, in
+    /// global memory.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn store_scaled_from<const HEAD: bool>(
-        &self,
-        row: *mut f32,
-        start: usize,
-        lo: usize,
-        end: usize,
-        lane: usize,
-        lanes: usize,
-        vec: bool,
-        factor: f32,
-    ) {
-        // SAFETY: forwarded.
-        unsafe { self.store_scaled_from_hinted::<HEAD, false>(row, start, lo, end, lane, lanes, vec, factor) }
-    }
-
-    /// As [`store_scaled_from`](Self::store_scaled_from); with `STREAM`, the whole
-    /// vectors are stored as streaming data ([`store4_cs`]: evict-first in L2).
-    ///
-    /// # Safety
-    /// As [`store_scaled_from`](Self::store_scaled_from), and `row` is in global memory.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn store_scaled_from_hinted<const HEAD: bool, const STREAM: bool>(
+    pub unsafe fn store_scaled_from<const HEAD: bool, const STREAM: bool>(
         &self,
         row: *mut f32,
         start: usize,

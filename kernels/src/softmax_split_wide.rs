@@ -121,7 +121,7 @@ kernel! {
             commit();
             // SAFETY: [lo, mid) is inside row r, [start, lo) the bytes before it in x's
             // 16-byte aligned allocation (contract); xv is aligned.
-            let mut s = unsafe { Slice::<V>::load_from::<true>(xv, start, lo, mid, t, T, true) };
+            let mut s = unsafe { Slice::<V>::load_from::<true, false>(xv, start, lo, mid, t, T, true) };
             wait::<0>();
             // SAFETY (the staged calls below): this thread's copies have landed.
             let m = max_nan(s.max(), unsafe { staged_max::<W>(buf, mid, end, t, T) });
@@ -153,7 +153,7 @@ kernel! {
             unsafe {
                 let yv = p.y.ptr.add(r * p.y.ld as usize).wrapping_sub(a);
                 let vec = is_aligned16(yv);
-                s.store_scaled_from::<true>(yv, start, lo, mid, t, T, vec, factor);
+                s.store_scaled_from::<true, false>(yv, start, lo, mid, t, T, vec, factor);
                 // The staged part one vector at a time: without the barrier LLVM hoists
                 // its shared loads above the stores above, all live at once (spills).
                 compiler_barrier();

@@ -416,6 +416,21 @@ pub fn softmax_with(
         detail: format!("rows of {n} columns; the {name} kernel takes at most {limit} ({use_})"),
     };
     let args = (x.ptr(), y.ptr_mut(), rows, cols, ld_x, ld_y);
+    // The views as the split, stream and online kernels take them.
+    let (xm, ym) = (
+        MatRef {
+            ptr: x.ptr(),
+            rows,
+            cols,
+            ld: ld_x,
+        },
+        MatMut {
+            ptr: y.ptr_mut(),
+            rows,
+            cols,
+            ld: ld_y,
+        },
+    );
     let warp_grid = dim3(rows.div_ceil(WARP_ROWS_THREADS / WARP_SIZE), 1, 1);
     match kernel {
         SoftmaxKernel::Auto => unreachable!("resolved above"),
@@ -542,18 +557,8 @@ pub fn softmax_with(
             let pairs = gpu.scratch_f32(SCRATCH_SOFTMAX_PAIRS, 2 * items as usize)?;
             let (flags, epoch) = gpu.flags(items as usize)?;
             let p = SoftmaxSplitParams {
-                x: MatRef {
-                    ptr: x.ptr(),
-                    rows,
-                    cols,
-                    ld: ld_x,
-                },
-                y: MatMut {
-                    ptr: y.ptr_mut(),
-                    rows,
-                    cols,
-                    ld: ld_y,
-                },
+                x: xm,
+                y: ym,
                 splits,
                 partials: pairs.ptr() as *mut f32,
                 flags: flags.ptr() as *mut u32,
@@ -591,18 +596,8 @@ pub fn softmax_with(
             let pairs = gpu.scratch_f32(SCRATCH_SOFTMAX_PAIRS, 2 * items)?;
             let (flags, epoch) = gpu.flags(items)?;
             let p = SoftmaxSplitParams {
-                x: MatRef {
-                    ptr: x.ptr(),
-                    rows,
-                    cols,
-                    ld: ld_x,
-                },
-                y: MatMut {
-                    ptr: y.ptr_mut(),
-                    rows,
-                    cols,
-                    ld: ld_y,
-                },
+                x: xm,
+                y: ym,
                 splits: splits as u32,
                 partials: pairs.ptr() as *mut f32,
                 flags: flags.ptr() as *mut u32,
@@ -636,18 +631,8 @@ pub fn softmax_with(
             }
             let pairs = gpu.scratch_f32(SCRATCH_SOFTMAX_PAIRS, 2 * items)?;
             let p = SoftmaxOnlineParams {
-                x: MatRef {
-                    ptr: x.ptr(),
-                    rows,
-                    cols,
-                    ld: ld_x,
-                },
-                y: MatMut {
-                    ptr: y.ptr_mut(),
-                    rows,
-                    cols,
-                    ld: ld_y,
-                },
+                x: xm,
+                y: ym,
                 splits: splits as u32,
                 chunk: chunk as u32,
                 partials: pairs.ptr() as *mut f32,
