@@ -121,6 +121,7 @@ fn main() -> Result<()> {
     );
     for k in [
         SoftmaxKernel::Cluster,
+        SoftmaxKernel::ClusterRows,
         SoftmaxKernel::SplitWide,
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::Split,
