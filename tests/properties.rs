@@ -431,7 +431,7 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
         SoftmaxKernel::SharedRow => cols <= max_cols(g),
         SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS,
-        SoftmaxKernel::ClusterRows => x_aligned && cols <= CLUSTER_ROWS_MAX_COLS,
+        SoftmaxKernel::ClusterRows => cols <= CLUSTER_ROWS_MAX_COLS,
         SoftmaxKernel::Split => cols <= split_max_cols(g).unwrap(),
         SoftmaxKernel::SplitAsync => x_aligned && cols <= split_async_max_cols(g).unwrap(),
         // Rows not 16-byte aligned are read as aligned ones up to 3 floats longer.
@@ -487,11 +487,7 @@ fn check_softmax(g: &Gpu, &(ki, xv, yv, vals, seed): &SoftmaxCase) -> Result<(),
     match r {
         Err(SimtError::TooLarge { .. }) if !takes => return Ok(()),
         // SplitAsync copies 16-byte vectors: a misaligned view is a Shape error.
-        Err(SimtError::Shape { .. })
-            if matches!(k, SoftmaxKernel::SplitAsync | SoftmaxKernel::ClusterRows) && !aligned =>
-        {
-            return Ok(())
-        }
+        Err(SimtError::Shape { .. }) if k == SoftmaxKernel::SplitAsync && !aligned => return Ok(()),
         // Clusters need Hopper.
         Err(SimtError::Unsupported(_))
             if matches!(k, SoftmaxKernel::Cluster | SoftmaxKernel::ClusterRows)

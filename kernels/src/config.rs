@@ -88,15 +88,10 @@ pub const SOFTMAX_CLUSTER_VECS: u32 = 8;
 /// portable size.
 pub const SOFTMAX_CLUSTER_CONFIGS: [(u32, u32); 4] = [(2, 1), (4, 1), (8, 1), (8, 2)];
 /// Blocks per cluster of `softmax_cluster_rows_32k`, `_64k`, `_128k`: persistent
-/// clusters of one slice (16384 columns) per block that copy their next two rows
-/// into shared memory while they finish the current one.
+/// clusters of one slice (16384 columns) per block that load their next row while
+/// they finish the current one, so each thread holds two slices (64 floats) and an
+/// SM one block.
 pub const SOFTMAX_CLUSTER_ROWS_SIZES: [u32; 3] = [2, 4, 8];
-/// Shared-memory stages of `softmax_cluster_rows_*`: a block's slice of its current
-/// row and of the next two (three of 64 KiB: one block per SM).
-pub const SOFTMAX_CLUSTER_ROWS_STAGES: u32 = 3;
-/// Dynamic shared memory of `softmax_cluster_rows_*`.
-pub const SOFTMAX_CLUSTER_ROWS_SMEM_BYTES: u32 =
-    SOFTMAX_CLUSTER_ROWS_STAGES * 4 * SOFTMAX_CLUSTER_THREADS * SOFTMAX_CLUSTER_VECS * 4;
 /// Columns of one slice of a cluster softmax block.
 pub const SOFTMAX_CLUSTER_SLICE: u32 = 4 * SOFTMAX_CLUSTER_THREADS * SOFTMAX_CLUSTER_VECS;
 /// The longest row of a cluster kernel: the last of `SOFTMAX_CLUSTER_CONFIGS`.

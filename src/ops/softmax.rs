@@ -55,9 +55,8 @@ pub enum SoftmaxKernel {
     /// up to [`CLUSTER_MAX_COLS`] columns, on Hopper (the `sm_90a` module).
     Cluster,
     /// The cluster kernel made persistent: as many clusters of 2 to 8 blocks as the
-    /// device holds, each walking rows with its next two rows in flight (`cp.async`
-    /// into shared memory) while it finishes the current one: rows 16-byte aligned,
-    /// up to [`CLUSTER_ROWS_MAX_COLS`] columns, on Hopper.
+    /// device holds, each walking rows and loading its next row while it finishes
+    /// the current one: up to [`CLUSTER_ROWS_MAX_COLS`] columns, on Hopper.
     ClusterRows,
     /// Chunks of 8192 columns over cooperating blocks, any row the device holds on
     /// chip ([`split_max_cols`]).
@@ -147,7 +146,7 @@ pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Re
         SoftmaxKernel::SharedRow => cols <= max_cols(gpu),
         SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS && has_clusters(gpu),
-        SoftmaxKernel::ClusterRows => aligned && cols <= CLUSTER_ROWS_MAX_COLS && has_clusters(gpu),
+        SoftmaxKernel::ClusterRows => cols <= CLUSTER_ROWS_MAX_COLS && has_clusters(gpu),
         SoftmaxKernel::Split => cols <= split_max_cols(gpu)?,
         SoftmaxKernel::SplitAsync => aligned && cols <= split_async_max_cols(gpu)?,
         SoftmaxKernel::SplitWide => wide_cols(cols, aligned) <= split_wide_max_cols(gpu)?,
@@ -547,12 +546,6 @@ pub fn softmax_with(
                     gpu.props().sm()
                 )));
             }
-            if !aligned {
-                return Err(SimtError::Shape {
-                    op,
-                    detail: format!("SoftmaxKernel::{kernel:?} copies 16-byte vectors: x needs a 16-byte aligned start and a row stride that is a multiple of 4; use SoftmaxKernel::Auto"),
-                });
-            }
             let Some(&c) = SOFTMAX_CLUSTER_ROWS_SIZES
                 .iter()
                 .find(|&&c| n <= (SOFTMAX_CLUSTER_SLICE * c) as usize)
@@ -575,9 +568,8 @@ pub fn softmax_with(
                 Ok(q.max(1))
             };
             let grid = dim3(held(c)?.min(rows) * c, 1, 1);
-            // SAFETY: views checked on this Gpu; x's rows 16-byte aligned (checked);
-            // rows of at most 16384·c columns; grid.x a multiple of the cluster size
-            // c; the kernel's dynamic shared memory is its launch bound's.
+            // SAFETY: views checked on this Gpu; rows of at most 16384·c columns;
+            // grid.x a multiple of the cluster size c.
             unsafe {
                 match c {
                     2 => launch_rows::<kcr::softmax_cluster_rows_32k>(gpu, grid, args),
