@@ -121,7 +121,6 @@ fn main() -> Result<()> {
     );
     for k in [
         SoftmaxKernel::Cluster,
-        SoftmaxKernel::ClusterRows,
         SoftmaxKernel::SplitWide,
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::Split,

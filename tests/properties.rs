@@ -36,7 +36,7 @@ use rust_simt::ops::matmul_tc::{
 use rust_simt::ops::row_sum::row_sum;
 use rust_simt::ops::softmax::{
     has_clusters, max_cols, softmax_naive, softmax_with, split_async_max_cols, split_max_cols,
-    split_wide_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS, CLUSTER_ROWS_MAX_COLS, REGISTER_MAX_COLS,
+    split_wide_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS, REGISTER_MAX_COLS,
 };
 use rust_simt::{reference, BackendKind, Buffer, Gpu, Layout, SimtError};
 
@@ -431,7 +431,6 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
         SoftmaxKernel::SharedRow => cols <= max_cols(g),
         SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS,
-        SoftmaxKernel::ClusterRows => cols <= CLUSTER_ROWS_MAX_COLS,
         SoftmaxKernel::Split => cols <= split_max_cols(g).unwrap(),
         SoftmaxKernel::SplitAsync => x_aligned && cols <= split_async_max_cols(g).unwrap(),
         // Rows not 16-byte aligned are read as aligned ones up to 3 floats longer.
@@ -441,7 +440,7 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
     }
 }
 
-const SOFTMAX_KERNELS: [SoftmaxKernel; 10] = SoftmaxKernel::ALL;
+const SOFTMAX_KERNELS: [SoftmaxKernel; 9] = SoftmaxKernel::ALL;
 
 /// Softmax rows for `vals`: the stability case puts -inf in about 1 entry in 8,
 /// makes one row all -inf (NaN out, as PyTorch) and adds ±1e30.
@@ -489,10 +488,7 @@ fn check_softmax(g: &Gpu, &(ki, xv, yv, vals, seed): &SoftmaxCase) -> Result<(),
         // SplitAsync copies 16-byte vectors: a misaligned view is a Shape error.
         Err(SimtError::Shape { .. }) if k == SoftmaxKernel::SplitAsync && !aligned => return Ok(()),
         // Clusters need Hopper.
-        Err(SimtError::Unsupported(_))
-            if matches!(k, SoftmaxKernel::Cluster | SoftmaxKernel::ClusterRows)
-                && !has_clusters(g) =>
-        {
+        Err(SimtError::Unsupported(_)) if k == SoftmaxKernel::Cluster && !has_clusters(g) => {
             return Ok(())
         }
         Err(e) => return Err(format!("{k:?}: {}", err(e))),

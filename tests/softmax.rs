@@ -5,8 +5,7 @@ use common::*;
 use rust_simt::emulator::{EmuConfig, Order};
 use rust_simt::ops::softmax::{
     has_clusters, max_cols, softmax, softmax_naive, softmax_with, split_async_max_cols,
-    split_max_cols, split_wide_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS, CLUSTER_ROWS_MAX_COLS,
-    REGISTER_MAX_COLS,
+    split_max_cols, split_wide_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS, REGISTER_MAX_COLS,
 };
 use rust_simt::Layout;
 use rust_simt::{reference, Gpu, SimtError};
@@ -30,9 +29,6 @@ fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
     }
     if cols <= CLUSTER_MAX_COLS && has_clusters(g) {
         v.push(SoftmaxKernel::Cluster);
-    }
-    if cols <= CLUSTER_ROWS_MAX_COLS && has_clusters(g) {
-        v.push(SoftmaxKernel::ClusterRows);
     }
     if cols <= split_max_cols(g).unwrap() {
         v.push(SoftmaxKernel::Split);
@@ -499,7 +495,6 @@ fn long_rows_strided() {
     ];
     if has_clusters(&g) {
         ks.push(SoftmaxKernel::Cluster);
-        ks.push(SoftmaxKernel::ClusterRows);
     }
     for k in ks {
         let mut y = poisoned(&g, rows * ldy);
@@ -577,12 +572,7 @@ fn cluster_rows_every_order() {
             return;
         }
         let (mut r, seed) = rng("softmax cluster rows");
-        // The persistent kernel: 2-block clusters, 2 of them here, so cluster 0 takes
-        // rows 0 and 2 (its next row in flight); 4-block clusters, one for all 5 rows.
-        for (k, (rows, cols)) in [SoftmaxKernel::Cluster, SoftmaxKernel::ClusterRows]
-            .into_iter()
-            .flat_map(|k| [(3, 16385), (5, 40000)].map(|s| (k, s)))
-        {
+        for (rows, cols) in [(3, 16385), (5, 40000)] {
             let mut x = long_rows(&mut r, rows, cols);
             // Row 1: all of rank 0's chunk and more, but not the whole row.
             let dead = (16384 + 7).min(cols - 1);
@@ -592,14 +582,14 @@ fn cluster_rows_every_order() {
             let mut y = poisoned(&g, rows * cols);
             softmax_with(
                 &g,
-                k,
+                SoftmaxKernel::Cluster,
                 xb.matrix(rows, cols).unwrap(),
                 y.matrix_mut(rows, cols).unwrap(),
             )
             .unwrap();
             let y = g.download(&y).unwrap();
             assert_close(
-                &format!("softmax {k:?} {rows}x{cols}"),
+                &format!("softmax Cluster {rows}x{cols}"),
                 seed,
                 &y,
                 &want,
@@ -654,39 +644,6 @@ fn cluster_rows_every_order() {
         ) {
             Err(SimtError::TooLarge { detail, .. }) => {
                 assert!(detail.contains("262144"), "{detail}")
-            }
-            other => panic!("expected TooLarge, got {other:?}"),
-        }
-        // The persistent kernel's longest rows (8-block clusters), two of them for one
-        // cluster, and one column more.
-        let cols = CLUSTER_ROWS_MAX_COLS;
-        let x = uniform(&mut r, 2 * cols, -10.0, 10.0);
-        let xb = g.upload(&x).unwrap();
-        let mut y = poisoned(&g, 2 * cols);
-        softmax_with(
-            &g,
-            SoftmaxKernel::ClusterRows,
-            xb.matrix(2, cols).unwrap(),
-            y.matrix_mut(2, cols).unwrap(),
-        )
-        .unwrap();
-        assert_close(
-            "softmax ClusterRows 2x131072",
-            seed,
-            &g.download(&y).unwrap(),
-            &reference::softmax(&x, 2, cols),
-            RTOL,
-            ATOL,
-            1e-5,
-        );
-        match softmax_with(
-            &g,
-            SoftmaxKernel::ClusterRows,
-            xb.matrix(1, cols + 1).unwrap(),
-            y.matrix_mut(1, cols + 1).unwrap(),
-        ) {
-            Err(SimtError::TooLarge { detail, .. }) => {
-                assert!(detail.contains("131072"), "{detail}")
             }
             other => panic!("expected TooLarge, got {other:?}"),
         }

@@ -87,11 +87,6 @@ pub const SOFTMAX_CLUSTER_VECS: u32 = 8;
 /// thread) allow one block per SM, one slice two. Clusters stop at 8 blocks, the
 /// portable size.
 pub const SOFTMAX_CLUSTER_CONFIGS: [(u32, u32); 4] = [(2, 1), (4, 1), (8, 1), (8, 2)];
-/// Blocks per cluster of `softmax_cluster_rows_32k`, `_64k`, `_128k`: persistent
-/// clusters of one slice (16384 columns) per block that load their next row while
-/// they finish the current one, so each thread holds two slices (64 floats) and an
-/// SM one block.
-pub const SOFTMAX_CLUSTER_ROWS_SIZES: [u32; 3] = [2, 4, 8];
 /// Columns of one slice of a cluster softmax block.
 pub const SOFTMAX_CLUSTER_SLICE: u32 = 4 * SOFTMAX_CLUSTER_THREADS * SOFTMAX_CLUSTER_VECS;
 /// The longest row of a cluster kernel: the last of `SOFTMAX_CLUSTER_CONFIGS`.

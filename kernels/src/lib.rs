@@ -15,7 +15,6 @@
 //! | [`softmax_stream`] | long rows of any length as one stream of chunk reads and chunk writes, L2 holding each chunk between its two touches (DRAM reads and writes overlap) |
 //! | [`softmax_split_wide`] | long rows over cooperating blocks, chunks of 128 KiB half in registers and half staged in shared memory (8 rows of 2^20 floats in one wave on an H100) |
 //! | [`softmax_cluster`] | long rows over a thread-block cluster: chunks in registers, `(max, sum)` pairs over distributed shared memory (Hopper, sm_90a module) |
-//! | [`softmax_cluster_rows`] | the cluster kernel made persistent: each cluster walks rows, its next row's loads in flight while it finishes the current one (Hopper, sm_90a module) |
 //! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
 //! | [`row_sum`] | blocks per row with atomics, lane groups per row |
 //! | [`row_sum_tiny`] | millions of rows of 1-3 columns: four rows per thread, 16-byte loads and stores |
@@ -97,8 +96,7 @@ hopper!(
     matmul_mma_tma,
     matmul_wgmma,
     matmul_wgmma_cluster,
-    softmax_cluster,
-    softmax_cluster_rows
+    softmax_cluster
 );
 
 pub use simt_std;

@@ -114,26 +114,6 @@ impl<const V: usize> Slice<V> {
         Slice { v }
     }
 
-    /// The lane's `V` whole vectors of `row[start..]`: 16-byte loads with no bounds
-    /// checks and no branch, for a slice known to lie whole inside an aligned row
-    /// (the branches and masks of [`load`](Self::load)'s other path cost registers a
-    /// kernel holding two slices does not have).
-    ///
-    /// # Safety
-    /// `row` 16-byte aligned, `start` a multiple of 4, `row[start..start + 4·lanes·V]`
-    /// readable.
-    #[inline(always)]
-    pub unsafe fn load_whole(row: *const f32, start: usize, lane: usize, lanes: usize) -> Self {
-        let mut v = [F32x4::splat(0.0); V];
-        let mut k = 0;
-        while k < V {
-            // SAFETY: inside the slice, 16-byte aligned (the contract).
-            v[k] = unsafe { load4(row.add(Self::col(start, lane, lanes, k))) };
-            k += 1;
-        }
-        Slice { v }
-    }
-
     /// Prefetches `row[start..end]` into L2, one 128-byte line per lane in turn
     /// (a hint: loads of it later hit L2).
     ///

@@ -269,10 +269,6 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                     if n > softmax::REGISTER_MAX_COLS {
                         for (k, name) in [
                             (softmax::SoftmaxKernel::Cluster, "rust-simt cluster"),
-                            (
-                                softmax::SoftmaxKernel::ClusterRows,
-                                "rust-simt cluster-rows",
-                            ),
                             (softmax::SoftmaxKernel::Split, "rust-simt split"),
                             (softmax::SoftmaxKernel::SplitAsync, "rust-simt split-async"),
                             (softmax::SoftmaxKernel::SplitWide, "rust-simt split-wide"),

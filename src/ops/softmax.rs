@@ -22,14 +22,13 @@
 //! An empty input (no rows or no columns) launches nothing and leaves the (empty)
 //! output as it is, as `torch.softmax` returns an empty tensor.
 use kernels::config::{
-    SOFTMAX_ASYNC_CHUNK, SOFTMAX_CLUSTER_CONFIGS, SOFTMAX_CLUSTER_MAX_COLS,
-    SOFTMAX_CLUSTER_ROWS_SIZES, SOFTMAX_CLUSTER_SLICE, SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS,
-    SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK, SOFTMAX_STREAM_CHUNK, SOFTMAX_WARP_VECS,
-    SOFTMAX_WIDE_CHUNK, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
+    SOFTMAX_ASYNC_CHUNK, SOFTMAX_CLUSTER_CONFIGS, SOFTMAX_CLUSTER_MAX_COLS, SOFTMAX_CLUSTER_SLICE,
+    SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS, SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK,
+    SOFTMAX_STREAM_CHUNK, SOFTMAX_WARP_VECS, SOFTMAX_WIDE_CHUNK, WARP_ROWS_THREADS,
+    WARP_ROW_MAX_COLS, WARP_SIZE,
 };
 use kernels::params::{MatMut, MatRef, SoftmaxOnlineParams, SoftmaxSplitParams};
 use kernels::softmax_cluster as kc;
-use kernels::softmax_cluster_rows as kcr;
 use kernels::softmax_split as ks;
 use kernels::softmax_split_async as ksa;
 use kernels::softmax_split_wide as ksw;
@@ -54,10 +53,6 @@ pub enum SoftmaxKernel {
     /// the blocks' `(max, sum)` pairs combined through distributed shared memory:
     /// up to [`CLUSTER_MAX_COLS`] columns, on Hopper (the `sm_90a` module).
     Cluster,
-    /// The cluster kernel made persistent: as many clusters of 2 to 8 blocks as the
-    /// device holds, each walking rows and loading its next row while it finishes
-    /// the current one: up to [`CLUSTER_ROWS_MAX_COLS`] columns, on Hopper.
-    ClusterRows,
     /// Chunks of 8192 columns over cooperating blocks, any row the device holds on
     /// chip ([`split_max_cols`]).
     Split,
@@ -90,11 +85,6 @@ pub const REGISTER_MAX_COLS: usize =
 /// The longest row of [`SoftmaxKernel::Cluster`]: 8 blocks of 32768 columns.
 pub const CLUSTER_MAX_COLS: usize = SOFTMAX_CLUSTER_MAX_COLS as usize;
 
-/// The longest row of [`SoftmaxKernel::ClusterRows`]: 8 blocks of 16384 columns.
-pub const CLUSTER_ROWS_MAX_COLS: usize = (SOFTMAX_CLUSTER_SLICE
-    * SOFTMAX_CLUSTER_ROWS_SIZES[SOFTMAX_CLUSTER_ROWS_SIZES.len() - 1])
-    as usize;
-
 /// Whether this device runs [`SoftmaxKernel::Cluster`] (thread-block clusters: the
 /// Hopper module loads, an H100 or H200, and the emulator).
 pub fn has_clusters(gpu: &Gpu) -> bool {
@@ -103,12 +93,11 @@ pub fn has_clusters(gpu: &Gpu) -> bool {
 
 impl SoftmaxKernel {
     /// Every kernel, in the order of the enum.
-    pub const ALL: [SoftmaxKernel; 10] = [
+    pub const ALL: [SoftmaxKernel; 9] = [
         SoftmaxKernel::Auto,
         SoftmaxKernel::SharedRow,
         SoftmaxKernel::Registers,
         SoftmaxKernel::Cluster,
-        SoftmaxKernel::ClusterRows,
         SoftmaxKernel::Split,
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::SplitWide,
@@ -123,7 +112,6 @@ impl SoftmaxKernel {
             SoftmaxKernel::SharedRow => "shared-row",
             SoftmaxKernel::Registers => "registers",
             SoftmaxKernel::Cluster => "cluster",
-            SoftmaxKernel::ClusterRows => "cluster-rows",
             SoftmaxKernel::Split => "split",
             SoftmaxKernel::SplitAsync => "split-async",
             SoftmaxKernel::SplitWide => "split-wide",
@@ -146,7 +134,6 @@ pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Re
         SoftmaxKernel::SharedRow => cols <= max_cols(gpu),
         SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS && has_clusters(gpu),
-        SoftmaxKernel::ClusterRows => cols <= CLUSTER_ROWS_MAX_COLS && has_clusters(gpu),
         SoftmaxKernel::Split => cols <= split_max_cols(gpu)?,
         SoftmaxKernel::SplitAsync => aligned && cols <= split_async_max_cols(gpu)?,
         SoftmaxKernel::SplitWide => wide_cols(cols, aligned) <= split_wide_max_cols(gpu)?,
@@ -165,13 +152,12 @@ fn wide_cols(cols: usize, aligned: bool) -> usize {
 }
 
 /// What the autotuner times for rows past the register kernels: every long-row
-/// kernel that takes `cols` columns here (`Cluster`, `ClusterRows`, `Split`,
-/// `SplitAsync`, `SplitWide`, `Online`, `Stream`).
+/// kernel that takes `cols` columns here (`Cluster`, `Split`, `SplitAsync`,
+/// `SplitWide`, `Online`, `Stream`).
 pub fn long_row_candidates(gpu: &Gpu, cols: usize, aligned: bool) -> Result<Vec<SoftmaxKernel>> {
     let mut v = Vec::new();
     for k in [
         SoftmaxKernel::Cluster,
-        SoftmaxKernel::ClusterRows,
         SoftmaxKernel::Split,
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::SplitWide,
@@ -536,45 +522,6 @@ pub fn softmax_with(
                     1 => launch_rows::<kc::softmax_cluster_64k>(gpu, grid, args),
                     2 => launch_rows::<kc::softmax_cluster_128k>(gpu, grid, args),
                     _ => launch_rows::<kc::softmax_cluster_256k>(gpu, grid, args),
-                }
-            }
-        }
-        SoftmaxKernel::ClusterRows => {
-            if !has_clusters(gpu) {
-                return Err(SimtError::Unsupported(format!(
-                    "SoftmaxKernel::ClusterRows needs thread-block clusters (compute capability 9.0, the sm_90a module) and this device is {}; use SoftmaxKernel::Auto",
-                    gpu.props().sm()
-                )));
-            }
-            let Some(&c) = SOFTMAX_CLUSTER_ROWS_SIZES
-                .iter()
-                .find(|&&c| n <= (SOFTMAX_CLUSTER_SLICE * c) as usize)
-            else {
-                return Err(too_long(
-                    CLUSTER_ROWS_MAX_COLS,
-                    "persistent cluster",
-                    "use SoftmaxKernel::Auto",
-                ));
-            };
-            // As many clusters as the device holds at once (no more: a cluster's rows
-            // are its own, so extra clusters would only wait for a free GPC), at most
-            // one per row.
-            let held = |k: u32| -> Result<u32> {
-                let q = match k {
-                    2 => gpu.max_resident_clusters::<kcr::softmax_cluster_rows_32k>(&args)?,
-                    4 => gpu.max_resident_clusters::<kcr::softmax_cluster_rows_64k>(&args)?,
-                    _ => gpu.max_resident_clusters::<kcr::softmax_cluster_rows_128k>(&args)?,
-                };
-                Ok(q.max(1))
-            };
-            let grid = dim3(held(c)?.min(rows) * c, 1, 1);
-            // SAFETY: views checked on this Gpu; rows of at most 16384·c columns;
-            // grid.x a multiple of the cluster size c.
-            unsafe {
-                match c {
-                    2 => launch_rows::<kcr::softmax_cluster_rows_32k>(gpu, grid, args),
-                    4 => launch_rows::<kcr::softmax_cluster_rows_64k>(gpu, grid, args),
-                    _ => launch_rows::<kcr::softmax_cluster_rows_128k>(gpu, grid, args),
                 }
             }
         }
