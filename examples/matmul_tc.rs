@@ -1,4 +1,5 @@
-//! Matmul + ReLU on tensor cores: `cargo run --release --example matmul_tc [-- N ...]`.
+//! Matmul + ReLU on tensor cores: `cargo run --release --example matmul_tc [-- N ...]`
+//! (`SIMT_TC_ONLY=tf32`, or `bf16`, `f16`, a comma-separated list: only those precisions).
 //!
 //! For each size: the inputs converted to bf16 / f16 on the device (round to nearest
 //! even), stage 5 (`mma.sync` from plain tiles), stage 6 (`cp.async` pipeline,
@@ -175,6 +176,9 @@ fn main() -> Result<()> {
             case.report(name, peak, want, c, f32::NAN, f32_of, 0.0, run)
         };
         let hopper = TcKernel::best(&gpu).is_hopper();
+        // SIMT_TC_ONLY=tf32 (or bf16, f16, a comma-separated list) times only those.
+        let only = std::env::var("SIMT_TC_ONLY").unwrap_or_default();
+        let want = |p: &str| only.is_empty() || only.split(',').any(|o| o.trim() == p);
         let mut stages = vec![
             ("bf16 stage 5 (mma)", TcKernel::Mma),
             ("bf16 stage 6 (pipelined)", TcKernel::MmaPipelined),
@@ -184,6 +188,7 @@ fn main() -> Result<()> {
             stages.push(("bf16 stage 7 (wgmma)", TcKernel::Wgmma));
             stages.push(("bf16 stage 8 (multicast)", TcKernel::WgmmaCluster));
         }
+        stages.retain(|_| want("bf16"));
         for (name, stage) in stages {
             report(name, peak16, &want_bf, &mut c, &mut |c| {
                 matmul_tc(
@@ -202,7 +207,10 @@ fn main() -> Result<()> {
             f16_stages.push(("f16 stage 7 (wgmma)", TcKernel::Wgmma));
             f16_stages.push(("f16 stage 8 (multicast)", TcKernel::WgmmaCluster));
         }
-        if hopper {
+        if !want("f16") {
+            f16_stages.clear();
+        }
+        if hopper && want("bf16") && want("f16") {
             // C in the inputs' precision, as torch.relu(A @ B) returns on bf16/f16
             // tensors: each element rounded once more (relative 2^-9 bf16, 2^-12 f16).
             let mut c16 = gpu.alloc::<bf16>(n * n)?;
@@ -267,6 +275,7 @@ fn main() -> Result<()> {
             tf32_stages.push(("tf32 stage 7 (wgmma)", TcKernel::Wgmma));
             tf32_stages.push(("tf32 stage 8 (multicast)", TcKernel::WgmmaCluster));
         }
+        tf32_stages.retain(|_| want("tf32"));
         for (name, stage) in tf32_stages {
             report(name, peak_tf32, &want_tf, &mut c, &mut |c| {
                 matmul_tf32_with(

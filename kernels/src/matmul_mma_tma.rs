@@ -170,7 +170,7 @@ unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2];
 /// # Safety
 /// As [`matmul_mma_tma_bf16()`].
 #[inline(always)]
-unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
+unsafe fn body<const KIND: u32, const REFILL_AT: u32, const RAW_A: bool>(p: MatmulParamsTma) {
     let ring = Ring::new();
     if thread_idx().x == 0 {
         let mut s = 0;
@@ -210,7 +210,15 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
     // SAFETY (all three closures): the stage landed and was published to this warp by
     // its full barrier; the whole warp calls them; barriers initialised.
     let frags = |st: Smem<u8>, kk: u32| unsafe {
-        (a_frags(st, wm, kk, false), b_frags::<KIND>(st, wn, kk))
+        let a = a_frags(st, wm, kk, false);
+        // TRIAL: A straight from the caller, rounded to nearest (ties away) by adding
+        // half a TF32 ulp: the tensor cores ignore the low 13 bits. NaN stays NaN.
+        let a = if RAW_A {
+            a.map(|f| f.map(|b| if f32::from_bits(b).is_nan() { 0x7fff_ffff } else { b.wrapping_add(0x1000) }))
+        } else {
+            a
+        };
+        (a, b_frags::<KIND>(st, wn, kk))
     };
     let wait_full = |kt: u32| unsafe { mbarrier::wait(ring.full(kt % STAGES), (kt / STAGES) & 1) };
     // Every lane's reads of step kt's stage were issued (their values go to registers)
@@ -230,7 +238,7 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
     let mut kt = 0;
     while kt < ktiles {
         let next = kt + STAGES - 1;
-        if w == 0 && next < ktiles {
+        if REFILL_AT == 0 && w == 0 && next < ktiles {
             // Into the stage step kt - 1 used: warp 0 waits until all 4 warps read it.
             // SAFETY: warp 0, converged; next < ktiles.
             unsafe { refill::<KIND>(&p, ring, next, row0, col0) };
@@ -242,6 +250,11 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
                 // SAFETY: the whole warp is here, converged.
                 unsafe { mma_tile::<KIND>(&mut acc, &cur.0, &cur.1) };
                 cur = nxt;
+                if REFILL_AT == KK as u32 + 1 && w == 0 && next < ktiles {
+                    // TRIAL: later in the K step, so the other warps have released it.
+                    // SAFETY: warp 0, converged; next < ktiles.
+                    unsafe { refill::<KIND>(&p, ring, next, row0, col0) };
+                }
             }
         });
         release(kt);
@@ -310,7 +323,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_bf16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<BF16>(p) }
+        unsafe { body::<BF16, 0, false>(p) }
     }
 }
 
@@ -322,7 +335,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_f16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<F16>(p) }
+        unsafe { body::<F16, 0, false>(p) }
     }
 }
 
@@ -337,6 +350,32 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_tf32(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<TF32>(p) }
+        unsafe { body::<TF32, 0, false>(p) }
+    }
+}
+
+kernel! {
+    /// TRIAL: as [`matmul_mma_tma_tf32()`], warp 0 refilling after the K step's
+    /// second k8 step.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_tma_tf32()`].
+    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_tma_tf32_t1(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<TF32, 2, false>(p) }
+    }
+}
+
+kernel! {
+    /// TRIAL: as [`matmul_mma_tma_tf32()`], `a_map` describing the caller's A (not
+    /// rounded), rounded per fragment.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_tma_tf32()`].
+    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_tma_tf32_t2(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<TF32, 0, true>(p) }
     }
 }

@@ -514,7 +514,16 @@ pub fn matmul_tf32_with(
     );
     type Prep = kernels::tf32_prep::tf32_round_copy;
     let tile = kernels::tf32_prep::TILE;
+    // TRIAL (SIMT_TC_TRIAL=2, stage 6t): A straight from the caller, rounded per fragment.
+    let trial: u32 = std::env::var("SIMT_TC_TRIAL").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let raw_a = stage == TcKernel::MmaTma
+        && trial == 2
+        && a.ptr() as usize % 16 == 0
+        && a.ld() % 4 == 0;
     for (src, dst, transpose) in [(&a, &ar, 0u32), (&b, &bt, 1)] {
+        if raw_a && transpose == 0 {
+            continue;
+        }
         let (rows, cols) = (src.rows() as u32, src.cols() as u32);
         let p = Tf32CopyParams {
             src: MatRef {
@@ -537,13 +546,17 @@ pub fn matmul_tf32_with(
     // Boxes of one 128-byte row of K (32 f32) for every stage; rows: A 128, Bᵀ a
     // stage's columns of C per copy.
     const _: () = assert!(TC_BM == WG_BM && TC6_BK_TF32 == WG_BK / 2);
-    let am = TensorMap::tiled(
-        gpu,
-        ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
-        WG_BM,
-        WG_BK / 2,
-        TmaSwizzle::B128,
-    )?;
+    let am = if raw_a {
+        TensorMap::tiled(gpu, a, WG_BM, WG_BK / 2, TmaSwizzle::B128)?
+    } else {
+        TensorMap::tiled(
+            gpu,
+            ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
+            WG_BM,
+            WG_BK / 2,
+            TmaSwizzle::B128,
+        )?
+    };
     let bm = TensorMap::tiled(
         gpu,
         bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
@@ -558,6 +571,8 @@ pub fn matmul_tf32_with(
     let cm = c_map(gpu, stage, &c)?;
     let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
     match stage {
+        TcKernel::MmaTma if raw_a => go_tiles::<s6t::matmul_mma_tma_tf32_t2>(gpu, p),
+        TcKernel::MmaTma if trial == 1 => go_tiles::<s6t::matmul_mma_tma_tf32_t1>(gpu, p),
         TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_tf32>(gpu, p),
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
