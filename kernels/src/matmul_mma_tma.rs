@@ -165,12 +165,19 @@ unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2];
     bf
 }
 
-/// The kernel for `KIND` ([`BF16`], [`F16`] or [`TF32`]).
+/// After which k step of a K step warp 0 refills the stage the previous K step used,
+/// for TF32 (0: before the first). H200, 2026-11-25: after the second, 4096^3 and
+/// 8192^3 ran 1-2% faster than before the first (docs/PERFORMANCE.md session 16):
+/// warp 0 no longer waits, mma-less, for the slowest warp to release the stage.
+const TF32_REFILL_AT: u32 = 2;
+
+/// The kernel for `KIND` ([`BF16`], [`F16`] or [`TF32`]), warp 0 refilling after k
+/// step `REFILL_AT` of each K step (0: before the first).
 ///
 /// # Safety
 /// As [`matmul_mma_tma_bf16()`].
 #[inline(always)]
-unsafe fn body<const KIND: u32, const REFILL_AT: u32, const RAW_A: bool>(p: MatmulParamsTma) {
+unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
     let ring = Ring::new();
     if thread_idx().x == 0 {
         let mut s = 0;
@@ -210,15 +217,7 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32, const RAW_A: bool>(p: Matm
     // SAFETY (all three closures): the stage landed and was published to this warp by
     // its full barrier; the whole warp calls them; barriers initialised.
     let frags = |st: Smem<u8>, kk: u32| unsafe {
-        let a = a_frags(st, wm, kk, false);
-        // TRIAL: A straight from the caller, rounded to nearest (ties away) by adding
-        // half a TF32 ulp: the tensor cores ignore the low 13 bits. NaN stays NaN.
-        let a = if RAW_A {
-            a.map(|f| f.map(|b| if f32::from_bits(b).is_nan() { 0x7fff_ffff } else { b.wrapping_add(0x1000) }))
-        } else {
-            a
-        };
-        (a, b_frags::<KIND>(st, wn, kk))
+        (a_frags(st, wm, kk, false), b_frags::<KIND>(st, wn, kk))
     };
     let wait_full = |kt: u32| unsafe { mbarrier::wait(ring.full(kt % STAGES), (kt / STAGES) & 1) };
     // Every lane's reads of step kt's stage were issued (their values go to registers)
@@ -251,7 +250,8 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32, const RAW_A: bool>(p: Matm
                 unsafe { mma_tile::<KIND>(&mut acc, &cur.0, &cur.1) };
                 cur = nxt;
                 if REFILL_AT == KK as u32 + 1 && w == 0 && next < ktiles {
-                    // TRIAL: later in the K step, so the other warps have released it.
+                    // Later in the K step: by then the other warps have most likely
+                    // released the stage, so warp 0 does not wait for the slowest.
                     // SAFETY: warp 0, converged; next < ktiles.
                     unsafe { refill::<KIND>(&p, ring, next, row0, col0) };
                 }
@@ -323,7 +323,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_bf16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<BF16, 0, false>(p) }
+        unsafe { body::<BF16, 0>(p) }
     }
 }
 
@@ -335,7 +335,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_f16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<F16, 0, false>(p) }
+        unsafe { body::<F16, 0>(p) }
     }
 }
 
@@ -350,32 +350,42 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_tf32(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<TF32, 0, false>(p) }
+        unsafe { body::<TF32, TF32_REFILL_AT>(p) }
     }
 }
 
 kernel! {
-    /// TRIAL: as [`matmul_mma_tma_tf32()`], warp 0 refilling after the K step's
-    /// second k8 step.
+    /// TRIAL: as [`matmul_mma_tma_tf32()`], warp 0 refilling after the third k8 step.
     ///
     /// # Safety
     /// As [`matmul_mma_tma_tf32()`].
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_tf32_t1(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<TF32, 2, false>(p) }
+        unsafe { body::<TF32, 3>(p) }
     }
 }
 
 kernel! {
-    /// TRIAL: as [`matmul_mma_tma_tf32()`], `a_map` describing the caller's A (not
-    /// rounded), rounded per fragment.
+    /// TRIAL: as [`matmul_mma_tma_tf32()`], warp 0 refilling after the first k8 step.
     ///
     /// # Safety
     /// As [`matmul_mma_tma_tf32()`].
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_tf32_t2(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<TF32, 0, true>(p) }
+        unsafe { body::<TF32, 1>(p) }
+    }
+}
+
+kernel! {
+    /// TRIAL: as [`matmul_mma_tma_bf16()`], warp 0 refilling after the second k16 step.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_tma_bf16()`].
+    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_tma_bf16_t3(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<BF16, 2>(p) }
     }
 }

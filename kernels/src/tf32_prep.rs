@@ -22,28 +22,35 @@ const PASSES: u32 = TILE / ROWS_PER_PASS;
 const _: () = assert!(PASSES == 4);
 
 kernel! {
-    /// `dst = tf32(src)` or `dst = tf32(src)ᵀ`: every element rounded to TF32
-    /// (round to nearest, ties away), kept as f32.
+    /// Two copies in one launch, `p0` (`blockIdx.z = 0`) and `p1` (`1`): each
+    /// `dst = tf32(src)` or `dst = tf32(src)ᵀ`, every element rounded to TF32 (round
+    /// to nearest, ties away), kept as f32.
     ///
     /// # Safety
-    /// `p.src` readable at `src[i*ld + j]` for `i < rows, j < cols`; `p.dst` writable
-    /// at `dst[i*ld_dst + j]` for `i < rows, j < cols` (`i < cols, j < rows`
-    /// transposed); they do not overlap.
+    /// For each: `src` readable at `src[i*ld + j]` for `i < rows, j < cols`; `dst`
+    /// writable at `dst[i*ld_dst + j]` for `i < rows, j < cols` (`i < cols, j < rows`
+    /// transposed); no destination overlaps a source or the other destination.
     ///
     /// # Parameters
-    /// One [`Tf32CopyParams`]: `src` (`rows x cols`, row stride `ld`), `dst`, its row
+    /// Two [`Tf32CopyParams`]: `src` (`rows x cols`, row stride `ld`), `dst`, its row
     /// stride, and `transpose` (0 or 1).
     ///
     /// # Thread Mapping
-    /// Block `(32, 8)`; block `(bx, by)` moves the 32x32 tile at rows `32·by`, columns
-    /// `32·bx` of `src` through a padded shared tile (33 columns: the transposed
-    /// reads are conflict-free); `grid = (ceil(cols/32), ceil(rows/32))`.
+    /// Block `(32, 8)`; block `(bx, by, z)` moves the 32x32 tile at rows `32·by`,
+    /// columns `32·bx` of copy `z`'s `src` through a padded shared tile (33 columns:
+    /// the transposed reads are conflict-free); `grid = (ceil(max cols/32), ceil(max
+    /// rows/32), 2)`, a block past its copy's edges exiting at once.
     #[launch(block = (32, 8, 1))]
-    pub unsafe fn tf32_round_copy(p: Tf32CopyParams) {
+    pub unsafe fn tf32_round_copy(p0: Tf32CopyParams, p1: Tf32CopyParams) {
         let tile = shared_array!(TF32_TILE, f32, (TILE * (TILE + 1)) as usize).generic();
+        let p = if block_idx().z == 0 { p0 } else { p1 };
         let (tx, ty) = (thread_idx().x, thread_idx().y);
         let (r0, c0) = (block_idx().y * TILE, block_idx().x * TILE);
         let (rows, cols) = (p.src.rows, p.src.cols);
+        if r0 >= rows || c0 >= cols {
+            // The whole block (before its barrier): a tile past this copy's edges.
+            return;
+        }
         // All four loads first, then the shared stores: interleaved, each load waited
         // for the store before it (LLVM cannot tell the shared tile's generic pointer
         // from src), four DRAM round trips in a row; the copy ran at 55% of DRAM

@@ -192,6 +192,9 @@ impl TcInput for bf16 {
     }
     fn launch_tma(gpu: &Gpu, stage: TcKernel, p: MatmulParamsTma) -> Result<()> {
         match stage {
+            TcKernel::MmaTma if std::env::var("SIMT_TC_TRIAL").as_deref() == Ok("3") => {
+                go_tiles::<s6t::matmul_mma_tma_bf16_t3>(gpu, p)
+            }
             TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_bf16>(gpu, p),
             TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_bf16>(gpu, p),
             _ => go_hopper::<s7::matmul_wgmma_bf16>(gpu, p),
@@ -514,49 +517,51 @@ pub fn matmul_tf32_with(
     );
     type Prep = kernels::tf32_prep::tf32_round_copy;
     let tile = kernels::tf32_prep::TILE;
-    // TRIAL (SIMT_TC_TRIAL=2, stage 6t): A straight from the caller, rounded per fragment.
     let trial: u32 = std::env::var("SIMT_TC_TRIAL").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let raw_a = stage == TcKernel::MmaTma
-        && trial == 2
-        && a.ptr() as usize % 16 == 0
-        && a.ld() % 4 == 0;
-    for (src, dst, transpose) in [(&a, &ar, 0u32), (&b, &bt, 1)] {
-        if raw_a && transpose == 0 {
-            continue;
+    // Both copies in one launch (grid.z picks A or B): the second no longer waits
+    // for the first one's last wave and its own launch.
+    let job = |src: &MatrixRef<'_, f32>, dst: &Buffer<f32>, transpose: u32| Tf32CopyParams {
+        src: MatRef {
+            ptr: src.ptr(),
+            rows: src.rows() as u32,
+            cols: src.cols() as u32,
+            ld: src.ld() as u32,
+        },
+        dst: dst.ptr() as *mut f32,
+        ld_dst: kp as u32,
+        transpose,
+    };
+    let (pa, pb) = (job(&a, &ar, 0), job(&b, &bt, 1));
+    let grid = dim3(
+        pa.src.cols.max(pb.src.cols).div_ceil(tile),
+        pa.src.rows.max(pb.src.rows).div_ceil(tile),
+        2,
+    );
+    // SAFETY: both sources are checked views of this Gpu; each dst is this Gpu's
+    // scratch of at least rows x kp (A) or cols x kp (Bᵀ) floats, kp >= k, written by
+    // this launch only (the queue orders it before the matmul that reads it and after
+    // any earlier user of the slot); the grid covers both sources with the kernel's
+    // block (blocks past one's edges exit).
+    if trial == 4 {
+        // TRIAL: the two copies as two launches.
+        for q in [pa, pb] {
+            let g = dim3(q.src.cols.div_ceil(tile), q.src.rows.div_ceil(tile), 1);
+            // SAFETY: as below, one copy at a time.
+            unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(g), (q, q))? };
         }
-        let (rows, cols) = (src.rows() as u32, src.cols() as u32);
-        let p = Tf32CopyParams {
-            src: MatRef {
-                ptr: src.ptr(),
-                rows,
-                cols,
-                ld: src.ld() as u32,
-            },
-            dst: dst.ptr() as *mut f32,
-            ld_dst: kp as u32,
-            transpose,
-        };
-        let grid = dim3(cols.div_ceil(tile), rows.div_ceil(tile), 1);
-        // SAFETY: src is a checked view of this Gpu; dst is this Gpu's scratch of at
-        // least rows x kp (A) or cols x kp (Bᵀ) floats, kp >= k, written by this launch
-        // only (the queue orders it before the matmul that reads it and after any
-        // earlier user of the slot); the grid covers src with the kernel's block.
-        unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (p,))? };
+    } else {
+    unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (pa, pb))? };
     }
     // Boxes of one 128-byte row of K (32 f32) for every stage; rows: A 128, Bᵀ a
     // stage's columns of C per copy.
     const _: () = assert!(TC_BM == WG_BM && TC6_BK_TF32 == WG_BK / 2);
-    let am = if raw_a {
-        TensorMap::tiled(gpu, a, WG_BM, WG_BK / 2, TmaSwizzle::B128)?
-    } else {
-        TensorMap::tiled(
-            gpu,
-            ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
-            WG_BM,
-            WG_BK / 2,
-            TmaSwizzle::B128,
-        )?
-    };
+    let am = TensorMap::tiled(
+        gpu,
+        ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
+        WG_BM,
+        WG_BK / 2,
+        TmaSwizzle::B128,
+    )?;
     let bm = TensorMap::tiled(
         gpu,
         bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
@@ -571,7 +576,7 @@ pub fn matmul_tf32_with(
     let cm = c_map(gpu, stage, &c)?;
     let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
     match stage {
-        TcKernel::MmaTma if raw_a => go_tiles::<s6t::matmul_mma_tma_tf32_t2>(gpu, p),
+        TcKernel::MmaTma if trial == 2 => go_tiles::<s6t::matmul_mma_tma_tf32_t2>(gpu, p),
         TcKernel::MmaTma if trial == 1 => go_tiles::<s6t::matmul_mma_tma_tf32_t1>(gpu, p),
         TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_tf32>(gpu, p),
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
