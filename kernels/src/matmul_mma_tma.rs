@@ -17,7 +17,9 @@
 //!   announces its bytes, the copies complete it) and an *empty* one (each warp
 //!   arrives once it has read the stage). Warps 1-3 wait only for their data; warp 0
 //!   also waits, before each refill, until all four have read the stage. No
-//!   `sync_threads` in the K loop.
+//!   `sync_threads` in the K loop. For TF32 warp 0 refills after its first k8 step
+//!   rather than before it, by when the others have most likely released the stage
+//!   ([`TF32_REFILL_AT`]).
 //! * **No producer warp.** A fifth warp would cost registers: 10 warps on an SM's 4
 //!   sub-partitions put 3 on some, and ptxas then caps every thread at 168 registers
 //!   (against stage 6's 245): 440 bytes of spills.
@@ -166,10 +168,12 @@ unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2];
 }
 
 /// After which k step of a K step warp 0 refills the stage the previous K step used,
-/// for TF32 (0: before the first). H200, 2026-11-25: after the second, 4096^3 and
-/// 8192^3 ran 1-2% faster than before the first (docs/PERFORMANCE.md session 16):
-/// warp 0 no longer waits, mma-less, for the slowest warp to release the stage.
-const TF32_REFILL_AT: u32 = 2;
+/// for TF32 (0: before the first). Later, warp 0 no longer waits, with no `mma` in
+/// flight, for the slowest warp to release the stage. H200, 2026-11-25
+/// (docs/PERFORMANCE.md session 16): after the first or the second, 4096^3 and
+/// 8192^3 ran 1-2% faster than before the first, after the third 2-5% slower; bf16
+/// after its second k16 step ran level with before the first, so it keeps 0.
+const TF32_REFILL_AT: u32 = 1;
 
 /// The kernel for `KIND` ([`BF16`], [`F16`] or [`TF32`]), warp 0 refilling after k
 /// step `REFILL_AT` of each K step (0: before the first).
@@ -354,38 +358,3 @@ kernel! {
     }
 }
 
-kernel! {
-    /// TRIAL: as [`matmul_mma_tma_tf32()`], warp 0 refilling after the third k8 step.
-    ///
-    /// # Safety
-    /// As [`matmul_mma_tma_tf32()`].
-    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_mma_tma_tf32_t1(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body::<TF32, 3>(p) }
-    }
-}
-
-kernel! {
-    /// TRIAL: as [`matmul_mma_tma_tf32()`], warp 0 refilling after the first k8 step.
-    ///
-    /// # Safety
-    /// As [`matmul_mma_tma_tf32()`].
-    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_mma_tma_tf32_t2(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body::<TF32, 1>(p) }
-    }
-}
-
-kernel! {
-    /// TRIAL: as [`matmul_mma_tma_bf16()`], warp 0 refilling after the second k16 step.
-    ///
-    /// # Safety
-    /// As [`matmul_mma_tma_bf16()`].
-    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_mma_tma_bf16_t3(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body::<BF16, 2>(p) }
-    }
-}

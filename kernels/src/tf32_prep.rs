@@ -7,7 +7,15 @@
 //! reads them K-major only (PTX allows no transpose for tf32), while the `B` of
 //! `A · B` is row-major, N-major. So stage 7's TF32 path first writes `A` rounded and
 //! `Bᵀ` rounded into scratch buffers: two memory-bound passes (8 bytes per element
-//! each) in front of the product.
+//! each) in front of the product, made by one launch (`blockIdx.z` picks the copy),
+//! so the second does not wait for the first one's last wave.
+//!
+//! Rounding in the product instead (`mma.sync` reads registers, so stage 6t could
+//! round A's fragments after `ldmatrix`) was measured twice on the H200 and lost:
+//! with `cvt.rna` (SASS: a compare, a predicated add and a mask per element) and with
+//! an add of half an ulp that leaves the truncation to the tensor cores (a compare,
+//! an add and a select), 8-13% slower than these copies (docs/PERFORMANCE.md,
+//! sessions 14 and 16).
 use crate::params::Tf32CopyParams;
 use simt_std::mma::to_tf32;
 use simt_std::thread::{block_idx, sync_threads, thread_idx};

@@ -192,9 +192,6 @@ impl TcInput for bf16 {
     }
     fn launch_tma(gpu: &Gpu, stage: TcKernel, p: MatmulParamsTma) -> Result<()> {
         match stage {
-            TcKernel::MmaTma if std::env::var("SIMT_TC_TRIAL").as_deref() == Ok("3") => {
-                go_tiles::<s6t::matmul_mma_tma_bf16_t3>(gpu, p)
-            }
             TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_bf16>(gpu, p),
             TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_bf16>(gpu, p),
             _ => go_hopper::<s7::matmul_wgmma_bf16>(gpu, p),
@@ -517,7 +514,6 @@ pub fn matmul_tf32_with(
     );
     type Prep = kernels::tf32_prep::tf32_round_copy;
     let tile = kernels::tf32_prep::TILE;
-    let trial: u32 = std::env::var("SIMT_TC_TRIAL").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     // Both copies in one launch (grid.z picks A or B): the second no longer waits
     // for the first one's last wave and its own launch.
     let job = |src: &MatrixRef<'_, f32>, dst: &Buffer<f32>, transpose: u32| Tf32CopyParams {
@@ -542,16 +538,7 @@ pub fn matmul_tf32_with(
     // this launch only (the queue orders it before the matmul that reads it and after
     // any earlier user of the slot); the grid covers both sources with the kernel's
     // block (blocks past one's edges exit).
-    if trial == 4 {
-        // TRIAL: the two copies as two launches.
-        for q in [pa, pb] {
-            let g = dim3(q.src.cols.div_ceil(tile), q.src.rows.div_ceil(tile), 1);
-            // SAFETY: as below, one copy at a time.
-            unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(g), (q, q))? };
-        }
-    } else {
     unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (pa, pb))? };
-    }
     // Boxes of one 128-byte row of K (32 f32) for every stage; rows: A 128, Bᵀ a
     // stage's columns of C per copy.
     const _: () = assert!(TC_BM == WG_BM && TC6_BK_TF32 == WG_BK / 2);
@@ -576,8 +563,6 @@ pub fn matmul_tf32_with(
     let cm = c_map(gpu, stage, &c)?;
     let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
     match stage {
-        TcKernel::MmaTma if trial == 2 => go_tiles::<s6t::matmul_mma_tma_tf32_t2>(gpu, p),
-        TcKernel::MmaTma if trial == 1 => go_tiles::<s6t::matmul_mma_tma_tf32_t1>(gpu, p),
         TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_tf32>(gpu, p),
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
