@@ -18,16 +18,12 @@
 //! sessions 14 and 16).
 use crate::params::Tf32CopyParams;
 use simt_std::mma::to_tf32;
+use simt_std::memory::{is_aligned16, load4, store4, F32x4};
 use simt_std::thread::{block_idx, sync_threads, thread_idx};
 use simt_std::{kernel, shared_array, unroll};
 
 /// Side of the square tile a block moves.
 pub const TILE: u32 = 32;
-/// Rows of the tile one pass of the block covers (the block is 32 x 8).
-const ROWS_PER_PASS: u32 = 8;
-/// Passes per tile: elements per thread.
-const PASSES: u32 = TILE / ROWS_PER_PASS;
-const _: () = assert!(PASSES == 4);
 
 kernel! {
     /// Two copies in one launch, `p0` (`blockIdx.z = 0`) and `p1` (`1`): each
@@ -45,54 +41,91 @@ kernel! {
     ///
     /// # Thread Mapping
     /// Block `(32, 8)`; block `(bx, by, z)` moves the 32x32 tile at rows `32·by`,
-    /// columns `32·bx` of copy `z`'s `src` through a padded shared tile (33 columns:
-    /// the transposed reads are conflict-free); `grid = (ceil(max cols/32), ceil(max
-    /// rows/32), 2)`, a block past its copy's edges exiting at once.
+    /// columns `32·bx` of copy `z`'s `src`, 4 floats a thread (16-byte accesses where
+    /// the rows are aligned), transposed through a padded shared tile (33 columns:
+    /// conflict-free both ways); `grid = (ceil(max cols/32), ceil(max rows/32), 2)`,
+    /// a block past its copy's edges exiting at once.
     #[launch(block = (32, 8, 1))]
     pub unsafe fn tf32_round_copy(p0: Tf32CopyParams, p1: Tf32CopyParams) {
         let tile = shared_array!(TF32_TILE, f32, (TILE * (TILE + 1)) as usize).generic();
         let p = if block_idx().z == 0 { p0 } else { p1 };
-        let (tx, ty) = (thread_idx().x, thread_idx().y);
         let (r0, c0) = (block_idx().y * TILE, block_idx().x * TILE);
         let (rows, cols) = (p.src.rows, p.src.cols);
         if r0 >= rows || c0 >= cols {
             // The whole block (before its barrier): a tile past this copy's edges.
             return;
         }
-        // All four loads first, then the shared stores: interleaved, each load waited
-        // for the store before it (LLVM cannot tell the shared tile's generic pointer
-        // from src), four DRAM round trips in a row; the copy ran at 55% of DRAM
-        // bandwidth on the H100 (docs/PERFORMANCE.md).
-        let mut v = [0f32; PASSES as usize];
-        unroll!(4, I => {
-            let (gr, gc) = (r0 + ty + ROWS_PER_PASS * I as u32, c0 + tx);
-            if gr < rows && gc < cols {
-                // SAFETY: inside src (contract).
-                v[I] = unsafe { *p.src.ptr.add((gr * p.src.ld + gc) as usize) };
+        // Thread `i` of 256 moves the 4 floats at row i / 8, columns 4(i % 8) ..+4 of
+        // the tile: one 16-byte load and one 16-byte store where the rows allow (a
+        // quarter of the requests of 4-byte accesses; the copy was at 88% of L2's
+        // throughput and 70% of DRAM's with those, docs/PERFORMANCE.md).
+        let i = thread_idx().y * 32 + thread_idx().x;
+        let (r, c) = (i / 8, 4 * (i % 8));
+        let src_vec = is_aligned16(p.src.ptr) && p.src.ld % 4 == 0;
+        let dst_vec = is_aligned16(p.dst) && p.ld_dst % 4 == 0;
+        let (gr, gc) = (r0 + r, c0 + c);
+        let mut v = [0f32; 4];
+        if gr < rows {
+            // SAFETY (both): row gr < rows of src, columns below cols (contract);
+            // the vector is 16-byte aligned (src_vec, gc % 4 == 0).
+            let row = unsafe { p.src.ptr.add((gr * p.src.ld) as usize) };
+            if src_vec && gc + 4 <= cols {
+                v = unsafe { load4(row.add(gc as usize)) }.to_array();
+            } else {
+                unroll!(4, J => {
+                    if gc + (J as u32) < cols {
+                        v[J] = unsafe { *row.add((gc + J as u32) as usize) };
+                    }
+                });
             }
-        });
-        unroll!(4, I => {
-            let r = ty + ROWS_PER_PASS * I as u32;
-            // SAFETY: inside the tile (r < 32, tx < 32).
-            unsafe { *tile.add((r * (TILE + 1) + tx) as usize) = f32::from_bits(to_tf32(v[I])) };
+        }
+        let v = v.map(|x| f32::from_bits(to_tf32(x)));
+        // SAFETY (all dst writes below): inside dst (contract; the checks against rows
+        // and cols); 16-byte aligned where vectors are stored (dst_vec, column % 4 == 0).
+        if p.transpose == 0 {
+            if gr < rows {
+                let row = unsafe { p.dst.add((gr * p.ld_dst) as usize) };
+                if dst_vec && gc + 4 <= cols {
+                    unsafe { store4(row.add(gc as usize), F32x4::from_array(v)) };
+                } else {
+                    unroll!(4, J => {
+                        if gc + (J as u32) < cols {
+                            unsafe { *row.add((gc + J as u32) as usize) = v[J] };
+                        }
+                    });
+                }
+            }
+            return;
+        }
+        // Transposed: through the padded tile (row r at r·33). Writes: bank (r + c + j)
+        // mod 32, reads below: bank (q + 4·(i % 8) + i / 8) mod 32, both distinct
+        // across a warp.
+        unroll!(4, J => {
+            // SAFETY: inside the tile (r < 32, c + J < 32).
+            unsafe { *tile.add((r * (TILE + 1) + c + J as u32) as usize) = v[J] };
         });
         sync_threads();
-        unroll!(4, I => {
-            let r = ty + ROWS_PER_PASS * I as u32;
-            // SAFETY (both): inside the tile, written above (elements outside src are
-            // never stored); inside dst (contract).
-            if p.transpose != 0 {
-                // dst row = a column of src: element (c0 + r, r0 + tx) of dst.
-                let (dr, dc) = (c0 + r, r0 + tx);
-                if dr < cols && dc < rows {
-                    unsafe { *p.dst.add((dr * p.ld_dst + dc) as usize) = *tile.add((tx * (TILE + 1) + r) as usize) };
-                }
+        // Thread i writes dst row c0 + i / 8 (src column), columns r0 + 4(i % 8) ..+4
+        // (src rows): tile column i / 8, rows 4(i % 8) ..+4.
+        let (j, q) = (i / 8, 4 * (i % 8));
+        let (dr, dc) = (c0 + j, r0 + q);
+        if dr < cols {
+            let mut o = [0f32; 4];
+            unroll!(4, J => {
+                // SAFETY: inside the tile; written above (rows past src's hold zeros and
+                // are never stored).
+                o[J] = unsafe { *tile.add(((q + J as u32) * (TILE + 1) + j) as usize) };
+            });
+            let row = unsafe { p.dst.add((dr * p.ld_dst) as usize) };
+            if dst_vec && dc + 4 <= rows {
+                unsafe { store4(row.add(dc as usize), F32x4::from_array(o)) };
             } else {
-                let (dr, dc) = (r0 + r, c0 + tx);
-                if dr < rows && dc < cols {
-                    unsafe { *p.dst.add((dr * p.ld_dst + dc) as usize) = *tile.add((r * (TILE + 1) + tx) as usize) };
-                }
+                unroll!(4, J => {
+                    if dc + (J as u32) < rows {
+                        unsafe { *row.add((dc + J as u32) as usize) = o[J] };
+                    }
+                });
             }
-        });
+        }
     }
 }
