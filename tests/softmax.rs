@@ -44,29 +44,45 @@ fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
     v
 }
 
+/// `softmax_with(k)` of the dense `rows x cols` input `xb` into a freshly poisoned
+/// output, checked against `want` (float64); the output, for further checks.
+fn run_checked(
+    g: &Gpu,
+    k: SoftmaxKernel,
+    xb: &rust_simt::Buffer<f32>,
+    rows: usize,
+    cols: usize,
+    want: &[f64],
+    seed: u64,
+) -> Vec<f32> {
+    let mut y = poisoned(g, rows * cols);
+    softmax_with(
+        g,
+        k,
+        xb.matrix(rows, cols).unwrap(),
+        y.matrix_mut(rows, cols).unwrap(),
+    )
+    .unwrap();
+    let y = g.download(&y).unwrap();
+    assert_close(
+        &format!("softmax {k:?} {rows}x{cols}"),
+        seed,
+        &y,
+        want,
+        RTOL,
+        ATOL,
+        1e-5,
+    );
+    y
+}
+
 /// Every kernel that takes these rows (and the naive composition) against float64,
 /// each into a freshly poisoned output.
 fn check_on(g: &Gpu, rows: usize, cols: usize, x: &[f32], seed: u64) {
     let want = reference::softmax(x, rows, cols);
     let xb = g.upload(x).unwrap();
     for k in kernels_for(g, cols) {
-        let mut y = poisoned(g, rows * cols);
-        softmax_with(
-            g,
-            k,
-            xb.matrix(rows, cols).unwrap(),
-            y.matrix_mut(rows, cols).unwrap(),
-        )
-        .unwrap();
-        assert_close(
-            &format!("softmax {k:?} {rows}x{cols}"),
-            seed,
-            &g.download(&y).unwrap(),
-            &want,
-            RTOL,
-            ATOL,
-            1e-5,
-        );
+        run_checked(g, k, &xb, rows, cols, &want, seed);
     }
     let mut y = poisoned(g, rows * cols);
     let mut tmp = poisoned(g, rows);
@@ -404,23 +420,7 @@ fn one_row_of_a_million() {
     let want = reference::softmax(&x, 1, cols);
     let xb = g.upload(&x).unwrap();
     for k in [SoftmaxKernel::Auto, SoftmaxKernel::Stream] {
-        let mut y = poisoned(&g, cols);
-        softmax_with(
-            &g,
-            k,
-            xb.matrix(1, cols).unwrap(),
-            y.matrix_mut(1, cols).unwrap(),
-        )
-        .unwrap();
-        assert_close(
-            &format!("softmax {k:?} 1x2^20"),
-            seed,
-            &g.download(&y).unwrap(),
-            &want,
-            RTOL,
-            ATOL,
-            1e-5,
-        );
+        run_checked(&g, k, &xb, 1, cols, &want, seed);
     }
 }
 
@@ -579,24 +579,7 @@ fn cluster_rows_every_order() {
             x[cols..cols + dead].fill(f32::NEG_INFINITY);
             let want = reference::softmax(&x, rows, cols);
             let xb = g.upload(&x).unwrap();
-            let mut y = poisoned(&g, rows * cols);
-            softmax_with(
-                &g,
-                SoftmaxKernel::Cluster,
-                xb.matrix(rows, cols).unwrap(),
-                y.matrix_mut(rows, cols).unwrap(),
-            )
-            .unwrap();
-            let y = g.download(&y).unwrap();
-            assert_close(
-                &format!("softmax Cluster {rows}x{cols}"),
-                seed,
-                &y,
-                &want,
-                RTOL,
-                ATOL,
-                1e-5,
-            );
+            let y = run_checked(&g, SoftmaxKernel::Cluster, &xb, rows, cols, &want, seed);
             assert!(
                 y[cols..2 * cols].iter().all(|v| !v.is_nan()),
                 "a chunk of only -inf is no NaN"
@@ -616,23 +599,8 @@ fn cluster_rows_every_order() {
         let cols = CLUSTER_MAX_COLS;
         let x = uniform(&mut r, cols, -10.0, 10.0);
         let xb = g.upload(&x).unwrap();
-        let mut y = poisoned(&g, cols);
-        softmax_with(
-            &g,
-            SoftmaxKernel::Cluster,
-            xb.matrix(1, cols).unwrap(),
-            y.matrix_mut(1, cols).unwrap(),
-        )
-        .unwrap();
-        assert_close(
-            "softmax Cluster 1x262144",
-            seed,
-            &g.download(&y).unwrap(),
-            &reference::softmax(&x, 1, cols),
-            RTOL,
-            ATOL,
-            1e-5,
-        );
+        let want = reference::softmax(&x, 1, cols);
+        run_checked(&g, SoftmaxKernel::Cluster, &xb, 1, cols, &want, seed);
         let x = uniform(&mut r, cols + 1, -10.0, 10.0);
         let xb = g.upload(&x).unwrap();
         let mut y = poisoned(&g, cols + 1);

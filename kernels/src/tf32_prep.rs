@@ -18,7 +18,7 @@
 //! sessions 14 and 16).
 use crate::params::Tf32CopyParams;
 use simt_std::mma::to_tf32;
-use simt_std::memory::{is_aligned16, load4, store4, F32x4};
+use simt_std::memory::{is_aligned16, load4_first, store4_first, F32x4};
 use simt_std::thread::{block_idx, sync_threads, thread_idx};
 use simt_std::{kernel, shared_array, unroll};
 
@@ -64,39 +64,26 @@ kernel! {
         let src_vec = is_aligned16(p.src.ptr) && p.src.ld % 4 == 0;
         let dst_vec = is_aligned16(p.dst) && p.ld_dst % 4 == 0;
         let (gr, gc) = (r0 + r, c0 + c);
-        let mut v = [0f32; 4];
-        if gr < rows {
-            // SAFETY (both): row gr < rows of src, columns below cols (contract);
-            // the vector is 16-byte aligned (src_vec, gc % 4 == 0).
-            let row = unsafe { p.src.ptr.add((gr * p.src.ld) as usize) };
-            if src_vec && gc + 4 <= cols {
-                v = unsafe { load4(row.add(gc as usize)) }.to_array();
-            } else {
-                unroll!(4, J => {
-                    if gc + (J as u32) < cols {
-                        v[J] = unsafe { *row.add((gc + J as u32) as usize) };
-                    }
-                });
-            }
-        }
+        // How many of this thread's 4 columns lie inside the matrix (0 past its edge:
+        // then no address in it is even formed).
+        let valid = cols.saturating_sub(gc).min(4);
+        let v = if gr < rows && valid > 0 {
+            // SAFETY: row gr < rows of src, its first `valid` columns from gc below cols
+            // (contract); 16-byte aligned when src_vec (gc % 4 == 0).
+            unsafe { load4_first(p.src.ptr.add((gr * p.src.ld + gc) as usize), valid, src_vec) }
+        } else {
+            F32x4::splat(0.0)
+        };
         let v = v.map(|x| f32::from_bits(to_tf32(x)));
-        // SAFETY (all dst writes below): inside dst (contract; the checks against rows
-        // and cols); 16-byte aligned where vectors are stored (dst_vec, column % 4 == 0).
         if p.transpose == 0 {
-            if gr < rows {
-                let row = unsafe { p.dst.add((gr * p.ld_dst) as usize) };
-                if dst_vec && gc + 4 <= cols {
-                    unsafe { store4(row.add(gc as usize), F32x4::from_array(v)) };
-                } else {
-                    unroll!(4, J => {
-                        if gc + (J as u32) < cols {
-                            unsafe { *row.add((gc + J as u32) as usize) = v[J] };
-                        }
-                    });
-                }
+            if gr < rows && valid > 0 {
+                // SAFETY: inside dst (contract): row gr, `valid` columns from gc; 16-byte
+                // aligned when dst_vec.
+                unsafe { store4_first(p.dst.add((gr * p.ld_dst + gc) as usize), v, valid, dst_vec) };
             }
             return;
         }
+        let v = v.to_array();
         // Transposed: through the padded tile (row r at r·33). Writes: bank (r + c + j)
         // mod 32, reads below: bank (q + 4·(i % 8) + i / 8) mod 32, both distinct
         // across a warp.
@@ -109,23 +96,19 @@ kernel! {
         // (src rows): tile column i / 8, rows 4(i % 8) ..+4.
         let (j, q) = (i / 8, 4 * (i % 8));
         let (dr, dc) = (c0 + j, r0 + q);
-        if dr < cols {
+        if dr < cols && dc < rows {
             let mut o = [0f32; 4];
             unroll!(4, J => {
                 // SAFETY: inside the tile; written above (rows past src's hold zeros and
                 // are never stored).
                 o[J] = unsafe { *tile.add(((q + J as u32) * (TILE + 1) + j) as usize) };
             });
-            let row = unsafe { p.dst.add((dr * p.ld_dst) as usize) };
-            if dst_vec && dc + 4 <= rows {
-                unsafe { store4(row.add(dc as usize), F32x4::from_array(o)) };
-            } else {
-                unroll!(4, J => {
-                    if dc + (J as u32) < rows {
-                        unsafe { *row.add((dc + J as u32) as usize) = o[J] };
-                    }
-                });
-            }
+            // SAFETY: inside dst (contract): row dr < cols, the columns from dc below rows;
+            // 16-byte aligned when dst_vec (dc % 4 == 0).
+            unsafe {
+                let d = p.dst.add((dr * p.ld_dst + dc) as usize);
+                store4_first(d, F32x4::from_array(o), rows.saturating_sub(dc).min(4), dst_vec)
+            };
         }
     }
 }
