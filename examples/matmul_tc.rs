@@ -165,7 +165,7 @@ fn main() -> Result<()> {
         let want_bf = reference_of(&case, &|v| bf16::from_f32(v).to_f32());
         let want_h = reference_of(&case, &|v| f16::from_f32(v).to_f32());
         let want_tf = reference_of(&case, &|v| {
-            f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v))
+            f32::from_bits(kernels::simt_std::convert::tf32_rne_bits(v))
         });
         let f32_of = |x: &f32| *x;
         let report = |name: &str,

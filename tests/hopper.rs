@@ -635,7 +635,7 @@ fn wgmma_tf32_matmul_any_strides() {
         return;
     }
     let (mut r, seed) = rng("matmul_wgmma_tf32");
-    let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v));
+    let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rne_bits(v));
     // Odd strides and K (the rounding copy pads rows to 16 bytes itself), ragged edges,
     // one element, K past several stages.
     let mut shapes = vec![
@@ -694,6 +694,129 @@ fn wgmma_tf32_matmul_any_strides() {
         Epilogue::None,
     );
     assert!(matches!(e, Err(SimtError::Unsupported(_))), "{e:?}");
+}
+
+#[test]
+fn every_tf32_stage_rounds_ties_to_even() {
+    use rust_simt::ops::matmul_tc::matmul_tf32_with;
+    // Hand-worked: every element of one operand is a TF32 tie, the other holds small
+    // integers (exact). 1 + 2^-11 lies halfway between TF32 1 and 1 + 2^-10: to even
+    // gives 1, ties away 1 + 2^-10, truncation 1. 1 + 3·2^-11 lies halfway between
+    // 1 + 2^-10 and 1 + 2^-9: to even and away give 1 + 2^-9, truncation 1 + 2^-10.
+    // So C = (rounded ties) · (integers) is exact in f32 and tells all three apart:
+    // each wrong rounding moves a sum of k terms by 2^-10 per term (1e-3 relative).
+    let g = gpu_two_sms();
+    let (m, n, k) = (40usize, 48usize, 36usize);
+    let tie = |i: usize| {
+        let v = if i % 3 == 0 {
+            1.0 + 3.0 / 2048.0
+        } else {
+            1.0 + 1.0 / 2048.0
+        };
+        if i % 5 == 0 {
+            -v
+        } else {
+            v
+        }
+    };
+    let even = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rne_bits(v));
+    assert_eq!(even(1.0 + 1.0 / 2048.0), 1.0);
+    assert_eq!(even(1.0 + 3.0 / 2048.0), 1.0 + 1.0 / 512.0);
+    let ints = |len: usize, s: usize| -> Vec<f32> {
+        (0..len).map(|i| ((i * 7 + s) % 9) as f32 - 4.0).collect()
+    };
+    let mut stages = vec![TcKernel::MmaPipelined];
+    if hopper(&g) {
+        stages.extend(HOPPER_STAGES);
+    }
+    for ties_in_a in [true, false] {
+        let (a, b): (Vec<f32>, Vec<f32>) = if ties_in_a {
+            ((0..m * k).map(tie).collect(), ints(k * n, 1))
+        } else {
+            (ints(m * k, 2), (0..k * n).map(tie).collect())
+        };
+        let (ar, br): (Vec<f32>, Vec<f32>) = (
+            a.iter().map(|&v| even(v)).collect(),
+            b.iter().map(|&v| even(v)).collect(),
+        );
+        let want = rust_simt::reference::matmul(&ar, &br, m, n, k, k, n, false);
+        let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+        for &stage in &stages {
+            let mut c = poisoned(&g, m * n);
+            matmul_tf32_with(
+                &g,
+                stage,
+                ab.matrix(m, k).unwrap(),
+                bb.matrix(k, n).unwrap(),
+                c.matrix_mut(m, n).unwrap(),
+                Epilogue::None,
+            )
+            .unwrap();
+            let got = g.download(&c).unwrap();
+            for (i, (&x, &y)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (x as f64 - y).abs() <= 1e-6 * y.abs().max(1.0),
+                    "{stage:?}, ties in {}: C[{}][{}] = {x}, want {y} (ties to even)",
+                    if ties_in_a { "A" } else { "B" },
+                    i / n,
+                    i % n
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn tma_through_a_tf32_map_rounds_as_the_h200() {
+    // Bits in, bits the H200's TMA delivered through a TFLOAT32 map (2026-11-25,
+    // scripts/probes/tma_tf32.cu): ties to even, overflow to infinity, NaN canonical,
+    // subnormals rounded.
+    let seen: [(u32, u32); 12] = [
+        (0x3f80_1000, 0x3f80_0000),
+        (0x3f80_3000, 0x3f80_4000),
+        (0x3f80_1001, 0x3f80_2000),
+        (0xbf80_1000, 0xbf80_0000),
+        (0x7f7f_ffff, 0x7f80_0000),
+        (0xff80_0000, 0xff80_0000),
+        (0x7fc0_0000, 0x7fff_e000),
+        (0x7f80_0001, 0x7fff_e000),
+        (0x0000_1000, 0x0000_0000),
+        (0x0000_3000, 0x0000_4000),
+        (0x007f_ffff, 0x0080_0000),
+        (0x4049_0fdb, 0x4049_0000),
+    ];
+    let g = probe_device();
+    // One box of 8 rows x 32 f32 (128-byte rows, swizzled) of a 8 x 40 matrix.
+    let (rows, cols) = (8usize, 40usize);
+    let m: Vec<f32> = (0..rows * cols)
+        .map(|i| f32::from_bits(seen[i % seen.len()].0))
+        .collect();
+    let mb = g.upload(&m).unwrap();
+    for tf32 in [true, false] {
+        let view = mb.matrix(rows, cols).unwrap();
+        let map = if tf32 {
+            TensorMap::tiled_tf32(&g, view, 8, 32, TmaSwizzle::B128)
+        } else {
+            TensorMap::tiled(&g, view, 8, 32, TmaSwizzle::B128)
+        }
+        .unwrap();
+        assert_eq!(map.rounds_to_tf32(), tf32);
+        let mut out = g.upload(&vec![0xdead_beefu32; 256]).unwrap();
+        // SAFETY: a box of 1024 bytes; out holds 256 words.
+        unsafe {
+            g.launch::<probe_tma>(two_warpgroups(), (map.ptr(), 0, 0, 1024, 0, out.ptr_mut()))
+                .unwrap()
+        };
+        let got = g.download(&out).unwrap();
+        for r in 0..rows {
+            for c in 0..32 {
+                let (x, want) = seen[(r * cols + c) % seen.len()];
+                let have = got[swizzle_128b((r * 128 + c * 4) as u32) as usize / 4];
+                let want = if tf32 { want } else { x };
+                assert_eq!(have, want, "tf32 map {tf32}: ({r}, {c}) from {x:#010x}");
+            }
+        }
+    }
 }
 
 /// `probe_cluster` in `mode` over `clusters` clusters of 4; the output.

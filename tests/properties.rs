@@ -950,7 +950,7 @@ fn matmul_tc_every_stage_any_view() {
 }
 
 fn tf32(v: f32) -> f32 {
-    f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v))
+    f32::from_bits(kernels::simt_std::convert::tf32_rne_bits(v))
 }
 
 fn check_tf32(g: &Gpu, &(si, p, seed): &(usize, Product, u64)) -> Result<(), String> {

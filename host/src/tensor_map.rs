@@ -53,6 +53,10 @@ impl TmaElement for f32 {
     const CU_TYPE: u32 = 7; // CU_TENSOR_MAP_DATA_TYPE_FLOAT32
 }
 
+/// `CU_TENSOR_MAP_DATA_TYPE_TFLOAT32`: f32 in memory, and every load rounds each
+/// element to TF32 on the way into shared memory (see [`TensorMap::tiled_tf32`]).
+const CU_TYPE_TFLOAT32: u32 = 11;
+
 /// A checked 2-D tiled tensor map, as the backends encode it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TensorMapDesc {
@@ -87,6 +91,17 @@ impl<T: TmaElement> TensorMap<T> {
         box_rows: u32,
         box_cols: u32,
         swizzle: TmaSwizzle,
+    ) -> Result<TensorMap<T>> {
+        Self::encode(gpu, m, box_rows, box_cols, swizzle, T::CU_TYPE)
+    }
+
+    fn encode(
+        gpu: &Gpu,
+        m: MatrixRef<'_, T>,
+        box_rows: u32,
+        box_cols: u32,
+        swizzle: TmaSwizzle,
+        cu_type: u32,
     ) -> Result<TensorMap<T>> {
         gpu.check("TensorMap::tiled", "matrix", m.buffer())?;
         let eb = std::mem::size_of::<T>() as u64;
@@ -125,7 +140,7 @@ impl<T: TmaElement> TensorMap<T> {
             return bad(format!("the 128-byte swizzle needs box rows of exactly 128 bytes ({} elements), not {box_cols}", 128 / eb));
         }
         let desc = TensorMapDesc {
-            cu_type: T::CU_TYPE,
+            cu_type,
             elem_bytes: eb as u32,
             global,
             dims: [l.cols as u64, l.rows as u64],
@@ -145,6 +160,11 @@ impl<T: TmaElement> TensorMap<T> {
         })
     }
 
+    /// Whether loads through this map round f32 to TF32 ([`TensorMap::tiled_tf32`]).
+    pub fn rounds_to_tf32(&self) -> bool {
+        self.desc.cu_type == CU_TYPE_TFLOAT32
+    }
+
     /// The device address of the map, for a kernel's `*const TensorMap` parameter.
     pub fn ptr(&self) -> *const simt_std::tma::TensorMap {
         self.buf.ptr() as *const simt_std::tma::TensorMap
@@ -158,6 +178,25 @@ impl<T: TmaElement> TensorMap<T> {
     /// The identity of the device it lives on.
     pub fn device_id(&self) -> u64 {
         self.buf.device_id()
+    }
+}
+
+impl TensorMap<f32> {
+    /// As [`TensorMap::tiled`], for an f32 matrix whose loads arrive in shared memory
+    /// **rounded to TF32**: round to nearest, ties to even, as cuBLAS's TF32; NaN as
+    /// the canonical `0x7fffe000`; subnormals rounded, not flushed
+    /// ([`simt_std::convert::tf32_rne_bits`], measured bit for bit on an H200,
+    /// 2026-11-25, `scripts/probes/tma_tf32.cu`). The TMA unit does it on the way, so
+    /// a TF32 product needs neither a rounding pass over its operands nor rounding
+    /// instructions in its loop. Stores through the map write f32 unchanged.
+    pub fn tiled_tf32(
+        gpu: &Gpu,
+        m: MatrixRef<'_, f32>,
+        box_rows: u32,
+        box_cols: u32,
+        swizzle: TmaSwizzle,
+    ) -> Result<TensorMap<f32>> {
+        Self::encode(gpu, m, box_rows, box_cols, swizzle, CU_TYPE_TFLOAT32)
     }
 }
 
@@ -176,5 +215,6 @@ pub(crate) fn emulator_words(d: &TensorMapDesc) -> [u64; 16] {
         TmaSwizzle::None => 0,
         TmaSwizzle::B128 => 128,
     };
+    w[9] = (d.cu_type == CU_TYPE_TFLOAT32) as u64;
     w
 }

@@ -23,13 +23,15 @@
 //! * **No producer warp.** A fifth warp would cost registers: 10 warps on an SM's 4
 //!   sub-partitions put 3 on some, and ptxas then caps every thread at 168 registers
 //!   (against stage 6's 245): 440 bytes of spills.
-//! * **TF32 without rounding in the loop.** The host first writes A and `Bᵀ` rounded
-//!   to TF32 ([`crate::tf32_prep`], as for stage 7): both are K-major with 128-byte
-//!   rows of 32 f32, so B's fragments come from `ldmatrix` like A's (an 8x8 matrix of
+//! * **TF32 without rounding in the loop.** Both operands arrive through TF32
+//!   tensor maps, whose loads round each element to nearest even in the TMA unit
+//!   (`simt::TensorMap::tiled_tf32`). A is read where it is; the host first writes
+//!   `Bᵀ` ([`crate::tf32_prep`], as for stage 7), so both are K-major with 128-byte
+//!   rows of 32 f32 and B's fragments come from `ldmatrix` like A's (an 8x8 matrix of
 //!   16-bit elements is an 8x4 matrix of f32: rows of `Bᵀ` are columns of B, and lane
-//!   `(g, t)` gets `B[k = t][n = g]`, the TF32 B fragment). Stage 6 reads them as 16
-//!   scalar words and rounds every element with `cvt.rna` per use, twice (two warps
-//!   share each element).
+//!   `(g, t)` gets `B[k = t][n = g]`, the TF32 B fragment). Stage 6 reads B as 16
+//!   scalar words and rounds every element per use, twice (two warps share each
+//!   element).
 //!
 //! Phases: stage `s = kt % TC_STAGES` is filled for the `kt / TC_STAGES`-th time at K
 //! step `kt`; the multiplying warps wait for parity `(kt / TC_STAGES) % 2` of

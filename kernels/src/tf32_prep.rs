@@ -1,23 +1,21 @@
-//! TF32 operand preparation for the Hopper matmul: a copy of an f32 matrix, each
-//! element rounded to TF32 (`cvt.rna`, as stage 6 rounds its fragments), optionally
-//! transposed.
+//! TF32 operand preparation for the TMA-fed matmuls (stages 6t, 7 and 8): `Bᵀ`, and
+//! `A` where its rows cannot be a TMA source, copied into scratch buffers that a
+//! TF32 tensor map then reads.
 //!
-//! Why: `wgmma` reads TF32 operands straight from shared memory, where nothing
-//! rounds them (the tensor cores just ignore the low 13 bits: truncation), and it
-//! reads them K-major only (PTX allows no transpose for tf32), while the `B` of
-//! `A · B` is row-major, N-major. So stage 7's TF32 path first writes `A` rounded and
-//! `Bᵀ` rounded into scratch buffers: two memory-bound passes (8 bytes per element
-//! each) in front of the product, made by one launch (`blockIdx.z` picks the copy),
-//! so the second does not wait for the first one's last wave.
+//! Why a copy at all: `wgmma` reads TF32 operands K-major only (PTX allows no
+//! transpose for tf32), and `ldmatrix` moves 16-bit elements, so a 32-bit operand
+//! must also lie K-major for stage 6t's fragments; the `B` of `A · B` is row-major,
+//! N-major. `A` is K-major already: where its rows start 16-byte aligned (TMA's
+//! rule) the kernels read it where it is, and it is copied only otherwise.
 //!
-//! Rounding in the product instead (`mma.sync` reads registers, so stage 6t could
-//! round A's fragments after `ldmatrix`) was measured twice on the H200 and lost:
-//! with `cvt.rna` (SASS: a compare, a predicated add and a mask per element) and with
-//! an add of half an ulp that leaves the truncation to the tensor cores (a compare,
-//! an add and a select), 8-13% slower than these copies (docs/PERFORMANCE.md,
-//! sessions 14 and 16).
+//! Nothing here rounds. The rounding to TF32 happens in the TMA unit: a load through
+//! a `TFLOAT32` tensor map (`simt::TensorMap::tiled_tf32`) rounds each element to
+//! nearest even on its way into shared memory, as cuBLAS's TF32 does (measured bit
+//! for bit on an H200, 2026-11-25, `scripts/probes/tma_tf32.cu`). Until session 16
+//! this copy rounded both operands (`cvt.rna`), and `A`'s copy alone cost about 5%
+//! of a 4096^3 product; rounding in the product's loop instead lost 8-13% twice
+//! (docs/PERFORMANCE.md, sessions 14, 16 and 17).
 use crate::params::Tf32CopyParams;
-use simt_std::mma::to_tf32;
 use simt_std::memory::{is_aligned16, load4_first, store4_first, F32x4};
 use simt_std::thread::{block_idx, sync_threads, thread_idx};
 use simt_std::{kernel, shared_array, unroll};
@@ -26,9 +24,9 @@ use simt_std::{kernel, shared_array, unroll};
 pub const TILE: u32 = 32;
 
 kernel! {
-    /// Two copies in one launch, `p0` (`blockIdx.z = 0`) and `p1` (`1`): each
-    /// `dst = tf32(src)` or `dst = tf32(src)ᵀ`, every element rounded to TF32 (round
-    /// to nearest, ties away), kept as f32.
+    /// Up to two copies in one launch, `p0` (`blockIdx.z = 0`) and `p1` (`1`; a
+    /// grid of depth 1 runs `p0` alone): each `dst = src` or `dst = srcᵀ`, bit for
+    /// bit (the TF32 map that reads `dst` rounds).
     ///
     /// # Safety
     /// For each: `src` readable at `src[i*ld + j]` for `i < rows, j < cols`; `dst`
@@ -43,10 +41,10 @@ kernel! {
     /// Block `(32, 8)`; block `(bx, by, z)` moves the 32x32 tile at rows `32·by`,
     /// columns `32·bx` of copy `z`'s `src`, 4 floats a thread (16-byte accesses where
     /// the rows are aligned), transposed through a padded shared tile (33 columns:
-    /// conflict-free both ways); `grid = (ceil(max cols/32), ceil(max rows/32), 2)`,
+    /// conflict-free both ways); `grid = (ceil(max cols/32), ceil(max rows/32), copies)`,
     /// a block past its copy's edges exiting at once.
     #[launch(block = (32, 8, 1))]
-    pub unsafe fn tf32_round_copy(p0: Tf32CopyParams, p1: Tf32CopyParams) {
+    pub unsafe fn tf32_operand_copy(p0: Tf32CopyParams, p1: Tf32CopyParams) {
         let tile = shared_array!(TF32_TILE, f32, (TILE * (TILE + 1)) as usize).generic();
         let p = if block_idx().z == 0 { p0 } else { p1 };
         let (r0, c0) = (block_idx().y * TILE, block_idx().x * TILE);
@@ -74,7 +72,6 @@ kernel! {
         } else {
             F32x4::splat(0.0)
         };
-        let v = v.map(|x| f32::from_bits(to_tf32(x)));
         if p.transpose == 0 {
             if gr < rows && valid > 0 {
                 // SAFETY: inside dst (contract): row gr, `valid` columns from gc; 16-byte

@@ -54,7 +54,7 @@ pub enum TcKernel {
     MmaPipelined,
     /// Stage 6t (Hopper, compute capability 9.0 only): stage 6's `mma.sync` warps fed
     /// by TMA copies through an mbarrier ring (one thread issues them), f32 C. TF32
-    /// goes through the rounding copies of stage 7. Views whose rows are not 16-byte
+    /// reads its operands through TF32 tensor maps as stage 7. Views whose rows are not 16-byte
     /// aligned run stage 5; another device is [`SimtError::Unsupported`].
     MmaTma,
     /// Stage 7 (Hopper, compute capability 9.0 only): `wgmma` from shared memory,
@@ -397,7 +397,7 @@ pub fn matmul_tc<T: TcInput, O: TcOutput>(
 }
 
 /// `C = epilogue(A·B)` in TF32 on tensor cores: f32 inputs rounded to TF32 in the
-/// kernel (`cvt.rna`), f32 accumulation and output, stage 6. Rows of A and B must
+/// kernel (to nearest even, as cuBLAS), f32 accumulation and output, stage 6. Rows of A and B must
 /// start 16-byte aligned (row strides a multiple of 4 floats); others are a
 /// [`SimtError::Shape`] saying so.
 pub fn matmul_tf32(
@@ -449,13 +449,15 @@ pub fn matmul_tf32(
 }
 
 /// `C = epilogue(A·B)` in TF32 with the chosen stage: [`TcKernel::MmaPipelined`] is
-/// [`matmul_tf32`]; [`TcKernel::Wgmma`] (compute capability 9.0) first writes `A`
-/// and `Bᵀ` rounded to TF32 into the `Gpu`'s scratch buffers
-/// ([`kernels::tf32_prep`]: `wgmma` reads tf32 K-major only and rounds nothing), then
-/// multiplies them with stage 7; it takes any strides. [`TcKernel::WgmmaCluster`] and
-/// [`TcKernel::MmaTma`] do the same (stage 6t then reads both operands with
-/// `ldmatrix` and rounds nothing in its loop). [`TcKernel::Mma`] has no TF32 kernel:
-/// [`SimtError::Unsupported`].
+/// [`matmul_tf32`]; [`TcKernel::Wgmma`] (compute capability 9.0) first writes `Bᵀ`
+/// (and `A`, where its rows do not start 16-byte aligned) into the `Gpu`'s scratch
+/// buffers ([`kernels::tf32_prep`]: `wgmma` reads tf32 K-major only), then
+/// multiplies with stage 7, both operands loaded through TF32 tensor maps that round
+/// them to nearest even ([`TensorMap::tiled_tf32`]); it takes any strides.
+/// [`TcKernel::WgmmaCluster`] and [`TcKernel::MmaTma`] do the same (stage 6t then
+/// reads both operands with `ldmatrix`). Every TF32 stage rounds the same way, to
+/// nearest with ties to even, as cuBLAS ([`kernels::simt_std::convert::tf32_rne_bits`]).
+/// [`TcKernel::Mma`] has no TF32 kernel: [`SimtError::Unsupported`].
 pub fn matmul_tf32_with(
     gpu: &Gpu,
     stage: TcKernel,
@@ -497,24 +499,30 @@ pub fn matmul_tf32_with(
     }
     ptx::load(gpu)?;
     check_hopper(gpu, op)?;
-    // Rows of the scratch copies padded to 16 bytes (TMA); the maps stop at k, so the
-    // padding is never read (boxes past k arrive as zeros).
+    // A is K-major as it is: the kernels read it in place through a TF32 map where
+    // its rows start 16-byte aligned (TMA's rule), else from a copy. `Bᵀ` is always a
+    // copy (the kernels read K-major operands only). Rows of the copies are padded to
+    // 16 bytes; the maps stop at k, so the padding is never read (boxes past k arrive
+    // as zeros). The TF32 maps round every element to nearest even as it is loaded.
     let kp = (k as usize).next_multiple_of(4);
-    for (what, rows) in [("A", m as usize), ("B", n as usize)] {
-        if (rows * kp * 4) as u64 > u32::MAX as u64 {
+    let a_in_place = rows_aligned(&a);
+    for (what, rows, copied) in [("A", m as usize, !a_in_place), ("B", n as usize, true)] {
+        if copied && (rows * kp * 4) as u64 > u32::MAX as u64 {
             return Err(SimtError::TooLarge {
                 op,
                 detail: format!("the TF32 copy of {what} spans {} bytes; the kernels index bytes in 32 bits; split the product", rows * kp * 4),
             });
         }
     }
-    let (ar, bt) = (
-        gpu.scratch_f32(super::SCRATCH_TF32_A, m as usize * kp)?,
-        gpu.scratch_f32(super::SCRATCH_TF32_B, n as usize * kp)?,
-    );
-    type Prep = kernels::tf32_prep::tf32_round_copy;
+    let bt = gpu.scratch_f32(super::SCRATCH_TF32_B, n as usize * kp)?;
+    let ar = if a_in_place {
+        None
+    } else {
+        Some(gpu.scratch_f32(super::SCRATCH_TF32_A, m as usize * kp)?)
+    };
+    type Prep = kernels::tf32_prep::tf32_operand_copy;
     let tile = kernels::tf32_prep::TILE;
-    // Both copies in one launch (grid.z picks A or B): the second no longer waits
+    // The copies in one launch (grid.z picks the copy): a second one no longer waits
     // for the first one's last wave and its own launch.
     let job = |src: &MatrixRef<'_, f32>, dst: &Buffer<f32>, transpose: u32| Tf32CopyParams {
         src: MatRef {
@@ -527,29 +535,31 @@ pub fn matmul_tf32_with(
         ld_dst: kp as u32,
         transpose,
     };
-    let (pa, pb) = (job(&a, &ar, 0), job(&b, &bt, 1));
+    let pb = job(&b, &bt, 1);
+    let (p1, copies) = match &ar {
+        Some(ar) => (job(&a, ar, 0), 2),
+        None => (pb, 1),
+    };
     let grid = dim3(
-        pa.src.cols.max(pb.src.cols).div_ceil(tile),
-        pa.src.rows.max(pb.src.rows).div_ceil(tile),
-        2,
+        pb.src.cols.max(p1.src.cols).div_ceil(tile),
+        pb.src.rows.max(p1.src.rows).div_ceil(tile),
+        copies,
     );
     // SAFETY: both sources are checked views of this Gpu; each dst is this Gpu's
     // scratch of at least rows x kp (A) or cols x kp (Bᵀ) floats, kp >= k, written by
     // this launch only (the queue orders it before the matmul that reads it and after
-    // any earlier user of the slot); the grid covers both sources with the kernel's
-    // block (blocks past one's edges exit).
-    unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (pa, pb))? };
+    // any earlier user of the slot); the grid covers the copies it runs (grid.z) with
+    // the kernel's block (blocks past one's edges exit).
+    unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (pb, p1))? };
     // Boxes of one 128-byte row of K (32 f32) for every stage; rows: A 128, Bᵀ a
     // stage's columns of C per copy.
     const _: () = assert!(TC_BM == WG_BM && TC6_BK_TF32 == WG_BK / 2);
-    let am = TensorMap::tiled(
-        gpu,
-        ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
-        WG_BM,
-        WG_BK / 2,
-        TmaSwizzle::B128,
-    )?;
-    let bm = TensorMap::tiled(
+    let a_src = match &ar {
+        Some(ar) => ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
+        None => a,
+    };
+    let am = TensorMap::tiled_tf32(gpu, a_src, WG_BM, WG_BK / 2, TmaSwizzle::B128)?;
+    let bm = TensorMap::tiled_tf32(
         gpu,
         bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
         match stage {

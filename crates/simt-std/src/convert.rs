@@ -10,9 +10,11 @@
 //! bf16 keeps f32's range and drops 16 mantissa bits; f16 keeps more mantissa and
 //! overflows above 65504. The `*_rne` functions round to nearest, ties to even, as
 //! `cvt.rn.bf16.f32` / `cvt.rn.f16.f32` and PyTorch's `.bfloat16()` / `.half()` do;
-//! [`tf32_rna_bits`] rounds ties away from zero, as `cvt.rna.tf32.f32` does. On the
-//! GPU the device versions are those instructions; on the host these are the
-//! software versions, bit-exact against them (pinned by the tests on both).
+//! [`tf32_rna_bits`] rounds ties away from zero, as `cvt.rna.tf32.f32` does;
+//! [`tf32_rne_bits`] to nearest even, as cuBLAS's TF32 and a TMA load through a
+//! TF32 tensor map do. On the GPU the device versions are those instructions (or
+//! the TMA unit); on the host these are the software versions, bit-exact against
+//! them (pinned by the tests on both).
 
 /// bf16 bits to f32 (exact).
 #[inline(always)]
@@ -173,6 +175,31 @@ pub fn tf32_rna_bits(x: f32) -> u32 {
     b.wrapping_add(0x1000) & !0x1fff
 }
 
+/// The GPU's canonical NaN with TF32's 13 low bits cleared: what a TMA load through a
+/// TF32 tensor map makes of every NaN (H200, 2026-11-25,
+/// `scripts/probes/tma_tf32.cu`).
+pub const TF32_CANONICAL_NAN: u32 = 0x7fff_e000;
+
+/// f32 to TF32, round to nearest with ties to even, as a TMA load through a
+/// `CU_TENSOR_MAP_DATA_TYPE_TFLOAT32` map does (and cuBLAS's TF32): measured on an
+/// H200 (2026-11-25, `scripts/probes/tma_tf32.cu`), 1021 of 1024 patterns rounded
+/// to nearest even, subnormals included and not flushed (the `_FTZ` map type
+/// neither), the largest finite values to infinity, and every NaN to
+/// [`TF32_CANONICAL_NAN`]. The result is f32 bits with the low 13 bits zero.
+///
+/// Integer arithmetic only, so the same code runs on every target (sm_80 has no
+/// `cvt.rn.tf32.f32`): adding `0xfff` plus the lowest kept bit and truncating
+/// rounds the magnitude to nearest even; a carry out of the mantissa steps the
+/// exponent, up to infinity.
+#[inline(always)]
+pub fn tf32_rne_bits(x: f32) -> u32 {
+    let b = x.to_bits();
+    if x.is_nan() {
+        return TF32_CANONICAL_NAN;
+    }
+    b.wrapping_add(0xfff + ((b >> 13) & 1)) & !0x1fff
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +258,54 @@ mod tests {
             -(1.0 + 1.0 / 1024.0)
         );
         assert_eq!(tf32_rna_bits(1.0 + 1.0 / 4096.0) & 0x1fff, 0);
+    }
+
+    /// The H200's TMA through a TF32 map (2026-11-25, `scripts/probes/tma_tf32.cu`),
+    /// input -> output bits, as printed there.
+    const TMA_TF32_SEEN: [(u32, u32); 26] = [
+        (0x3f800000, 0x3f800000),
+        (0x3f801000, 0x3f800000), // tie, kept bit even: down (ties away: up)
+        (0x3f803000, 0x3f804000), // tie, kept bit odd: up
+        (0x3f800fff, 0x3f800000),
+        (0x3f801001, 0x3f802000),
+        (0x3f801fff, 0x3f802000),
+        (0x3f802fff, 0x3f802000),
+        (0xbf801000, 0xbf800000),
+        (0xbf803000, 0xbf804000),
+        (0xbf801001, 0xbf802000),
+        (0x7f7fffff, 0x7f800000), // the largest finite f32 rounds to infinity
+        (0x7f7ff000, 0x7f800000),
+        (0x7f800000, 0x7f800000),
+        (0xff800000, 0xff800000),
+        (0x7fc00000, 0x7fffe000), // NaN: canonical
+        (0x7f800001, 0x7fffe000),
+        (0x7fc01001, 0x7fffe000),
+        (0x00000001, 0x00000000), // subnormals round too, no flush
+        (0x00001000, 0x00000000),
+        (0x00003000, 0x00004000),
+        (0x00400000, 0x00400000),
+        (0x007fffff, 0x00800000),
+        (0x80001001, 0x80002000),
+        (0x00800000, 0x00800000),
+        (0x00801000, 0x00800000),
+        (0x40490fdb, 0x40490000), // pi
+    ];
+
+    #[test]
+    fn tf32_ties_to_even_as_the_tma_does() {
+        for (x, want) in TMA_TF32_SEEN {
+            assert_eq!(
+                tf32_rne_bits(f32::from_bits(x)),
+                want,
+                "{x:#010x}: want {want:#010x}"
+            );
+        }
+        // 1 + 2^-11 is halfway between tf32 1.0 and 1 + 2^-10: to even (1.0), where
+        // ties away give 1 + 2^-10.
+        assert_eq!(f32::from_bits(tf32_rne_bits(1.0 + 1.0 / 2048.0)), 1.0);
+        assert_eq!(
+            f32::from_bits(tf32_rna_bits(1.0 + 1.0 / 2048.0)),
+            1.0 + 1.0 / 1024.0
+        );
     }
 }

@@ -39,8 +39,9 @@ pub(crate) const WINDOW_BASE: u32 = 0x480;
 
 /// The emulator's tensor-map encoding (`simt::TensorMap` writes it): word 0 is
 /// this magic number, then the global address, the two dimensions (elements), the
-/// row stride (bytes), the box (elements), the element size and the swizzle (0 or
-/// 128).
+/// row stride (bytes), the box (elements), the element size, the swizzle (0 or
+/// 128) and whether loads round f32 to TF32 (1: a TF32 map; nearest even, as the
+/// H200's TMA, `simt_std::convert::tf32_rne_bits`).
 pub const TENSOR_MAP_MAGIC: u64 = 0x5349_4d54_544d_4150; // "SIMTTMAP"
 
 /// One barrier's state.
@@ -287,6 +288,7 @@ impl Ctx {
             boxdim: [w[5] as usize, w[6] as usize],
             eb: w[7] as usize,
             swizzled: w[8] == 128,
+            tf32: w[9] == 1,
             coords,
             wa: self.window_addr(smem),
         };
@@ -349,6 +351,11 @@ impl Ctx {
             unsafe {
                 std::ptr::copy_nonoverlapping(src as *const u8, image.as_mut_ptr().add(at), b.eb)
             };
+            if b.tf32 {
+                let e = &mut image[at..at + 4];
+                let x = f32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+                e.copy_from_slice(&simt_std::convert::tf32_rne_bits(x).to_le_bytes());
+            }
         });
         for r in (0..n as u32).filter(|r| mask >> r & 1 == 1) {
             let to = self.remote_block(r, what);
@@ -451,6 +458,8 @@ pub(crate) struct TmaBox {
     boxdim: [usize; 2],
     eb: usize,
     swizzled: bool,
+    /// Loads round each f32 element to TF32 (a TF32 map).
+    tf32: bool,
     coords: [i32; 2],
     wa: u32,
 }
