@@ -17,7 +17,7 @@ use kernels::params::Epilogue;
 use kernels::simt_std::tma::swizzle_128b;
 use kernels::simt_std::wgmma::{acc_coords, desc, desc_fields, Swizzle};
 use rust_simt::emulator::{EmuConfig, EmuError, Order};
-use rust_simt::ops::matmul_tc::{matmul_tc, TcInput, TcKernel, TcOutput};
+use rust_simt::ops::matmul_tc::{matmul_tc, TcInput, TcKernel, TcOutput, Tf32Rounding};
 use rust_simt::{dim3, Gpu, LaunchConfig, Layout, SimtError, TensorMap, TmaSwizzle};
 
 /// Whether `g` runs the sm_90a kernels (the emulator, an H100 or H200).
@@ -697,7 +697,7 @@ fn wgmma_tf32_matmul_any_strides() {
 }
 
 #[test]
-fn every_tf32_stage_rounds_ties_to_even() {
+fn every_tf32_stage_rounds_ties_as_it_says() {
     use rust_simt::ops::matmul_tc::matmul_tf32_with;
     // Hand-worked: every element of one operand is a TF32 tie, the other holds small
     // integers (exact). 1 + 2^-11 lies halfway between TF32 1 and 1 + 2^-10: to even
@@ -705,6 +705,7 @@ fn every_tf32_stage_rounds_ties_to_even() {
     // 1 + 2^-10 and 1 + 2^-9: to even and away give 1 + 2^-9, truncation 1 + 2^-10.
     // So C = (rounded ties) · (integers) is exact in f32 and tells all three apart:
     // each wrong rounding moves a sum of k terms by 2^-10 per term (1e-3 relative).
+    // The TMA-fed stages round ties to even (as cuBLAS), stage 6 away from zero.
     let g = gpu_two_sms();
     let (m, n, k) = (40usize, 48usize, 36usize);
     let tie = |i: usize| {
@@ -719,9 +720,15 @@ fn every_tf32_stage_rounds_ties_to_even() {
             v
         }
     };
-    let even = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rne_bits(v));
-    assert_eq!(even(1.0 + 1.0 / 2048.0), 1.0);
-    assert_eq!(even(1.0 + 3.0 / 2048.0), 1.0 + 1.0 / 512.0);
+    let (even, away) = (Tf32Rounding::TiesToEven, Tf32Rounding::TiesAway);
+    assert_eq!(even.round(1.0 + 1.0 / 2048.0), 1.0);
+    assert_eq!(away.round(1.0 + 1.0 / 2048.0), 1.0 + 1.0 / 1024.0);
+    assert_eq!(even.round(1.0 + 3.0 / 2048.0), 1.0 + 1.0 / 512.0);
+    assert_eq!(away.round(1.0 + 3.0 / 2048.0), 1.0 + 1.0 / 512.0);
+    assert_eq!(TcKernel::MmaPipelined.tf32_rounding(), Some(away));
+    for s in HOPPER_STAGES {
+        assert_eq!(s.tf32_rounding(), Some(even), "{s:?}");
+    }
     let ints = |len: usize, s: usize| -> Vec<f32> {
         (0..len).map(|i| ((i * 7 + s) % 9) as f32 - 4.0).collect()
     };
@@ -735,13 +742,14 @@ fn every_tf32_stage_rounds_ties_to_even() {
         } else {
             (ints(m * k, 2), (0..k * n).map(tie).collect())
         };
-        let (ar, br): (Vec<f32>, Vec<f32>) = (
-            a.iter().map(|&v| even(v)).collect(),
-            b.iter().map(|&v| even(v)).collect(),
-        );
-        let want = rust_simt::reference::matmul(&ar, &br, m, n, k, k, n, false);
         let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
         for &stage in &stages {
+            let r = stage.tf32_rounding().unwrap();
+            let (ar, br): (Vec<f32>, Vec<f32>) = (
+                a.iter().map(|&v| r.round(v)).collect(),
+                b.iter().map(|&v| r.round(v)).collect(),
+            );
+            let want = rust_simt::reference::matmul(&ar, &br, m, n, k, k, n, false);
             let mut c = poisoned(&g, m * n);
             matmul_tf32_with(
                 &g,
@@ -756,7 +764,7 @@ fn every_tf32_stage_rounds_ties_to_even() {
             for (i, (&x, &y)) in got.iter().zip(&want).enumerate() {
                 assert!(
                     (x as f64 - y).abs() <= 1e-6 * y.abs().max(1.0),
-                    "{stage:?}, ties in {}: C[{}][{}] = {x}, want {y} (ties to even)",
+                    "{stage:?}, ties in {}: C[{}][{}] = {x}, want {y} (rounding {r:?})",
                     if ties_in_a { "A" } else { "B" },
                     i / n,
                     i % n
@@ -771,7 +779,7 @@ fn tma_through_a_tf32_map_rounds_as_the_h200() {
     // Bits in, bits the H200's TMA delivered through a TFLOAT32 map (2026-11-25,
     // scripts/probes/tma_tf32.cu): ties to even, overflow to infinity, NaN canonical,
     // subnormals rounded.
-    let seen: [(u32, u32); 12] = [
+    let seen: [(u32, u32); 13] = [
         (0x3f80_1000, 0x3f80_0000),
         (0x3f80_3000, 0x3f80_4000),
         (0x3f80_1001, 0x3f80_2000),
@@ -780,6 +788,7 @@ fn tma_through_a_tf32_map_rounds_as_the_h200() {
         (0xff80_0000, 0xff80_0000),
         (0x7fc0_0000, 0x7fff_e000),
         (0x7f80_0001, 0x7fff_e000),
+        (0xffc0_0000, 0x7fff_e000),
         (0x0000_1000, 0x0000_0000),
         (0x0000_3000, 0x0000_4000),
         (0x007f_ffff, 0x0080_0000),

@@ -465,7 +465,7 @@ fn tensor_core_matmul_every_thread_order() {
 fn tf32_matmul_against_f64() {
     let g = gpu();
     let (mut r, seed) = rng("tf32");
-    let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rne_bits(v));
+    let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v));
     // C's rows unaligned (scalar stores) and 16-byte aligned (vector stores, and
     // scalar ones where a warp's run of columns crosses n).
     for (m, n, k, pad, aligned_c) in [
@@ -552,7 +552,7 @@ fn tf32_matmul_propagates_nan_and_inf() {
     a[5 * k + 7] = f32::from_bits(0x7fff_ffff);
     b[3 * n + 9] = f32::INFINITY;
     a[2 * k + 3] = 0.0;
-    let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rne_bits(v));
+    let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rna_bits(v));
     let (ar, br): (Vec<f32>, Vec<f32>) = (
         a.iter().map(|&v| tf(v)).collect(),
         b.iter().map(|&v| tf(v)).collect(),

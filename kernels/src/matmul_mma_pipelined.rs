@@ -34,8 +34,10 @@
 //! of 16-bit elements is an 8x4 matrix of f32, exactly the tf32 A fragment). `ldmatrix`
 //! cannot transpose 32-bit elements, so B fragments are single f32 words read with
 //! `ld.shared` from a layout swizzled by `k % 4` ([`swz_b_tf32`]). Every element is
-//! rounded to nearest even on its way to the tensor cores (`to_tf32_rne`, as cuBLAS
-//! and the TMA-fed stages round).
+//! rounded with `cvt.rna.tf32.f32` on its way to the tensor cores: ties away from
+//! zero, where cuBLAS and the TMA-fed stages round ties to even. Ties to even in
+//! integer arithmetic (sm_80 has no instruction for it) made this kernel 1.6x slower
+//! on the H200 (docs/PERFORMANCE.md, session 17).
 //!
 //! The host sends only aligned problems here (rows of A and B 16-byte aligned:
 //! strides a multiple of 8 elements, or 4 for TF32); others take stage 5.
@@ -52,7 +54,7 @@ use crate::matmul_mma::write_c;
 use crate::params::{MatmulParams, MatmulParams16};
 use simt_std::memory::store4;
 use simt_std::mma::{
-    ldmatrix_row_addr, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, mma_f16, mma_tf32, to_tf32_rne,
+    ldmatrix_row_addr, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, mma_f16, mma_tf32, to_tf32,
 };
 use simt_std::pipeline::{commit, copy_async, wait};
 use simt_std::shared::{dynamic_shared, Smem};
@@ -346,7 +348,7 @@ pub(crate) unsafe fn store_staged(
 
 /// A warp's A fragments of one k16 step (k8 for TF32) of a stage: the 4 m16 tiles at
 /// rows `wm ..` of the stage's `[128][A_ROW]` tile, [`swz_a`]-swizzled, each by one
-/// `ldmatrix.x4`. `round`: round each f32 to TF32 (nearest even, `to_tf32_rne`) on the way.
+/// `ldmatrix.x4`. `round`: round each f32 to TF32 (`cvt.rna`) on the way.
 ///
 /// # Safety
 /// `base` is a stage (16-byte aligned, its A tile landed and published to this warp);
@@ -362,7 +364,7 @@ pub(crate) unsafe fn a_frags(base: Smem<u8>, wm: u32, kk: u32, round: bool) -> [
         let raw = unsafe { ldmatrix_x4(base.add((row * A_ROW + swz_a(row, c) * 16) as usize)) };
         // An 8x8 matrix of 16-bit elements is an 8x4 matrix of f32: for TF32 the
         // same load gives the (g, t) / (g+8, t) / (g, t+4) / (g+8, t+4) fragment.
-        af[MI] = if round { raw.map(|x| to_tf32_rne(f32::from_bits(x))) } else { raw };
+        af[MI] = if round { raw.map(|x| to_tf32(f32::from_bits(x))) } else { raw };
     });
     af
 }
@@ -496,7 +498,7 @@ unsafe fn body<const KIND: u32>(p: Problem) {
                         let kr = kk * 8 + tq + 4 * R as u32;
                         let word = swz_b_tf32(kr, col / 4) * 4 + col % 4;
                         // SAFETY: inside stage kt % STAGES, landed and published by the last barrier.
-                        bf[NJ][R] = to_tf32_rne(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
+                        bf[NJ][R] = to_tf32(unsafe { base.add((A_BYTES + kr * TC_BN * 4) as usize).cast::<f32>().add(word as usize).read() });
                     });
                 }
             });
@@ -642,7 +644,7 @@ kernel! {
 #[cfg(any(not(target_arch = "nvptx64"), not(simt_target = "sm_90a")))]
 kernel! {
     /// `C = epilogue(A · B)` on tensor cores in TF32: f32 inputs rounded to TF32
-    /// (nearest even), f32 accumulation and output, as PyTorch with
+    /// (`cvt.rna`: ties away), f32 accumulation and output, as PyTorch with
     /// `allow_tf32 = True`. Same pipeline and tiles as
     /// [`matmul_mma_pipelined_bf16()`] with K steps of 32 and `mma.m16n8k8`.
     ///

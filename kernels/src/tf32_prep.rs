@@ -65,14 +65,16 @@ kernel! {
         // How many of this thread's 4 columns lie inside the matrix (0 past its edge:
         // then no address in it is even formed).
         let valid = cols.saturating_sub(gc).min(4);
-        let v = if gr < rows && valid > 0 {
+        let v0 = if gr < rows && valid > 0 {
             // SAFETY: row gr < rows of src, its first `valid` columns from gc below cols
             // (contract); 16-byte aligned when src_vec (gc % 4 == 0).
             unsafe { load4_first(p.src.ptr.add((gr * p.src.ld + gc) as usize), valid, src_vec) }
         } else {
             F32x4::splat(0.0)
         };
-        if p.transpose == 0 {
+        // TRIAL (session 17): bit 1 of `transpose` rounds to nearest even here.
+        let v = if p.transpose & 2 != 0 { v0.map(|x| f32::from_bits(simt_std::mma::to_tf32_rne(x))) } else { v0 };
+        if p.transpose & 1 == 0 {
             if gr < rows && valid > 0 {
                 // SAFETY: inside dst (contract): row gr, `valid` columns from gc; 16-byte
                 // aligned when dst_vec.

@@ -73,6 +73,31 @@ pub enum TcKernel {
     Auto,
 }
 
+/// How a TF32 product rounds its f32 inputs to TF32 (10 mantissa bits). Both round
+/// to nearest; they differ only on exact ties (an input whose 13 dropped bits are
+/// exactly `0x1000`: one in 8192 of random inputs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tf32Rounding {
+    /// Ties to even, as cuBLAS's TF32: what a TMA load through a TF32 tensor map does
+    /// ([`TensorMap::tiled_tf32`]), so stages 6t, 7 and 8.
+    TiesToEven,
+    /// Ties away from zero: `cvt.rna.tf32.f32`, the one rounding sm_80 has an
+    /// instruction for, so stage 6, which rounds its fragments in registers. (Ties
+    /// to even there in integer arithmetic made stage 6 1.6x slower on the H200,
+    /// 2026-11-25: docs/PERFORMANCE.md, session 17.)
+    TiesAway,
+}
+
+impl Tf32Rounding {
+    /// `x` rounded to TF32 this way, as an f32 (the host's reference).
+    pub fn round(self, x: f32) -> f32 {
+        f32::from_bits(match self {
+            Tf32Rounding::TiesToEven => kernels::simt_std::convert::tf32_rne_bits(x),
+            Tf32Rounding::TiesAway => kernels::simt_std::convert::tf32_rna_bits(x),
+        })
+    }
+}
+
 impl TcKernel {
     /// The fastest stage this device runs: [`TcKernel::WgmmaCluster`] where the
     /// Hopper module loads (an H100 or H200, and the emulator), else
@@ -91,6 +116,19 @@ impl TcKernel {
             self,
             TcKernel::MmaTma | TcKernel::Wgmma | TcKernel::WgmmaCluster
         )
+    }
+
+    /// How this stage rounds TF32 inputs ([`matmul_tf32_with`]); `None` for
+    /// [`TcKernel::Mma`] (no TF32 kernel) and [`TcKernel::Auto`] (the stage the
+    /// tuner picks decides).
+    pub fn tf32_rounding(self) -> Option<Tf32Rounding> {
+        match self {
+            TcKernel::MmaPipelined => Some(Tf32Rounding::TiesAway),
+            TcKernel::MmaTma | TcKernel::Wgmma | TcKernel::WgmmaCluster => {
+                Some(Tf32Rounding::TiesToEven)
+            }
+            TcKernel::Mma | TcKernel::Auto => None,
+        }
     }
 
     /// Whether this stage writes a 16-bit C itself (the `wgmma` stages 7 and 8); the
@@ -397,7 +435,7 @@ pub fn matmul_tc<T: TcInput, O: TcOutput>(
 }
 
 /// `C = epilogue(A·B)` in TF32 on tensor cores: f32 inputs rounded to TF32 in the
-/// kernel (to nearest even, as cuBLAS), f32 accumulation and output, stage 6. Rows of A and B must
+/// kernel (`cvt.rna`: to nearest, ties away; [`Tf32Rounding`]), f32 accumulation and output, stage 6. Rows of A and B must
 /// start 16-byte aligned (row strides a multiple of 4 floats); others are a
 /// [`SimtError::Shape`] saying so.
 pub fn matmul_tf32(
@@ -455,8 +493,8 @@ pub fn matmul_tf32(
 /// multiplies with stage 7, both operands loaded through TF32 tensor maps that round
 /// them to nearest even ([`TensorMap::tiled_tf32`]); it takes any strides.
 /// [`TcKernel::WgmmaCluster`] and [`TcKernel::MmaTma`] do the same (stage 6t then
-/// reads both operands with `ldmatrix`). Every TF32 stage rounds the same way, to
-/// nearest with ties to even, as cuBLAS ([`kernels::simt_std::convert::tf32_rne_bits`]).
+/// reads both operands with `ldmatrix`). These round to nearest with ties to even,
+/// as cuBLAS; stage 6 rounds ties away ([`TcKernel::tf32_rounding`]).
 /// [`TcKernel::Mma`] has no TF32 kernel: [`SimtError::Unsupported`].
 pub fn matmul_tf32_with(
     gpu: &Gpu,
@@ -505,7 +543,13 @@ pub fn matmul_tf32_with(
     // 16 bytes; the maps stop at k, so the padding is never read (boxes past k arrive
     // as zeros). The TF32 maps round every element to nearest even as it is loaded.
     let kp = (k as usize).next_multiple_of(4);
-    let a_in_place = rows_aligned(&a);
+    // TRIAL (session 17): 1 copy A unrounded; 2 round Bᵀ in its copy, f32 map; 3 both
+    // copied and rounded in the copy, f32 maps.
+    let trial: u32 = std::env::var("SIMT_TF32_TRIAL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let a_in_place = rows_aligned(&a) && trial % 2 == 0;
     for (what, rows, copied) in [("A", m as usize, !a_in_place), ("B", n as usize, true)] {
         if copied && (rows * kp * 4) as u64 > u32::MAX as u64 {
             return Err(SimtError::TooLarge {
@@ -535,9 +579,9 @@ pub fn matmul_tf32_with(
         ld_dst: kp as u32,
         transpose,
     };
-    let pb = job(&b, &bt, 1);
+    let pb = job(&b, &bt, if trial >= 2 { 3 } else { 1 });
     let (p1, copies) = match &ar {
-        Some(ar) => (job(&a, ar, 0), 2),
+        Some(ar) => (job(&a, ar, if trial == 3 { 2 } else { 0 }), 2),
         None => (pb, 1),
     };
     let grid = dim3(
@@ -558,8 +602,17 @@ pub fn matmul_tf32_with(
         Some(ar) => ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
         None => a,
     };
-    let am = TensorMap::tiled_tf32(gpu, a_src, WG_BM, WG_BK / 2, TmaSwizzle::B128)?;
-    let bm = TensorMap::tiled_tf32(
+    let am = if trial == 3 {
+        TensorMap::tiled(gpu, a_src, WG_BM, WG_BK / 2, TmaSwizzle::B128)?
+    } else {
+        TensorMap::tiled_tf32(gpu, a_src, WG_BM, WG_BK / 2, TmaSwizzle::B128)?
+    };
+    let bmap = if trial >= 2 {
+        TensorMap::tiled
+    } else {
+        TensorMap::tiled_tf32
+    };
+    let bm = bmap(
         gpu,
         bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
         match stage {

@@ -262,7 +262,7 @@ mod tests {
 
     /// The H200's TMA through a TF32 map (2026-11-25, `scripts/probes/tma_tf32.cu`),
     /// input -> output bits, as printed there.
-    const TMA_TF32_SEEN: [(u32, u32); 26] = [
+    const TMA_TF32_SEEN: [(u32, u32); 31] = [
         (0x3f800000, 0x3f800000),
         (0x3f801000, 0x3f800000), // tie, kept bit even: down (ties away: up)
         (0x3f803000, 0x3f804000), // tie, kept bit odd: up
@@ -289,6 +289,11 @@ mod tests {
         (0x00800000, 0x00800000),
         (0x00801000, 0x00800000),
         (0x40490fdb, 0x40490000), // pi
+        (0xffc00000, 0x7fffe000), // negative NaNs too
+        (0xff800001, 0x7fffe000),
+        (0xffffffff, 0x7fffe000),
+        (0x80001000, 0x80000000),
+        (0x80003000, 0x80004000),
     ];
 
     #[test]
