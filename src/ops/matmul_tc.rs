@@ -54,7 +54,7 @@ pub enum TcKernel {
     MmaPipelined,
     /// Stage 6t (Hopper, compute capability 9.0 only): stage 6's `mma.sync` warps fed
     /// by TMA copies through an mbarrier ring (one thread issues them), f32 C. TF32
-    /// reads its operands through TF32 tensor maps as stage 7. Views whose rows are not 16-byte
+    /// reads its operands as stage 7 does. Views whose rows are not 16-byte
     /// aligned run stage 5; another device is [`SimtError::Unsupported`].
     MmaTma,
     /// Stage 7 (Hopper, compute capability 9.0 only): `wgmma` from shared memory,
@@ -488,10 +488,10 @@ pub fn matmul_tf32(
 
 /// `C = epilogue(A·B)` in TF32 with the chosen stage: [`TcKernel::MmaPipelined`] is
 /// [`matmul_tf32`]; [`TcKernel::Wgmma`] (compute capability 9.0) first writes `Bᵀ`
-/// (and `A`, where its rows do not start 16-byte aligned) into the `Gpu`'s scratch
-/// buffers ([`kernels::tf32_prep`]: `wgmma` reads tf32 K-major only), then
-/// multiplies with stage 7, both operands loaded through TF32 tensor maps that round
-/// them to nearest even ([`TensorMap::tiled_tf32`]); it takes any strides.
+/// (and `A`, where its rows do not start 16-byte aligned) rounded to TF32 into the
+/// `Gpu`'s scratch buffers ([`kernels::tf32_prep`]: `wgmma` reads tf32 K-major
+/// only), then multiplies with stage 7; an `A` read in place is rounded by its
+/// tensor map's loads ([`TensorMap::tiled_tf32`]); it takes any strides.
 /// [`TcKernel::WgmmaCluster`] and [`TcKernel::MmaTma`] do the same (stage 6t then
 /// reads both operands with `ldmatrix`). These round to nearest with ties to even,
 /// as cuBLAS; stage 6 rounds ties away ([`TcKernel::tf32_rounding`]).
@@ -537,19 +537,16 @@ pub fn matmul_tf32_with(
     }
     ptx::load(gpu)?;
     check_hopper(gpu, op)?;
-    // A is K-major as it is: the kernels read it in place through a TF32 map where
-    // its rows start 16-byte aligned (TMA's rule), else from a copy. `Bᵀ` is always a
-    // copy (the kernels read K-major operands only). Rows of the copies are padded to
-    // 16 bytes; the maps stop at k, so the padding is never read (boxes past k arrive
-    // as zeros). The TF32 maps round every element to nearest even as it is loaded.
+    // A is K-major as it is: the kernels read it in place where its rows start
+    // 16-byte aligned (TMA's rule), through a TF32 map whose loads round it; else
+    // from a copy. `Bᵀ` is always a copy (the kernels read K-major operands only).
+    // The copies round as they go (to nearest even, bit-exact against the TMA's
+    // rounding) and are read through plain f32 maps: loading through a TF32 map
+    // costs the product about 1% (H200, docs/PERFORMANCE.md session 17). Rows of the
+    // copies are padded to 16 bytes; the maps stop at k, so the padding is never read
+    // (boxes past k arrive as zeros).
     let kp = (k as usize).next_multiple_of(4);
-    // TRIAL (session 17): 1 copy A unrounded; 2 round Bᵀ in its copy, f32 map; 3 both
-    // copied and rounded in the copy, f32 maps.
-    let trial: u32 = std::env::var("SIMT_TF32_TRIAL")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let a_in_place = rows_aligned(&a) && trial % 2 == 0;
+    let a_in_place = rows_aligned(&a);
     for (what, rows, copied) in [("A", m as usize, !a_in_place), ("B", n as usize, true)] {
         if copied && (rows * kp * 4) as u64 > u32::MAX as u64 {
             return Err(SimtError::TooLarge {
@@ -565,7 +562,7 @@ pub fn matmul_tf32_with(
         Some(gpu.scratch_f32(super::SCRATCH_TF32_A, m as usize * kp)?)
     };
     type Prep = kernels::tf32_prep::tf32_operand_copy;
-    let tile = kernels::tf32_prep::TILE;
+    let region = kernels::tf32_prep::REGION;
     // The copies in one launch (grid.z picks the copy): a second one no longer waits
     // for the first one's last wave and its own launch.
     let job = |src: &MatrixRef<'_, f32>, dst: &Buffer<f32>, transpose: u32| Tf32CopyParams {
@@ -578,15 +575,16 @@ pub fn matmul_tf32_with(
         dst: dst.ptr() as *mut f32,
         ld_dst: kp as u32,
         transpose,
+        round: 1,
     };
-    let pb = job(&b, &bt, if trial >= 2 { 3 } else { 1 });
+    let pb = job(&b, &bt, 1);
     let (p1, copies) = match &ar {
-        Some(ar) => (job(&a, ar, if trial == 3 { 2 } else { 0 }), 2),
+        Some(ar) => (job(&a, ar, 0), 2),
         None => (pb, 1),
     };
     let grid = dim3(
-        pb.src.cols.max(p1.src.cols).div_ceil(tile),
-        pb.src.rows.max(p1.src.rows).div_ceil(tile),
+        pb.src.cols.max(p1.src.cols).div_ceil(region),
+        pb.src.rows.max(p1.src.rows).div_ceil(region),
         copies,
     );
     // SAFETY: both sources are checked views of this Gpu; each dst is this Gpu's
@@ -598,21 +596,17 @@ pub fn matmul_tf32_with(
     // Boxes of one 128-byte row of K (32 f32) for every stage; rows: A 128, Bᵀ a
     // stage's columns of C per copy.
     const _: () = assert!(TC_BM == WG_BM && TC6_BK_TF32 == WG_BK / 2);
-    let a_src = match &ar {
-        Some(ar) => ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
-        None => a,
+    let am = match &ar {
+        Some(ar) => TensorMap::tiled(
+            gpu,
+            ar.matrix_strided(simt::Layout::strided(m as usize, k as usize, kp))?,
+            WG_BM,
+            WG_BK / 2,
+            TmaSwizzle::B128,
+        )?,
+        None => TensorMap::tiled_tf32(gpu, a, WG_BM, WG_BK / 2, TmaSwizzle::B128)?,
     };
-    let am = if trial == 3 {
-        TensorMap::tiled(gpu, a_src, WG_BM, WG_BK / 2, TmaSwizzle::B128)?
-    } else {
-        TensorMap::tiled_tf32(gpu, a_src, WG_BM, WG_BK / 2, TmaSwizzle::B128)?
-    };
-    let bmap = if trial >= 2 {
-        TensorMap::tiled
-    } else {
-        TensorMap::tiled_tf32
-    };
-    let bm = bmap(
+    let bm = TensorMap::tiled(
         gpu,
         bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
         match stage {
