@@ -328,14 +328,12 @@ impl MmTile {
 /// There is no 128x128 entry: stage 4 is that tile, and this kernel's 128x128
 /// instance needed 145 registers on sm_90 against stage 4's 127 (one block per SM
 /// instead of two), or spilled under launch bounds for two.
-pub const MM_TILES: [MmTile; 7] = [
+pub const MM_TILES: [MmTile; 5] = [
     MmTile::new(128, 64, 32, 64, 3),
     MmTile::new(64, 128, 32, 64, 3),
     MmTile::new(64, 64, 32, 32, 4),
     MmTile::new(32, 64, 32, 32, 8),
     MmTile::new(32, 32, 16, 32, 8),
-    MmTile::new(128, 256, 64, 64, 1),
-    MmTile::new(128, 128, 64, 64, 2),
 ];
 const _: () = {
     let mut i = 0;

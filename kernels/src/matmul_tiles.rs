@@ -188,12 +188,7 @@ impl<const BM: u32, const BN: u32, const WM: u32, const WN: u32> Tiles<BM, BN, W
         b_s: Smem<f32>,
         acc: &mut [[f32; TN]; TM],
     ) {
-        const { assert!((TM == 4 || TM == 8 || TM == 16) && (TN == 4 || TN == 8)) };
-        if TM == 16 {
-            // SAFETY: forwarded.
-            unsafe { self.compute16::<TM, TN>(a_s, b_s, acc) };
-            return;
-        }
+        const { assert!((TM == 4 || TM == 8) && (TN == 4 || TN == 8)) };
         unroll!(8, KK => {
             let kk = KK as u32;
             // The thread's (at most) two 4-row groups of A and two 4-column groups of
@@ -228,60 +223,6 @@ impl<const BM: u32, const BN: u32, const WM: u32, const WN: u32> Tiles<BM, BN, W
             // Without it LLVM hoisted 18 of a stage's 32 loads to its top in the 8x8
             // thread tile, and ptxas needed 181 registers (sm_90) where stage 4, the
             // same arithmetic, needs 128.
-            simt_std::memory::compiler_barrier();
-        });
-    }
-
-    /// [`Self::compute`] for 16-row thread tiles (64-row warp tiles): four 4-row
-    /// groups of A per k, and every loop unrolled by hand (the 128 FMAs of a 16x8
-    /// tile are past LLVM's full-unroll threshold, and a rolled loop indexes `acc`
-    /// at run time, in local memory).
-    ///
-    /// # Safety
-    /// As [`Self::compute`].
-    #[inline(always)]
-    unsafe fn compute16<const TM: usize, const TN: usize>(
-        &self,
-        a_s: Smem<f32>,
-        b_s: Smem<f32>,
-        acc: &mut [[f32; TN]; TM],
-    ) {
-        unroll!(8, KK => {
-            let kk = KK as u32;
-            let mut af = [0.0f32; TM];
-            let mut bf = [0.0f32; TN];
-            unroll!(4, G => {
-                let r = self.rm + G as u32 * 4 * LANES_M;
-                // SAFETY: inside the stage; the swizzle flips bit 4 only, so 4-aligned
-                // groups stay contiguous and 16-byte aligned.
-                let v = unsafe { a_s.add((kk * BM + swizzle::matmul_a(kk, r)) as usize).load4() };
-                af[4 * G] = v.x;
-                af[4 * G + 1] = v.y;
-                af[4 * G + 2] = v.z;
-                af[4 * G + 3] = v.w;
-            });
-            unroll!(2, G => {
-                if 4 * G < TN {
-                    let c = self.cn + G as u32 * 4 * LANES_N;
-                    // SAFETY: inside the stage, 16-byte aligned.
-                    let v = unsafe { b_s.add((kk * BN + c) as usize).load4() };
-                    bf[4 * G] = v.x;
-                    bf[4 * G + 1] = v.y;
-                    bf[4 * G + 2] = v.z;
-                    bf[4 * G + 3] = v.w;
-                }
-            });
-            unroll!(4, GI => {
-                unroll!(4, R => {
-                    unroll!(8, J => {
-                        if J < TN {
-                            let i = 4 * GI + R;
-                            acc[i][J] = simt_std::math::fma(af[i], bf[J], acc[i][J]);
-                        }
-                    });
-                });
-            });
-            // As in `compute`: the next k's shared loads stay below these FMAs.
             simt_std::memory::compiler_barrier();
         });
     }
@@ -519,11 +460,6 @@ pub(crate) unsafe fn store_tile<const TM: usize, const TN: usize>(
     c0: u32,
     unchecked: bool,
 ) {
-    if TM == 16 {
-        // SAFETY: forwarded.
-        unsafe { store_tile16(acc, o, m, n, r0, c0, unchecked) };
-        return;
-    }
     for gi in 0..TM / 4 {
         for r in 0..4 {
             let i = 4 * gi + r;
@@ -551,53 +487,6 @@ pub(crate) unsafe fn store_tile<const TM: usize, const TN: usize>(
             }
         }
     }
-}
-
-/// [`store_tile`] for 16-row thread tiles, unrolled by hand (as
-/// `Tiles::compute16`).
-///
-/// # Safety
-/// As [`store_tile`].
-#[inline(always)]
-unsafe fn store_tile16<const TM: usize, const TN: usize>(
-    acc: &[[f32; TN]; TM],
-    o: &SliceOutput,
-    m: u32,
-    n: u32,
-    r0: u32,
-    c0: u32,
-    unchecked: bool,
-) {
-    unroll!(4, GI => {
-        unroll!(4, R => {
-            let i = 4 * GI + R;
-            let row = r0 + GI as u32 * 4 * LANES_M + R as u32;
-            unroll!(2, GJ => {
-                if 4 * GJ < TN {
-                    let col = c0 + GJ as u32 * 4 * LANES_N;
-                    let mut v = F32x4 {
-                        x: acc[i][4 * GJ],
-                        y: acc[i][4 * GJ + 1],
-                        z: acc[i][4 * GJ + 2],
-                        w: acc[i][4 * GJ + 3],
-                    };
-                    if o.relu != 0 {
-                        v = v.map(|x| if x > 0.0 { x } else { 0.0 });
-                    }
-                    let q = o.out.wrapping_add((row * o.ldo + col) as usize);
-                    if unchecked {
-                        // SAFETY: the block's tile is inside the output: (row,
-                        // col..col+4) is, rows aligned.
-                        unsafe { store4(q, v) };
-                    } else if row < m && col < n {
-                        // SAFETY: row < m; of the columns col.., those below n are
-                        // written.
-                        unsafe { store4_first(q, v, n - col, o.vec_o) };
-                    }
-                }
-            });
-        });
-    });
 }
 
 /// Declares the kernel of `MM_TILES[$i]`.
@@ -646,8 +535,6 @@ tile_kernels!(
     matmul_relu_tile_64x64 = 2,
     matmul_relu_tile_32x64 = 3,
     matmul_relu_tile_32x32 = 4,
-    matmul_relu_tile_128x256_w64 = 5,
-    matmul_relu_tile_128x128_w64 = 6,
 );
 
 /// The PTX entry names of the tile kernels, in [`MM_TILES`] order.
@@ -657,8 +544,6 @@ pub const TILE_KERNEL_NAMES: [&str; MM_TILES.len()] = [
     "matmul_relu_tile_64x64",
     "matmul_relu_tile_32x64",
     "matmul_relu_tile_32x32",
-    "matmul_relu_tile_128x256_w64",
-    "matmul_relu_tile_128x128_w64",
 ];
 
 #[cfg(any(not(target_arch = "nvptx64"), not(simt_target = "sm_90a")))]

@@ -382,14 +382,12 @@ pub fn matmul(
                 1 => split_launch::<matmul_relu_tile_64x128>,
                 2 => split_launch::<matmul_relu_tile_64x64>,
                 3 => split_launch::<matmul_relu_tile_32x64>,
-                4 => split_launch::<matmul_relu_tile_32x32>,
-                5 => split_launch::<matmul_relu_tile_128x256_w64>,
                 // The last index (checked above): a tile added to MM_TILES without an
                 // arm here fails the assertion below at compile time instead of
                 // launching this kernel with the wrong grid.
-                _ => split_launch::<matmul_relu_tile_128x128_w64>,
+                _ => split_launch::<matmul_relu_tile_32x32>,
             };
-            const _: () = assert!(MM_TILES.len() == 7, "one arm per MM_TILES entry above");
+            const _: () = assert!(MM_TILES.len() == 5, "one arm per MM_TILES entry above");
             launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
         }
         MatmulKernel::TileAsync { tile, split_k } => {
