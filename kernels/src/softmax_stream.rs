@@ -39,11 +39,11 @@ use crate::params::SoftmaxSplitParams;
 use crate::softmax_parts::Slice;
 use crate::softmax_split::{publish_pair, wait_row};
 use simt_std::kernel;
-use simt_std::math::{exp, rcp};
+use simt_std::math::rcp;
 use simt_std::memory::is_aligned16;
 use simt_std::shared_array;
-use simt_std::thread::{block_idx, grid_dim, sync_threads, thread_idx};
-use simt_std::warp::{max_nan, shfl_xor_f32};
+use simt_std::thread::{block_idx, grid_dim, thread_idx};
+use simt_std::warp::{block_reduce_once, max_nan};
 
 /// 16-byte vectors per thread of a chunk.
 const V: usize = SOFTMAX_STREAM_VECS as usize;
@@ -102,26 +102,6 @@ fn chunk(p: &SoftmaxSplitParams, i: usize) -> (usize, *const f32, usize, usize, 
     (r, xr.wrapping_sub(a), a, start, if j == 0 { a } else { start }, end)
 }
 
-/// Combines `(m, s)` pairs (a maximum and a sum of `exp(x - m)`) across the warp:
-/// every lane gets the warp's `(M, Σ s·exp(m - M))`. A pair of an all `-inf` part
-/// (`m = -inf`, `s = 0`) adds nothing; a NaN maximum makes the result NaN, as a NaN
-/// element makes the row's softmax NaN. Lanes `0..2·FIRST` hold pairs (`FIRST`:
-/// the first shuffle distance, 16 for a whole warp).
-#[inline(always)]
-fn warp_pair_n<const FIRST: u32>(m: f32, s: f32) -> (f32, f32) {
-    let (mut m, mut s) = (m, s);
-    let mut k = FIRST;
-    while k > 0 {
-        let (m2, s2) = (shfl_xor_f32(m, k), shfl_xor_f32(s, k));
-        let mx = max_nan(m, m2);
-        let scale = |mi: f32| if mi == f32::NEG_INFINITY { 0.0 } else { exp(mi - mx) };
-        s = s * scale(m) + s2 * scale(m2);
-        m = mx;
-        k /= 2;
-    }
-    (m, s)
-}
-
 /// The kernel. A write piece loads its chunk before it waits for the row's pairs,
 /// so the two latencies overlap, and the shared scratch alternates between two sets
 /// by piece, so no barrier closes a piece. Warp-level pieces (each warp of a write
@@ -152,34 +132,13 @@ unsafe fn body(p: SoftmaxSplitParams) {
             // SAFETY: [lo, end) is inside row r, [start, lo) the bytes before it in x's
             // 16-byte aligned allocation (contract); xv is aligned.
             let mut s = unsafe { Slice::<V>::load_from::<true, false>(xv, start, lo, end, t, T, true) };
-            // One pass, one barrier: each thread reduces its elements to a pair
-            // (its own maximum, the sum of exp(x - it)), the warps combine pairs by
-            // shuffles, warp 0 the warps' pairs. (Two block reductions, the maximum
-            // and then the sum, cost two barriers; barriers held 37% of the stall
-            // samples, docs/PERFORMANCE.md session 15.)
-            let mt = s.max();
-            let part = s.exp_sum(if mt == f32::NEG_INFINITY { 0.0 } else { mt });
-            let (mw, sw) = warp_pair_n::<16>(mt, part);
-            if t % 32 == 0 {
-                // SAFETY: sc[0..32] holds 16 warps' pairs, written once per piece; the
-                // set alternates before it is written again.
-                unsafe {
-                    sc.add(2 * (t / 32)).write(mw);
-                    sc.add(2 * (t / 32) + 1).write(sw);
-                }
-            }
-            sync_threads();
-            let (m, sum) = if t < 32 {
-                let (mi, si) = if t < T / 32 {
-                    // SAFETY: written by warp t's lane 0 before the barrier.
-                    unsafe { (sc.add(2 * t).read(), sc.add(2 * t + 1).read()) }
-                } else {
-                    (f32::NEG_INFINITY, 0.0)
-                };
-                warp_pair_n::<8>(mi, si)
-            } else {
-                (0.0, 0.0)
-            };
+            // SAFETY: sc[0..32] and [32..64] are each reduced into once per piece; the
+            // set alternates before they are written again.
+            let m = unsafe { block_reduce_once(s.max(), sc, max_nan, f32::NEG_INFINITY) };
+            // A chunk of only -inf: its exponentials are 0 (not exp(-inf + inf) = NaN).
+            let m_safe = if m == f32::NEG_INFINITY { 0.0 } else { m };
+            let part = s.exp_sum(m_safe);
+            let sum = unsafe { block_reduce_once(part, sc.add(32), |a, b| a + b, 0.0) };
             // SAFETY: i < rows·splits.
             unsafe { publish_pair(&p, i, m, sum, t) };
         } else {
