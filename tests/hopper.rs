@@ -780,10 +780,12 @@ fn every_tf32_stage_rounds_ties_as_it_says() {
 }
 
 #[test]
-fn tma_through_a_tf32_map_rounds_as_the_h200() {
+fn emulator_tma_through_a_tf32_map_rounds_as_the_h200_did() {
     // Bits in, bits the H200's TMA delivered through a TFLOAT32 map (2026-11-25,
     // scripts/probes/tma_tf32.cu): ties to even, overflow to infinity, NaN canonical,
-    // subnormals rounded.
+    // subnormals rounded. The probe kernel runs on the emulator only (see
+    // `probe_device`); on a GPU, `every_tf32_stage_rounds_ties_as_it_says` checks the
+    // hardware's rounding through the matmuls.
     let seen: [(u32, u32); 13] = [
         (0x3f80_1000, 0x3f80_0000),
         (0x3f80_3000, 0x3f80_4000),

@@ -103,15 +103,15 @@ impl<T: TmaElement> TensorMap<T> {
         swizzle: TmaSwizzle,
         cu_type: u32,
     ) -> Result<TensorMap<T>> {
-        gpu.check("TensorMap::tiled", "matrix", m.buffer())?;
+        let op = if cu_type == CU_TYPE_TFLOAT32 {
+            "TensorMap::tiled_tf32"
+        } else {
+            "TensorMap::tiled"
+        };
+        gpu.check(op, "matrix", m.buffer())?;
         let eb = std::mem::size_of::<T>() as u64;
         let l = m.layout();
-        let bad = |detail: String| {
-            Err(SimtError::Shape {
-                op: "TensorMap::tiled",
-                detail,
-            })
-        };
+        let bad = |detail: String| Err(SimtError::Shape { op, detail });
         let global = m.ptr() as u64;
         if global % 16 != 0 {
             return bad(format!(
@@ -188,7 +188,8 @@ impl TensorMap<f32> {
     /// ([`simt_std::convert::tf32_rne_bits`], measured bit for bit on an H200,
     /// 2026-11-25, `scripts/probes/tma_tf32.cu`). The TMA unit does it on the way, so
     /// a TF32 product needs neither a rounding pass over its operands nor rounding
-    /// instructions in its loop. Stores through the map write f32 unchanged.
+    /// instructions in its loop. (Stores through such a map wrote f32 unchanged in
+    /// the same probe; the kernels here only load through one.)
     pub fn tiled_tf32(
         gpu: &Gpu,
         m: MatrixRef<'_, f32>,

@@ -59,8 +59,9 @@ pub const GROUP_M: u32 = 8;
 
 pub(crate) const BF16: u32 = 0;
 pub(crate) const F16: u32 = 1;
-/// f32 operands pre-rounded to TF32, A `[m][k]` and `Bᵀ` `[n][k]`, both K-major
-/// (`wgmma` has no transpose for tf32): [`crate::tf32_prep`] writes them.
+/// f32 operands rounded to TF32 on their way to shared memory (a TF32 tensor map) or
+/// before (a copy by [`crate::tf32_prep`]), A `[m][k]` and `Bᵀ` `[n][k]`, both
+/// K-major (`wgmma` has no transpose for tf32).
 pub(crate) const TF32: u32 = 2;
 
 /// Accumulators of a 64x256 consumer tile: 128 f32 per thread as `[f32; 4]` groups
@@ -412,8 +413,8 @@ kernel! {
 
 kernel! {
     /// As [`matmul_wgmma_bf16()`] in TF32: `a_map` describes `A: m x k` and `b_map`
-    /// `Bᵀ: n x k` (boxes of 256 rows x 32 columns), both f32 already rounded to TF32
-    /// ([`crate::tf32_prep`]); `wgmma.m64n256k8.f32.tf32.tf32`, K steps of 32.
+    /// `Bᵀ: n x k` (boxes of 256 rows x 32 columns), f32, each rounded to TF32 by its
+    /// map's loads or already by its copy ([`crate::tf32_prep`]); `wgmma.m64n256k8.f32.tf32.tf32`, K steps of 32.
     ///
     /// # Safety
     /// As [`matmul_wgmma_bf16()`], with f32 matrices A and Bᵀ (`p.n` rows of `p.k`).

@@ -448,7 +448,8 @@ kernel! {
     /// As [`matmul_wgmma_cluster_bf16()`] in TF32, as
     /// [`matmul_wgmma_tf32()`](crate::matmul_wgmma::matmul_wgmma_tf32): `a_map`
     /// describes `A: m x k` (boxes of 128 x 32) and `b_map` `Bᵀ: n x k` (boxes of
-    /// [`TF32_B_BOX_ROWS`] = 128 rows x 32), both f32 rounded to TF32.
+    /// [`TF32_B_BOX_ROWS`] = 128 rows x 32), f32, each rounded to TF32 by its map's
+    /// loads or by its copy.
     ///
     /// # Safety
     /// As [`matmul_wgmma_cluster_bf16()`], with f32 matrices A and Bᵀ (`p.n` rows of

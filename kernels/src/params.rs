@@ -36,9 +36,9 @@ kernel_params! {
     /// `C = epilogue(A · B)` with 16-bit `A: m x k`, `B: k x n` and f32 `C: m x n`.
     pub struct MatmulParams16 { pub a: MatRef16, pub b: MatRef16, pub c: MatMut, pub epilogue: Epilogue }
 
-    /// A copy of an f32 matrix, optionally transposed and rounded to TF32
+    /// A copy of an f32 matrix rounded to TF32 (nearest even), optionally transposed
     /// ([`crate::tf32_prep`]).
-    pub struct Tf32CopyParams { pub src: MatRef, pub dst: *mut f32, pub ld_dst: u32, pub transpose: u32, pub round: u32 }
+    pub struct Tf32CopyParams { pub src: MatRef, pub dst: *mut f32, pub ld_dst: u32, pub transpose: u32 }
 
     /// Softmax of rows split over several blocks ([`crate::softmax_split`]): row `r`
     /// is `splits` chunks of `SOFTMAX_SPLIT_CHUNK` columns; chunk `i = r·splits + j`

@@ -1,6 +1,6 @@
 //! TF32 operand preparation for the TMA-fed matmuls (stages 6t, 7 and 8): `Bᵀ`, and
-//! `A` where its rows cannot be a TMA source, copied into scratch buffers that a
-//! TF32 tensor map then reads.
+//! `A` where its rows cannot be a TMA source, copied rounded to TF32 into scratch
+//! buffers that plain f32 tensor maps then read.
 //!
 //! Why a copy at all: `wgmma` reads TF32 operands K-major only (PTX allows no
 //! transpose for tf32), and `ldmatrix` moves 16-bit elements, so a 32-bit operand
@@ -12,7 +12,7 @@
 //! rounded by the TMA unit: a load through a `TFLOAT32` tensor map
 //! (`simt::TensorMap::tiled_tf32`) rounds each element on its way into shared memory
 //! (measured bit for bit on an H200, 2026-11-25, `scripts/probes/tma_tf32.cu`). The
-//! copies round as they copy (`round = 1`), bit-exact against the TMA's rounding
+//! copies round as they copy, bit-exact against the TMA's rounding
 //! ([`simt_std::convert::tf32_rne_bits`]): the copy is memory-bound, so the integer
 //! rounding is free there, while loading through a TF32 map costs the product about
 //! 1% (H200, ncu, docs/PERFORMANCE.md session 17). Until session 16 both operands
@@ -28,16 +28,17 @@ use simt_std::{kernel, shared_array, unroll};
 /// Side of the square sub-tile a block moves at once through shared memory.
 pub const TILE: u32 = 32;
 /// Side of the square region a block moves: 2x2 sub-tiles, all four loaded before
-/// any is stored (64 KiB in flight per SM at 8 blocks; one 32x32 tile a block left
-/// the lone `Bᵀ` copy at 55% of DRAM peak, ncu, H200).
+/// any is stored (16 KiB in flight per block; one 32x32 tile a block left the lone
+/// `Bᵀ` copy at 55% of DRAM peak, ncu, H200).
 pub const REGION: u32 = 2 * TILE;
 /// Floats of one padded sub-tile in shared memory.
 const SUB: usize = (TILE * (TILE + 1)) as usize;
 
 kernel! {
     /// Up to two copies in one launch, `p0` (`blockIdx.z = 0`) and `p1` (`1`; a
-    /// grid of depth 1 runs `p0` alone): each `dst = src` or `dst = srcᵀ`, rounded to
-    /// TF32 to nearest even when `round` is 1, else bit for bit.
+    /// grid of depth 1 runs `p0` alone): each `dst = tf32(src)` or `dst = tf32(src)ᵀ`,
+    /// every element rounded to TF32 to nearest even (as the TMA's TF32 maps and
+    /// cuBLAS), kept as f32.
     ///
     /// # Safety
     /// For each: `src` readable at `src[i*ld + j]` for `i < rows, j < cols`; `dst`
@@ -46,7 +47,7 @@ kernel! {
     ///
     /// # Parameters
     /// Two [`Tf32CopyParams`]: `src` (`rows x cols`, row stride `ld`), `dst`, its row
-    /// stride, `transpose` (0 or 1) and `round` (0 or 1).
+    /// stride, and `transpose` (0 or 1).
     ///
     /// # Thread Mapping
     /// Block `(32, 8)`; block `(bx, by, z)` moves the 64x64 region at rows `64·by`,
@@ -88,9 +89,7 @@ kernel! {
                 v[S] = unsafe { load4_first(p.src.ptr.add((gr * p.src.ld + gc) as usize), valid, src_vec) };
             }
         });
-        if p.round != 0 {
-            unroll!(4, S => { v[S] = v[S].map(|x| f32::from_bits(to_tf32_rne(x))); });
-        }
+        unroll!(4, S => { v[S] = v[S].map(|x| f32::from_bits(to_tf32_rne(x))); });
         if p.transpose == 0 {
             unroll!(4, S => {
                 let (gr, gc) = (r0 + TILE * (S as u32 / 2) + r, c0 + TILE * (S as u32 % 2) + c);

@@ -74,8 +74,9 @@ pub enum TcKernel {
 }
 
 /// How a TF32 product rounds its f32 inputs to TF32 (10 mantissa bits). Both round
-/// to nearest; they differ only on exact ties (an input whose 13 dropped bits are
-/// exactly `0x1000`: one in 8192 of random inputs).
+/// to nearest; on numbers they differ only on exact ties (an input whose 13 dropped
+/// bits are exactly `0x1000`: one in 8192 of random inputs). NaN stays NaN either way
+/// (its payload bits differ).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tf32Rounding {
     /// Ties to even, as cuBLAS's TF32: what a TMA load through a TF32 tensor map does
@@ -575,7 +576,6 @@ pub fn matmul_tf32_with(
         dst: dst.ptr() as *mut f32,
         ld_dst: kp as u32,
         transpose,
-        round: 1,
     };
     let pb = job(&b, &bt, 1);
     let (p1, copies) = match &ar {
@@ -690,8 +690,8 @@ pub fn tc_candidates(gpu: &Gpu, s: TcShape) -> Vec<TcKernel> {
 }
 
 /// What `Auto` runs without a tuned choice: [`TcKernel::best`] for aligned rows (and
-/// TF32, whose Hopper stages copy the inputs), stage 8 for a 16-bit C, stage 5 for
-/// unaligned 16-bit inputs into an f32 C.
+/// TF32, whose Hopper stages copy whatever input TMA cannot read in place), stage 8
+/// for a 16-bit C, stage 5 for unaligned 16-bit inputs into an f32 C.
 pub fn tc_heuristic(gpu: &Gpu, s: TcShape) -> TcKernel {
     if s.out != OutType::F32 {
         TcKernel::WgmmaCluster

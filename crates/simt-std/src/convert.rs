@@ -12,9 +12,10 @@
 //! `cvt.rn.bf16.f32` / `cvt.rn.f16.f32` and PyTorch's `.bfloat16()` / `.half()` do;
 //! [`tf32_rna_bits`] rounds ties away from zero, as `cvt.rna.tf32.f32` does;
 //! [`tf32_rne_bits`] to nearest even, as cuBLAS's TF32 and a TMA load through a
-//! TF32 tensor map do. On the GPU the device versions are those instructions (or
-//! the TMA unit); on the host these are the software versions, bit-exact against
-//! them (pinned by the tests on both).
+//! TF32 tensor map do (integer arithmetic on both the GPU and the host: sm_80 has no
+//! instruction for it). On the GPU the other device versions are those instructions;
+//! on the host these are the software versions, bit-exact against them (pinned by
+//! the tests on both).
 
 /// bf16 bits to f32 (exact).
 #[inline(always)]
