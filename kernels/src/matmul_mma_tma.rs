@@ -27,8 +27,8 @@
 //!   (nearest even): an aligned A is read where it is, through a TF32 tensor map
 //!   whose loads round it in the TMA unit (`simt::TensorMap::tiled_tf32`); the host
 //!   first writes `Bᵀ` rounded ([`crate::tf32_prep`], as for stage 7, read through a
-//!   plain f32 map), so both are K-major with 128-byte
-//!   rows of 32 f32 and B's fragments come from `ldmatrix` like A's (an 8x8 matrix of
+//!   plain f32 map), so both are K-major with 128-byte rows of 32 f32 and B's
+//!   fragments come from `ldmatrix` like A's (an 8x8 matrix of
 //!   16-bit elements is an 8x4 matrix of f32: rows of `Bᵀ` are columns of B, and lane
 //!   `(g, t)` gets `B[k = t][n = g]`, the TF32 B fragment). Stage 6 reads B as 16
 //!   scalar words and rounds every element per use, twice (two warps share each
@@ -349,8 +349,8 @@ kernel! {
 kernel! {
     /// As [`matmul_mma_tma_bf16()`] in TF32: `a_map` describes `A: m x k` and `b_map`
     /// `Bᵀ: n x k`, f32, each rounded to TF32 by its map's loads or already by its
-    /// copy ([`crate::tf32_prep`]), boxes of 128 rows x 32 columns; `mma.m16n8k8` in K steps of 32, both operands by
-    /// `ldmatrix.x4`.
+    /// copy ([`crate::tf32_prep`]), boxes of 128 rows x 32 columns; `mma.m16n8k8` in
+    /// K steps of 32, both operands by `ldmatrix.x4`.
     ///
     /// # Safety
     /// As [`matmul_mma_tma_bf16()`], with f32 matrices A and Bᵀ (`p.n` rows of `p.k`).
@@ -360,4 +360,3 @@ kernel! {
         unsafe { body::<TF32, TF32_REFILL_AT>(p) }
     }
 }
-

@@ -20,8 +20,8 @@
 //! product; rounding in the product's loop instead lost 8-13% twice (sessions 14
 //! and 16).
 use crate::params::Tf32CopyParams;
-use simt_std::memory::{is_aligned16, load4_first, store4_first, F32x4};
-use simt_std::mma::to_tf32_rne;
+use simt_std::memory::{is_aligned16, load4_first, store4_first_vec, F32x4};
+use simt_std::convert::tf32_rne_bits;
 use simt_std::thread::{block_idx, sync_threads, thread_idx};
 use simt_std::{kernel, shared_array, unroll};
 
@@ -77,27 +77,30 @@ kernel! {
         // first: the stores below may alias nothing the loads read (contract), but
         // through generic pointers LLVM cannot know it and would keep each load
         // behind the previous store.
+        // This thread's row and first column of sub-tile s in src, and how many of its
+        // 4 columns lie inside the matrix (0 past its edge: then no address in it is
+        // even formed).
+        let at = |s: u32| {
+            let (gr, gc) = (r0 + TILE * (s / 2) + r, c0 + TILE * (s % 2) + c);
+            (gr, gc, if gr < rows { cols.saturating_sub(gc).min(4) } else { 0 })
+        };
         let mut v = [F32x4::splat(0.0); 4];
         unroll!(4, S => {
-            let (gr, gc) = (r0 + TILE * (S as u32 / 2) + r, c0 + TILE * (S as u32 % 2) + c);
-            // How many of this thread's 4 columns lie inside the matrix (0 past its
-            // edge: then no address in it is even formed).
-            let valid = cols.saturating_sub(gc).min(4);
-            if gr < rows && valid > 0 {
+            let (gr, gc, valid) = at(S as u32);
+            if valid > 0 {
                 // SAFETY: row gr < rows of src, its first `valid` columns from gc below
                 // cols (contract); 16-byte aligned when src_vec (gc % 4 == 0).
                 v[S] = unsafe { load4_first(p.src.ptr.add((gr * p.src.ld + gc) as usize), valid, src_vec) };
             }
         });
-        unroll!(4, S => { v[S] = v[S].map(|x| f32::from_bits(to_tf32_rne(x))); });
+        unroll!(4, S => { v[S] = v[S].map(|x| f32::from_bits(tf32_rne_bits(x))); });
         if p.transpose == 0 {
             unroll!(4, S => {
-                let (gr, gc) = (r0 + TILE * (S as u32 / 2) + r, c0 + TILE * (S as u32 % 2) + c);
-                let valid = cols.saturating_sub(gc).min(4);
-                if gr < rows && valid > 0 {
+                let (gr, gc, valid) = at(S as u32);
+                if valid > 0 {
                     // SAFETY: inside dst (contract): row gr, `valid` columns from gc;
                     // 16-byte aligned when dst_vec.
-                    unsafe { store4_first(p.dst.add((gr * p.ld_dst + gc) as usize), v[S], valid, dst_vec) };
+                    unsafe { store4_first_vec(p.dst.add((gr * p.ld_dst + gc) as usize), v[S], valid, dst_vec) };
                 }
             });
             return;
@@ -129,7 +132,7 @@ kernel! {
                 // rows; 16-byte aligned when dst_vec (dc % 4 == 0).
                 unsafe {
                     let d = p.dst.add((dr * p.ld_dst + dc) as usize);
-                    store4_first(d, F32x4::from_array(o), rows.saturating_sub(dc).min(4), dst_vec)
+                    store4_first_vec(d, F32x4::from_array(o), rows.saturating_sub(dc).min(4), dst_vec)
                 };
             }
         });

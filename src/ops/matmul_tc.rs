@@ -436,9 +436,9 @@ pub fn matmul_tc<T: TcInput, O: TcOutput>(
 }
 
 /// `C = epilogue(A·B)` in TF32 on tensor cores: f32 inputs rounded to TF32 in the
-/// kernel (`cvt.rna`: to nearest, ties away; [`Tf32Rounding`]), f32 accumulation and output, stage 6. Rows of A and B must
-/// start 16-byte aligned (row strides a multiple of 4 floats); others are a
-/// [`SimtError::Shape`] saying so.
+/// kernel (`cvt.rna`: to nearest, ties away; [`Tf32Rounding`]), f32 accumulation and
+/// output, stage 6. Rows of A and B must start 16-byte aligned (row strides a
+/// multiple of 4 floats); others are a [`SimtError::Shape`] saying so.
 pub fn matmul_tf32(
     gpu: &Gpu,
     a: MatrixRef<'_, f32>,

@@ -248,6 +248,31 @@ pub unsafe fn store4_first(p: *mut f32, v: F32x4, valid: u32, vec_ok: bool) {
     }
 }
 
+/// Stores the first `valid` lanes of `v` to `p` as [`store4_first`] does, but keeps
+/// the 16-byte store: the partial path's stores are volatile ([`store4_or_scalar`]'s
+/// rule), so LLVM cannot merge the two paths into scalar stores, which it did in
+/// the TF32 operand copy (`simt-kernels`' `tf32_prep`: not one `st.v4` in its PTX).
+/// For kernels whose stores are their traffic; a matmul epilogue, which writes each
+/// output once, keeps [`store4_first`] (volatile stores cost it registers).
+///
+/// # Safety
+/// As [`store4_first`].
+#[inline(always)]
+pub unsafe fn store4_first_vec(p: *mut f32, v: F32x4, valid: u32, vec_ok: bool) {
+    if valid >= 4 {
+        // SAFETY: caller: 4 writable floats, aligned when vec_ok.
+        unsafe { store4_or_scalar(p, v, vec_ok) }
+    } else {
+        let vs = v.to_array();
+        crate::unroll!(4, J => {
+            if (J as u32) < valid {
+                // SAFETY: caller: `valid` writable floats.
+                unsafe { p.add(J).write_volatile(vs[J]) };
+            }
+        });
+    }
+}
+
 /// Stores `v` to `p[0..4]`: one 16-byte store when `vec`, else four scalar stores.
 ///
 /// The scalar path is volatile so that LLVM cannot merge the two paths into the

@@ -129,7 +129,8 @@ pub unsafe fn mma_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
 }
 
 /// D = A·B + C on one 16x8x8 tf32 tile (f32 accumulate); inputs from [`to_tf32`] or
-/// [`to_tf32_rne`] (the tensor cores ignore the low 13 bits of an unrounded one).
+/// [`crate::convert::tf32_rne_bits`] (the tensor cores ignore the low 13 bits of an
+/// unrounded one).
 ///
 /// # Safety
 /// As [`mma_bf16`].
@@ -221,14 +222,6 @@ pub fn to_tf32(x: f32) -> u32 {
     {
         crate::convert::tf32_rna_bits(x)
     }
-}
-
-/// An f32 rounded to TF32 to nearest with ties to even, as cuBLAS's TF32 and a TMA
-/// load through a TF32 tensor map round ([`crate::convert::tf32_rne_bits`]: integer
-/// arithmetic, the same on sm_80 and sm_90; NaN becomes the canonical TF32 NaN).
-#[inline(always)]
-pub fn to_tf32_rne(x: f32) -> u32 {
-    crate::convert::tf32_rne_bits(x)
 }
 
 #[cfg(target_arch = "nvptx64")]
