@@ -46,7 +46,7 @@
 //! The host sends only problems whose rows of A and B start 16-byte aligned (TMA), on
 //! compute capability 9.0, with an f32 C.
 use crate::config::{
-    TC6T_B_BOX_COLS, TC6T_SMEM_BYTES, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM,
+    TC6T_B_BOX_COLS, TC6T_TF32_B_BOX_COLS, TC6T_SMEM_BYTES, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM,
     TC_BN, TC_STAGES, TC_STAGE_BYTES, TC_WARP_M,
 };
 use crate::matmul_mma::write_c;
@@ -68,6 +68,10 @@ const STAGES: u32 = TC_STAGES;
 const WARPS: u32 = TC6_THREADS / 32;
 /// Bytes of one B box: `TC6_BK` k-rows of 128 bytes (`TC6T_B_BOX_COLS` 16-bit columns).
 const B_BOX_BYTES: u32 = TC6_BK * TC6T_B_BOX_COLS * 2;
+/// Bytes of one box of an N-major TF32 B: `TC6_BK_TF32` k-rows of 32 bytes.
+const BN_BOX_BYTES: u32 = TC6_BK_TF32 * TC6T_TF32_B_BOX_COLS * 4;
+/// Boxes of an N-major TF32 B per K step.
+const BN_BOXES: u32 = TC_BN / TC6T_TF32_B_BOX_COLS;
 const _: () = assert!(
     A_ROW == 128
         && TC6T_B_BOX_COLS * 2 == 128
@@ -77,6 +81,11 @@ const _: () = assert!(
         // TF32: Bᵀ's tile is TC_BN rows of 128 bytes, as big as A's.
         && TC_BN * A_ROW == A_BYTES
         && TC6T_SMEM_BYTES == STAGES * TC_STAGE_BYTES + 8 * 2 * STAGES + 1024
+        // TF32, B N-major: the boxes fill B's half of a stage, 128-byte aligned, and
+        // 4 k-rows of a box are 128 bytes (one bank each).
+        && BN_BOXES * BN_BOX_BYTES == TC_BN * A_ROW
+        && BN_BOX_BYTES % 128 == 0
+        && TC6T_TF32_B_BOX_COLS * 4 * 4 == 128
 );
 
 /// Byte offset, inside a stage's B (16-bit inputs), of 16-byte chunk `c` (0..16, 8
@@ -99,7 +108,13 @@ type Ring = crate::matmul_wgmma::Ring<STAGES, TC_STAGE_BYTES>;
 /// Warp 0, all lanes, after the barriers' initialisation, with the kernel's maps;
 /// `kt < ceil(k / bk)`.
 #[inline(always)]
-unsafe fn refill<const KIND: u32>(p: &MatmulParamsTma, ring: Ring, kt: u32, row0: u32, col0: u32) {
+unsafe fn refill<const KIND: u32, const BN: bool>(
+    p: &MatmulParamsTma,
+    ring: Ring,
+    kt: u32,
+    row0: u32,
+    col0: u32,
+) {
     let bk = if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK };
     let (s, round) = (kt % STAGES, kt / STAGES);
     let (st, full) = (ring.stage(s), ring.full(s));
@@ -117,7 +132,15 @@ unsafe fn refill<const KIND: u32>(p: &MatmulParamsTma, ring: Ring, kt: u32, row0
             mbarrier::arrive_expect_tx(full, TC_STAGE_BYTES);
             let k0 = (kt * bk) as i32;
             tma::load_2d(st, p.a_map, k0, row0 as i32, full);
-            if KIND == TF32 {
+            if KIND == TF32 && BN {
+                // B where it lies: BN_BOXES boxes of 32 k-rows x 8 columns.
+                let mut j = 0;
+                while j < BN_BOXES {
+                    let dst = st.add((A_BYTES + j * BN_BOX_BYTES) as usize);
+                    tma::load_2d(dst, p.b_map, (col0 + j * TC6T_TF32_B_BOX_COLS) as i32, k0, full);
+                    j += 1;
+                }
+            } else if KIND == TF32 {
                 // Bᵀ: one box of TC_BN rows (columns of C) x 32 k.
                 tma::load_2d(st.add(A_BYTES as usize), p.b_map, k0, col0 as i32, full);
             } else {
@@ -139,10 +162,29 @@ unsafe fn refill<const KIND: u32>(p: &MatmulParamsTma, ring: Ring, kt: u32, row0
 /// `st` is a stage whose copies landed and were published to this warp (its full
 /// barrier); the whole warp calls it.
 #[inline(always)]
-unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2]; NT] {
+unsafe fn b_frags<const KIND: u32, const BN: bool>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2]; NT] {
     let (lr, lc) = ldmatrix_row_addr(lane_id());
     let b = st.add(A_BYTES as usize);
     let mut bf = [[0u32; 2]; NT];
+    if KIND == TF32 && BN {
+        // Lane (g, t) reads B[k = t][n = g] and B[k = t + 4][n = g] of each n8 tile:
+        // word g of k-row t of the tile's box. The 32 lanes read 4 whole 32-byte
+        // k-rows, 128 contiguous bytes: no bank conflict.
+        let (g, t) = (lane_id() / 4, lane_id() % 4);
+        let base = b
+            .add(((wn / TC6T_TF32_B_BOX_COLS) * BN_BOX_BYTES + (kk * 8 + t) * 32 + g * 4) as usize)
+            .cast::<f32>();
+        unroll!(8, NJ => {
+            if NJ < NT {
+                unroll!(2, R => {
+                    let at = (NJ as u32 * BN_BOX_BYTES + R as u32 * 4 * 32) / 4;
+                    // SAFETY: inside the stage's B boxes (caller's contract).
+                    bf[NJ][R] = unsafe { base.add(at as usize).read() }.to_bits();
+                });
+            }
+        });
+        return bf;
+    }
     unroll!(4, NJ => {
         if NJ < NT / 2 {
             if KIND == TF32 {
@@ -184,7 +226,7 @@ const TF32_REFILL_AT: u32 = 1;
 /// # Safety
 /// As [`matmul_mma_tma_bf16()`].
 #[inline(always)]
-unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
+unsafe fn body<const KIND: u32, const REFILL_AT: u32, const BN: bool>(p: MatmulParamsTma) {
     let ring = Ring::new();
     if thread_idx().x == 0 {
         let mut s = 0;
@@ -214,7 +256,7 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
         let mut kt = 0;
         while kt < STAGES - 1 && kt < ktiles {
             // SAFETY: warp 0, converged, barriers initialised; kt < ktiles.
-            unsafe { refill::<KIND>(&p, ring, kt, row0, col0) };
+            unsafe { refill::<KIND, BN>(&p, ring, kt, row0, col0) };
             kt += 1;
         }
     }
@@ -224,7 +266,7 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
     // SAFETY (all three closures): the stage landed and was published to this warp by
     // its full barrier; the whole warp calls them; barriers initialised.
     let frags = |st: Smem<u8>, kk: u32| unsafe {
-        (a_frags(st, wm, kk, false), b_frags::<KIND>(st, wn, kk))
+        (a_frags(st, wm, kk, false), b_frags::<KIND, BN>(st, wn, kk))
     };
     let wait_full = |kt: u32| unsafe { mbarrier::wait(ring.full(kt % STAGES), (kt / STAGES) & 1) };
     // Every lane's reads of step kt's stage were issued (their values go to registers)
@@ -247,7 +289,7 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
         if REFILL_AT == 0 && w == 0 && next < ktiles {
             // Into the stage step kt - 1 used: warp 0 waits until all 4 warps read it.
             // SAFETY: warp 0, converged; next < ktiles.
-            unsafe { refill::<KIND>(&p, ring, next, row0, col0) };
+            unsafe { refill::<KIND, BN>(&p, ring, next, row0, col0) };
         }
         let st = ring.stage(kt % STAGES);
         unroll!(4, KK => {
@@ -260,7 +302,7 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
                     // Later in the K step: by then the other warps have most likely
                     // released the stage, so warp 0 does not wait for the slowest.
                     // SAFETY: warp 0, converged; next < ktiles.
-                    unsafe { refill::<KIND>(&p, ring, next, row0, col0) };
+                    unsafe { refill::<KIND, BN>(&p, ring, next, row0, col0) };
                 }
             }
         });
@@ -330,7 +372,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_bf16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<BF16, 0>(p) }
+        unsafe { body::<BF16, 0, false>(p) }
     }
 }
 
@@ -342,7 +384,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_f16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<F16, 0>(p) }
+        unsafe { body::<F16, 0, false>(p) }
     }
 }
 
@@ -357,6 +399,32 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_tf32(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<TF32, TF32_REFILL_AT>(p) }
+        unsafe { body::<TF32, TF32_REFILL_AT, false>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_mma_tma_tf32()`] with B read where it lies: `b_map` describes `B: k
+    /// x n` (f32, rounded to TF32 by its loads or already by a copy), boxes of 32 rows
+    /// x 8 columns, no swizzle; B's fragments are single words read from shared memory.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_tma_bf16()`], with f32 matrices A and B.
+    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_tma_tf32_bn(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<TF32, TF32_REFILL_AT, true>(p) }
+    }
+}
+
+kernel! {
+    /// TRIAL: as [`matmul_mma_tma_tf32_bn()`], refilling after the second k step.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_tma_tf32_bn()`].
+    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_tma_tf32_bn2(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<TF32, 2, true>(p) }
     }
 }

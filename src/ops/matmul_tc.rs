@@ -548,6 +548,27 @@ pub fn matmul_tf32_with(
     // (boxes past k arrive as zeros).
     let kp = (k as usize).next_multiple_of(4);
     let a_in_place = rows_aligned(&a);
+    // TRIAL: stage 6t reads an aligned B where it lies (N-major boxes, scalar fragments).
+    if stage == TcKernel::MmaTma
+        && a_in_place
+        && rows_aligned(&b)
+        && std::env::var("SIMT_TF32_TRIAL").is_ok_and(|v| v == "1" || v == "2")
+    {
+        let am = TensorMap::tiled_tf32(gpu, a, WG_BM, WG_BK / 2, TmaSwizzle::B128)?;
+        let bm = TensorMap::tiled_tf32(
+            gpu,
+            b,
+            TC6_BK_TF32,
+            kernels::config::TC6T_TF32_B_BOX_COLS,
+            TmaSwizzle::None,
+        )?;
+        let cm = c_map(gpu, stage, &c)?;
+        let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
+        if std::env::var("SIMT_TF32_TRIAL").is_ok_and(|v| v == "2") {
+            return go_tiles::<s6t::matmul_mma_tma_tf32_bn2>(gpu, p);
+        }
+        return go_tiles::<s6t::matmul_mma_tma_tf32_bn>(gpu, p);
+    }
     for (what, rows, copied) in [("A", m as usize, !a_in_place), ("B", n as usize, true)] {
         if copied && (rows * kp * 4) as u64 > u32::MAX as u64 {
             return Err(SimtError::TooLarge {
