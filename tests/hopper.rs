@@ -113,7 +113,7 @@ fn tma_copies_a_swizzled_box_through_an_mbarrier() {
     unsafe {
         g.launch::<probe_tma>(
             two_warpgroups(),
-            (map.ptr(), 40, 80, 4096, 0, out.ptr_mut()),
+            (map.ptr(), 40, 80, -1, 4096, 0, out.ptr_mut()),
         )
         .unwrap()
     };
@@ -135,6 +135,78 @@ fn tma_copies_a_swizzled_box_through_an_mbarrier() {
     }
 }
 
+/// The 3-D map of stage 6t's TF32 B (`TensorMap::tiled_blocks`): a 40 x 96 f32
+/// matrix (row stride 100) as blocks of 32 columns; the box of 32 rows x 2 blocks at
+/// block 2, row 20 runs past the last block (3 blocks) and the last row: those
+/// elements arrive as zeros. In shared memory a row's two blocks lie side by side,
+/// 128-byte swizzled as rows `2r + b`; the 32 lanes `(g, t)` of a TF32 B fragment
+/// load (row t, column g of an n8 tile) then meet 32 different banks.
+#[test]
+fn tma_3d_blocks_interleave_each_rows_blocks() {
+    let g = probe_device();
+    let (rows, cols, ld) = (40usize, 96usize, 100usize);
+    let m: Vec<f32> = (0..rows * ld).map(|i| (i % 1009) as f32 + 0.5).collect();
+    let mb = g.upload(&m).unwrap();
+    let view = || mb.matrix_strided(Layout::strided(rows, cols, ld)).unwrap();
+    let map = TensorMap::tiled_blocks(&g, view(), 32, 32, 2, TmaSwizzle::B128).unwrap();
+    assert_eq!(map.box_bytes(), 8192);
+    let mut out = g.upload(&vec![0xdead_beefu32; 2048]).unwrap();
+    // SAFETY: a box of 8192 bytes; out holds 2048 words.
+    unsafe {
+        g.launch::<probe_tma>(
+            two_warpgroups(),
+            (map.ptr(), 0, 2, 20, 8192, 0, out.ptr_mut()),
+        )
+        .unwrap()
+    };
+    let got = g.download(&out).unwrap();
+    for r in 0..32usize {
+        for b in 0..2usize {
+            for c in 0..32usize {
+                let (gy, gx) = (20 + r, 32 * (2 + b) + c);
+                let want = if gy < rows && gx < cols { m[gy * ld + gx].to_bits() } else { 0 };
+                let at = swizzle_128b((((2 * r + b) * 32 + c) * 4) as u32) as usize / 4;
+                assert_eq!(got[at], want, "box row {r}, block {b}, column {c}");
+            }
+        }
+    }
+    // The bank arithmetic stage 6t relies on, for every n8 tile (q, block cb) and
+    // k-row group of a K step.
+    for (q, cb, k0) in (0..4).flat_map(|q| (0..2).flat_map(move |cb| (0..8).map(move |k| (q, cb, 4 * k)))) {
+        let banks: std::collections::BTreeSet<u32> = (0..32u32)
+            .map(|lane| {
+                let (gg, t) = (lane / 4, lane % 4);
+                let byte = ((2 * (k0 + t) + cb) * 32 + 8 * q + gg) * 4;
+                swizzle_128b(byte) / 4 % 32
+            })
+            .collect();
+        assert_eq!(banks.len(), 32, "tile {q}, block {cb}, k-rows {k0}..{}", k0 + 4);
+    }
+    // Columns that are not whole blocks are refused (the last block would read the
+    // next row), and a 2-D copy through a 3-D map is an error naming the kernel.
+    let e = TensorMap::tiled_blocks(
+        &g,
+        mb.matrix_strided(Layout::strided(rows, 90, ld)).unwrap(),
+        32,
+        32,
+        2,
+        TmaSwizzle::B128,
+    );
+    let msg = e.err().expect("90 columns are not whole blocks").to_string();
+    assert!(msg.contains("whole blocks of 32"), "{msg}");
+    // SAFETY: the emulator stops the copy before it writes anything.
+    let e = unsafe {
+        g.launch::<probe_tma>(two_warpgroups(), (map.ptr(), 0, 0, -1, 8192, 0, out.ptr_mut()))
+    };
+    match e {
+        Err(SimtError::Emulator(EmuError::Panic { kernel, message, .. })) => {
+            assert_eq!(kernel, "probe_tma");
+            assert!(message.contains("a 2-D copy through a 3-D tensor map"), "{message}");
+        }
+        other => panic!("expected the emulator to refuse the copy, got {other:?}"),
+    }
+}
+
 #[test]
 fn emulator_wrong_parity_reads_poison_and_missing_bytes_hang() {
     let g = emulator(Order::InOrder);
@@ -146,7 +218,7 @@ fn emulator_wrong_parity_reads_poison_and_missing_bytes_hang() {
     // the copy has not landed: every word is the NaN poison.
     // SAFETY: an 8 KiB box; out holds 2048 words.
     unsafe {
-        g.launch::<probe_tma>(two_warpgroups(), (map.ptr(), 0, 0, 8192, 1, out.ptr_mut()))
+        g.launch::<probe_tma>(two_warpgroups(), (map.ptr(), 0, 0, -1, 8192, 1, out.ptr_mut()))
             .unwrap()
     };
     assert!(
@@ -158,7 +230,7 @@ fn emulator_wrong_parity_reads_poison_and_missing_bytes_hang() {
     let e = unsafe {
         g.launch::<probe_tma>(
             two_warpgroups(),
-            (map.ptr(), 0, 0, 8192 + 16, 0, out.ptr_mut()),
+            (map.ptr(), 0, 0, -1, 8192 + 16, 0, out.ptr_mut()),
         )
     };
     match e {
@@ -643,7 +715,10 @@ fn wgmma_tf32_matmul_any_strides() {
         (130, 300, 37, 41, 301),
         (257, 129, 200, 203, 133),
         (300, 520, 72, 72, 520),
-        // Aligned rows (read in place) with ragged edges: n and k past whole boxes.
+        // Aligned rows with ragged edges, n and k past whole boxes: stage 6t reads A
+        // in place, and B in place where n is whole 32-column blocks (320), else from
+        // a copy padded to them (300).
+        (130, 320, 100, 100, 324),
         (130, 300, 100, 100, 304),
     ];
     if on_gpu(&g) {
@@ -822,7 +897,7 @@ fn emulator_tma_through_a_tf32_map_rounds_as_the_h200_did() {
         let mut out = g.upload(&vec![0xdead_beefu32; 256]).unwrap();
         // SAFETY: a box of 1024 bytes; out holds 256 words.
         unsafe {
-            g.launch::<probe_tma>(two_warpgroups(), (map.ptr(), 0, 0, 1024, 0, out.ptr_mut()))
+            g.launch::<probe_tma>(two_warpgroups(), (map.ptr(), 0, 0, -1, 1024, 0, out.ptr_mut()))
                 .unwrap()
         };
         let got = g.download(&out).unwrap();

@@ -17,6 +17,7 @@
 //! * the base address is 16-byte aligned, the row stride a multiple of 16 bytes;
 //! * sizes are at least 1 and below 2^32, the stride below 2^40 bytes;
 //! * the box is 1 to 256 elements per side, its rows a multiple of 16 bytes;
+//! * a 3-D map's ([`TensorMap::tiled_blocks`]) columns are whole blocks;
 //! * with the 128-byte swizzle, the box's rows are exactly 128 bytes.
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -57,20 +58,30 @@ impl TmaElement for f32 {
 /// element to TF32 on the way into shared memory (see [`TensorMap::tiled_tf32`]).
 const CU_TYPE_TFLOAT32: u32 = 11;
 
-/// A checked 2-D tiled tensor map, as the backends encode it.
+/// A checked tiled tensor map of rank 2 or 3, as the backends encode it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TensorMapDesc {
     #[cfg_attr(not(simt_cuda), allow(dead_code))]
     pub cu_type: u32,
     pub elem_bytes: u32,
     pub global: u64,
-    /// Elements along the contiguous dimension, then rows.
-    pub dims: [u64; 2],
-    /// Bytes from one row to the next.
-    pub row_stride: u64,
-    /// Box elements along the contiguous dimension, then rows.
-    pub boxdim: [u32; 2],
+    /// 2 or 3.
+    pub rank: u32,
+    /// Elements along the contiguous dimension, then the others (a 2-D map: 1 last).
+    pub dims: [u64; 3],
+    /// Bytes from one index of dimension 1 to the next, and of dimension 2 (a 2-D
+    /// map: unused, 0).
+    pub strides: [u64; 2],
+    /// Box elements along the contiguous dimension, then the others (2-D: 1 last).
+    pub boxdim: [u32; 3],
     pub swizzle: TmaSwizzle,
+}
+
+/// The box a map's copies move: 2-D tiles, or 3-D blocks ([`TensorMap::tiled_blocks`]).
+#[derive(Clone, Copy)]
+enum Shape {
+    Tiles { box_rows: u32, box_cols: u32 },
+    Blocks { box_rows: u32, block_cols: u32, box_blocks: u32 },
 }
 
 /// A tensor map in device memory for a matrix of `T` (see the module docs).
@@ -92,21 +103,48 @@ impl<T: TmaElement> TensorMap<T> {
         box_cols: u32,
         swizzle: TmaSwizzle,
     ) -> Result<TensorMap<T>> {
-        Self::encode(gpu, m, box_rows, box_cols, swizzle, T::CU_TYPE)
+        Self::encode(gpu, m, Shape::Tiles { box_rows, box_cols }, swizzle, T::CU_TYPE)
+    }
+
+    /// As [`TensorMap::tiled`], for a 3-D copy ([`simt_std::tma::load_3d`]): the
+    /// map views the row-major matrix as `rows x (cols / block_cols) x block_cols`,
+    /// blocks of `block_cols` consecutive columns, and a copy at `(0, b, r)` moves
+    /// `box_blocks` neighbouring blocks of `box_rows` rows. In shared memory the box
+    /// lies row by row with a row's blocks side by side: element `c` of block `b` of
+    /// row `r` (counted from the box's corner) at `(r·box_blocks + b)·block_cols + c`
+    /// before the swizzle.
+    ///
+    /// What it is for: with 128-byte blocks and two blocks a row, the 128-byte
+    /// swizzle XORs a block's 16-byte chunks with `(2r + b) % 8`, so the same chunk of
+    /// 4 consecutive rows falls on 4 different bank groups. Stage 6t's TF32 B
+    /// fragments read exactly that (`kernels::matmul_mma_tma`): `B[k = t][n = g]` for
+    /// lanes `(g, t)`, with B N-major as it lies.
+    ///
+    /// `cols` must be a multiple of `block_cols` (a partial last block would run into
+    /// the next row): pad the rows, or copy the matrix into padded rows first.
+    pub fn tiled_blocks(
+        gpu: &Gpu,
+        m: MatrixRef<'_, T>,
+        box_rows: u32,
+        block_cols: u32,
+        box_blocks: u32,
+        swizzle: TmaSwizzle,
+    ) -> Result<TensorMap<T>> {
+        Self::encode(gpu, m, Shape::Blocks { box_rows, block_cols, box_blocks }, swizzle, T::CU_TYPE)
     }
 
     fn encode(
         gpu: &Gpu,
         m: MatrixRef<'_, T>,
-        box_rows: u32,
-        box_cols: u32,
+        shape: Shape,
         swizzle: TmaSwizzle,
         cu_type: u32,
     ) -> Result<TensorMap<T>> {
-        let op = if cu_type == CU_TYPE_TFLOAT32 {
-            "TensorMap::tiled_tf32"
-        } else {
-            "TensorMap::tiled"
+        let op = match (cu_type == CU_TYPE_TFLOAT32, shape) {
+            (false, Shape::Tiles { .. }) => "TensorMap::tiled",
+            (true, Shape::Tiles { .. }) => "TensorMap::tiled_tf32",
+            (false, Shape::Blocks { .. }) => "TensorMap::tiled_blocks",
+            (true, Shape::Blocks { .. }) => "TensorMap::tiled_blocks_tf32",
         };
         gpu.check(op, "matrix", m.buffer())?;
         let eb = std::mem::size_of::<T>() as u64;
@@ -130,26 +168,45 @@ impl<T: TmaElement> TensorMap<T> {
         {
             return bad(format!("a {}x{} matrix with a {stride}-byte row stride: sizes must be 1 to 2^32 - 1 and the stride below 2^40 bytes", l.rows, l.cols));
         }
-        if !(1..=256).contains(&box_rows)
-            || !(1..=256).contains(&box_cols)
-            || (box_cols as u64 * eb) % 16 != 0
+        // Rows of one element still need a stride the driver accepts.
+        let row_stride = if l.rows > 1 {
+            stride
+        } else {
+            (l.cols as u64 * eb).next_multiple_of(16)
+        };
+        let (rank, dims, strides, boxdim) = match shape {
+            Shape::Tiles { box_rows, box_cols } => {
+                (2, [l.cols as u64, l.rows as u64, 1], [row_stride, 0], [box_cols, box_rows, 1])
+            }
+            Shape::Blocks { box_rows, block_cols, box_blocks } => {
+                if block_cols == 0 || l.cols % block_cols as usize != 0 {
+                    return bad(format!("{} columns are not whole blocks of {block_cols}: pad the rows to a multiple of {block_cols} columns (or copy the matrix into such rows)", l.cols));
+                }
+                let blocks = (l.cols / block_cols as usize) as u64;
+                (
+                    3,
+                    [block_cols as u64, blocks, l.rows as u64],
+                    [block_cols as u64 * eb, row_stride],
+                    [block_cols, box_blocks, box_rows],
+                )
+            }
+        };
+        if boxdim[..rank as usize].iter().any(|b| !(1..=256).contains(b))
+            || (boxdim[0] as u64 * eb) % 16 != 0
         {
-            return bad(format!("a {box_rows}x{box_cols} box: each side is 1 to 256 elements and a box row a multiple of 16 bytes"));
+            return bad(format!("a box of {:?} elements (contiguous side first): each side is 1 to 256 elements and its rows a multiple of 16 bytes", &boxdim[..rank as usize]));
         }
-        if swizzle == TmaSwizzle::B128 && box_cols as u64 * eb != 128 {
-            return bad(format!("the 128-byte swizzle needs box rows of exactly 128 bytes ({} elements), not {box_cols}", 128 / eb));
+        if swizzle == TmaSwizzle::B128 && boxdim[0] as u64 * eb != 128 {
+            return bad(format!("the 128-byte swizzle needs box rows of exactly 128 bytes ({} elements), not {}", 128 / eb, boxdim[0]));
         }
         let desc = TensorMapDesc {
             cu_type,
             elem_bytes: eb as u32,
             global,
-            dims: [l.cols as u64, l.rows as u64],
-            row_stride: if l.rows > 1 {
-                stride
-            } else {
-                (l.cols as u64 * eb).next_multiple_of(16)
-            },
-            boxdim: [box_cols, box_rows],
+            rank,
+            dims,
+            strides,
+            boxdim,
             swizzle,
         };
         let buf = gpu.tensor_map_buffer(&desc)?;
@@ -172,7 +229,7 @@ impl<T: TmaElement> TensorMap<T> {
 
     /// Bytes one box copy delivers (what the kernel's `arrive_expect_tx` announces).
     pub fn box_bytes(&self) -> u32 {
-        self.desc.boxdim[0] * self.desc.boxdim[1] * self.desc.elem_bytes
+        self.desc.boxdim.iter().product::<u32>() * self.desc.elem_bytes
     }
 
     /// The identity of the device it lives on.
@@ -197,7 +254,20 @@ impl TensorMap<f32> {
         box_cols: u32,
         swizzle: TmaSwizzle,
     ) -> Result<TensorMap<f32>> {
-        Self::encode(gpu, m, box_rows, box_cols, swizzle, CU_TYPE_TFLOAT32)
+        Self::encode(gpu, m, Shape::Tiles { box_rows, box_cols }, swizzle, CU_TYPE_TFLOAT32)
+    }
+
+    /// [`TensorMap::tiled_blocks`] whose loads round to TF32, as
+    /// [`TensorMap::tiled_tf32`].
+    pub fn tiled_blocks_tf32(
+        gpu: &Gpu,
+        m: MatrixRef<'_, f32>,
+        box_rows: u32,
+        block_cols: u32,
+        box_blocks: u32,
+        swizzle: TmaSwizzle,
+    ) -> Result<TensorMap<f32>> {
+        Self::encode(gpu, m, Shape::Blocks { box_rows, block_cols, box_blocks }, swizzle, CU_TYPE_TFLOAT32)
     }
 }
 
@@ -208,7 +278,7 @@ pub(crate) fn emulator_words(d: &TensorMapDesc) -> [u64; 16] {
     w[1] = d.global;
     w[2] = d.dims[0];
     w[3] = d.dims[1];
-    w[4] = d.row_stride;
+    w[4] = d.strides[0];
     w[5] = d.boxdim[0] as u64;
     w[6] = d.boxdim[1] as u64;
     w[7] = d.elem_bytes as u64;
@@ -217,5 +287,9 @@ pub(crate) fn emulator_words(d: &TensorMapDesc) -> [u64; 16] {
         TmaSwizzle::B128 => 128,
     };
     w[9] = (d.cu_type == CU_TYPE_TFLOAT32) as u64;
+    w[10] = d.dims[2];
+    w[11] = d.strides[1];
+    w[12] = d.boxdim[2] as u64;
+    w[13] = d.rank as u64;
     w
 }

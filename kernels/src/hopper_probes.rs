@@ -14,7 +14,8 @@ use simt_std::{kernel, mbarrier, unroll};
 pub const PROBE_SMEM: u32 = 64 * 1024;
 
 kernel! {
-    /// Thread 0 copies one box of `map` at `(x, y)` into shared memory with TMA;
+    /// Thread 0 copies one box of `map` at `(x, y)` (a 2-D map, `z < 0`) or `(x, y,
+    /// z)` (a 3-D map) into shared memory with TMA;
     /// threads 128-255 wait on the
     /// mbarrier for the phase of parity `parity` (0 is right, 1 is wrong: that
     /// phase "completed" before the copy), and writes the shared bytes, as they lie
@@ -24,7 +25,7 @@ kernel! {
     /// `map` is a tensor map whose box has `bytes` bytes (at most 16 KiB, rows of
     /// 128 bytes when swizzled); `out` holds `bytes / 4` words.
     #[launch(threads = 256, min_blocks = 1, shared = PROBE_SMEM, target = "sm_90a")]
-    pub unsafe fn probe_tma(map: *const TensorMap, x: i32, y: i32, bytes: u32, parity: u32, out: *mut u32) {
+    pub unsafe fn probe_tma(map: *const TensorMap, x: i32, y: i32, z: i32, bytes: u32, parity: u32, out: *mut u32) {
         let raw = dynamic_shared::<u8>();
         let tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
         let bar = tile.add(32768).cast::<u64>();
@@ -44,7 +45,11 @@ kernel! {
                 unsafe {
                     tma::prefetch(map);
                     mbarrier::arrive_expect_tx(bar, bytes);
-                    tma::load_2d(tile, map, x, y, bar);
+                    if z < 0 {
+                        tma::load_2d(tile, map, x, y, bar);
+                    } else {
+                        tma::load_3d(tile, map, x, y, z, bar);
+                    }
                 }
             }
             return;

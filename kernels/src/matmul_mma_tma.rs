@@ -46,7 +46,7 @@
 //! The host sends only problems whose rows of A and B start 16-byte aligned (TMA), on
 //! compute capability 9.0, with an f32 C.
 use crate::config::{
-    TC6T_B_BOX_COLS, TC6T_TF32_B_BOX_COLS, TC6T_SMEM_BYTES, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM,
+    TC6T_B_BOX_COLS, TC6T_TF32_B_BLOCK_COLS, TC6T_TF32_B_BOX_BLOCKS, TC6T_SMEM_BYTES, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM,
     TC_BN, TC_STAGES, TC_STAGE_BYTES, TC_WARP_M,
 };
 use crate::matmul_mma::write_c;
@@ -68,10 +68,12 @@ const STAGES: u32 = TC_STAGES;
 const WARPS: u32 = TC6_THREADS / 32;
 /// Bytes of one B box: `TC6_BK` k-rows of 128 bytes (`TC6T_B_BOX_COLS` 16-bit columns).
 const B_BOX_BYTES: u32 = TC6_BK * TC6T_B_BOX_COLS * 2;
-/// Bytes of one box of an N-major TF32 B: `TC6_BK_TF32` k-rows of 32 bytes.
-const BN_BOX_BYTES: u32 = TC6_BK_TF32 * TC6T_TF32_B_BOX_COLS * 4;
+/// Columns of an N-major TF32 B per box: two 128-byte blocks, one warp's 64.
+const BN_BOX_COLS: u32 = TC6T_TF32_B_BLOCK_COLS * TC6T_TF32_B_BOX_BLOCKS;
+/// Bytes of one box of an N-major TF32 B: `TC6_BK_TF32` k-rows of two blocks.
+const BN_BOX_BYTES: u32 = TC6_BK_TF32 * BN_BOX_COLS * 4;
 /// Boxes of an N-major TF32 B per K step.
-const BN_BOXES: u32 = TC_BN / TC6T_TF32_B_BOX_COLS;
+const BN_BOXES: u32 = TC_BN / BN_BOX_COLS;
 const _: () = assert!(
     A_ROW == 128
         && TC6T_B_BOX_COLS * 2 == 128
@@ -81,11 +83,13 @@ const _: () = assert!(
         // TF32: Bᵀ's tile is TC_BN rows of 128 bytes, as big as A's.
         && TC_BN * A_ROW == A_BYTES
         && TC6T_SMEM_BYTES == STAGES * TC_STAGE_BYTES + 8 * 2 * STAGES + 1024
-        // TF32, B N-major: the boxes fill B's half of a stage, 128-byte aligned, and
-        // 4 k-rows of a box are 128 bytes (one bank each).
+        // TF32, B N-major: the boxes fill B's half of a stage, each 1024-byte
+        // aligned (the swizzle), a block 128 bytes, and a box is one warp's columns.
         && BN_BOXES * BN_BOX_BYTES == TC_BN * A_ROW
-        && BN_BOX_BYTES % 128 == 0
-        && TC6T_TF32_B_BOX_COLS * 4 * 4 == 128
+        && BN_BOX_BYTES % 1024 == 0
+        && TC6T_TF32_B_BLOCK_COLS * 4 == 128
+        && TC6T_TF32_B_BOX_BLOCKS == 2
+        && BN_BOX_COLS == TC6_WARP_N
 );
 
 /// Byte offset, inside a stage's B (16-bit inputs), of 16-byte chunk `c` (0..16, 8
@@ -133,13 +137,12 @@ unsafe fn refill<const KIND: u32, const BN: bool>(
             let k0 = (kt * bk) as i32;
             tma::load_2d(st, p.a_map, k0, row0 as i32, full);
             if KIND == TF32 && BN {
-                // B where it lies: BN_BOXES boxes of 32 k-rows x 8 columns.
-                let mut j = 0;
-                while j < BN_BOXES {
-                    let dst = st.add((A_BYTES + j * BN_BOX_BYTES) as usize);
-                    tma::load_2d(dst, p.b_map, (col0 + j * TC6T_TF32_B_BOX_COLS) as i32, k0, full);
-                    j += 1;
-                }
+                // B where it lies: per warp column, one box of 32 k-rows x 2 blocks.
+                unroll!(2, J => {
+                    let j = J as u32;
+                    let block = (col0 + j * BN_BOX_COLS) / TC6T_TF32_B_BLOCK_COLS;
+                    tma::load_3d(st.add((A_BYTES + j * BN_BOX_BYTES) as usize), p.b_map, 0, block as i32, k0, full);
+                });
             } else if KIND == TF32 {
                 // Bᵀ: one box of TC_BN rows (columns of C) x 32 k.
                 tma::load_2d(st.add(A_BYTES as usize), p.b_map, k0, col0 as i32, full);
@@ -167,19 +170,23 @@ unsafe fn b_frags<const KIND: u32, const BN: bool>(st: Smem<u8>, wn: u32, kk: u3
     let b = st.add(A_BYTES as usize);
     let mut bf = [[0u32; 2]; NT];
     if KIND == TF32 && BN {
-        // Lane (g, t) reads B[k = t][n = g] and B[k = t + 4][n = g] of each n8 tile:
-        // word g of k-row t of the tile's box. The 32 lanes read 4 whole 32-byte
-        // k-rows, 128 contiguous bytes: no bank conflict.
+        // Lane (g, t) reads B[k = t][n = g] and B[k = t + 4][n = g] of each n8 tile
+        // q (0..4) of block cb (0..2) of its warp's box: word g of the tile's 32
+        // bytes, in box row r = 2k + cb, where the 128-byte swizzle moved 16-byte
+        // chunk c to c ^ (r % 8) = c ^ (2t + cb). The tile's chunks 2q, 2q + 1 land at
+        // 2(q ^ t) + (0 or 1): the 4 k-rows on 4 different chunk pairs, all 32 banks.
+        // Offset: r·128 + 16·(chunk ^ (2t + cb)) + 4·(g % 4), with r = 2(8·kk + t +
+        // 4R) + cb; the lane's part XORed with the tile's (disjoint bits 4-6).
         let (g, t) = (lane_id() / 4, lane_id() % 4);
-        let base = b
-            .add(((wn / TC6T_TF32_B_BOX_COLS) * BN_BOX_BYTES + (kk * 8 + t) * 32 + g * 4) as usize)
-            .cast::<f32>();
+        let lane_part = t * 256 + t * 32 + (g / 4) * 16 + (g % 4) * 4;
+        let bx = b.add(((wn / BN_BOX_COLS) * BN_BOX_BYTES + kk * 2048) as usize).cast::<f32>();
         unroll!(8, NJ => {
             if NJ < NT {
+                let (q, cb) = (NJ as u32 % 4, NJ as u32 / 4);
+                let off = (lane_part ^ (q * 32 + cb * 16)) + cb * 128;
                 unroll!(2, R => {
-                    let at = (NJ as u32 * BN_BOX_BYTES + R as u32 * 4 * 32) / 4;
                     // SAFETY: inside the stage's B boxes (caller's contract).
-                    bf[NJ][R] = unsafe { base.add(at as usize).read() }.to_bits();
+                    bf[NJ][R] = unsafe { bx.add(((off + R as u32 * 1024) / 4) as usize).read() }.to_bits();
                 });
             }
         });
@@ -404,9 +411,11 @@ kernel! {
 }
 
 kernel! {
-    /// As [`matmul_mma_tma_tf32()`] with B read where it lies: `b_map` describes `B: k
-    /// x n` (f32, rounded to TF32 by its loads or already by a copy), boxes of 32 rows
-    /// x 8 columns, no swizzle; B's fragments are single words read from shared memory.
+    /// As [`matmul_mma_tma_tf32()`] with B read N-major: `b_map` is a 3-D map
+    /// (`simt::TensorMap::tiled_blocks`) of `B: k x n` (f32, rounded to TF32 by its
+    /// loads or already by a copy) in blocks of 32 columns, boxes of 32 k-rows x 2
+    /// blocks, 128-byte swizzled; B's fragments are single words read from shared
+    /// memory.
     ///
     /// # Safety
     /// As [`matmul_mma_tma_bf16()`], with f32 matrices A and B.
@@ -417,14 +426,3 @@ kernel! {
     }
 }
 
-kernel! {
-    /// TRIAL: as [`matmul_mma_tma_tf32_bn()`], refilling after the second k step.
-    ///
-    /// # Safety
-    /// As [`matmul_mma_tma_tf32_bn()`].
-    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_mma_tma_tf32_bn2(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body::<TF32, 2, true>(p) }
-    }
-}

@@ -89,15 +89,16 @@ pub trait ThreadEnv {
     fn mbar_arrive(&self, bar: *mut u8, tx_bytes: u32);
     /// Suspends until the phase of parity `parity` of `bar` has completed.
     fn mbar_wait(&self, bar: *mut u8, parity: u32);
-    /// A TMA box copy of `map`'s box at `coords` to `dst`, completing on `bar`.
-    fn tma_load(&self, dst: *mut u8, map: *const u8, coords: [i32; 2], bar: *mut u8);
+    /// A TMA box copy of `map`'s box at `coords` (x, y and, for a 3-D copy, z) to
+    /// `dst`, completing on `bar`.
+    fn tma_load(&self, dst: *mut u8, map: *const u8, coords: &[i32], bar: *mut u8);
     /// As [`tma_load`](ThreadEnv::tma_load), into the same offsets of every block of
     /// the cluster whose rank bit is set in `mask`.
     fn tma_load_multicast(
         &self,
         dst: *mut u8,
         map: *const u8,
-        coords: [i32; 2],
+        coords: &[i32],
         bar: *mut u8,
         mask: u16,
     );
@@ -116,7 +117,7 @@ pub trait ThreadEnv {
     /// A TMA store of `map`'s box at `coords` from shared `src`: queued, performed
     /// (source read, global written) by the [`bulk_wait`](ThreadEnv::bulk_wait)
     /// that covers its group.
-    fn tma_store(&self, src: *const u8, map: *const u8, coords: [i32; 2]);
+    fn tma_store(&self, src: *const u8, map: *const u8, coords: &[i32]);
     /// Closes the queued TMA stores into a bulk group.
     fn bulk_commit(&self);
     /// Every committed bulk group except the `pending` newest has read its source

@@ -105,7 +105,42 @@ pub unsafe fn load_2d<T>(dst: Smem<T>, map: *const TensorMap, x: i32, y: i32, ba
     crate::emu::env().tma_load(
         dst.ptr() as *mut u8,
         map as *const u8,
-        [x, y],
+        &[x, y],
+        bar.ptr() as *mut u8,
+    );
+}
+
+/// As [`load_2d`], for a 3-D map (`simt::TensorMap::tiled_blocks`): the box at
+/// element coordinates `(x, y, z)`, `x` along the contiguous dimension
+/// (`cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`).
+/// The box lands in shared memory dimension by dimension, `x` fastest: element
+/// `(i, j, l)` of a `b0 x b1 x b2` box at `(l·b1 + j)·b0 + i`, before the swizzle.
+///
+/// # Safety
+/// As [`load_2d`].
+#[inline(always)]
+pub unsafe fn load_3d<T>(
+    dst: Smem<T>,
+    map: *const TensorMap,
+    x: i32,
+    y: i32,
+    z: i32,
+    bar: Smem<u64>,
+) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}, {z}}}], [{b}];",
+            d = in(reg32) dst.addr(), m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, z = in(reg32) z, b = in(reg32) bar.addr(),
+            options(nostack)
+        )
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().tma_load(
+        dst.ptr() as *mut u8,
+        map as *const u8,
+        &[x, y, z],
         bar.ptr() as *mut u8,
     );
 }
@@ -150,7 +185,7 @@ pub unsafe fn load_2d_multicast<T>(
     crate::emu::env().tma_load_multicast(
         dst.ptr() as *mut u8,
         map as *const u8,
-        [x, y],
+        &[x, y],
         bar.ptr() as *mut u8,
         mask,
     );
@@ -193,7 +228,7 @@ pub unsafe fn store_2d<T>(src: Smem<T>, map: *const TensorMap, x: i32, y: i32) {
         )
     };
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::env().tma_store(src.ptr() as *const u8, map as *const u8, [x, y]);
+    crate::emu::env().tma_store(src.ptr() as *const u8, map as *const u8, &[x, y]);
 }
 
 /// Closes this thread's TMA stores issued since the last commit into a bulk group

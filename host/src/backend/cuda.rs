@@ -446,21 +446,22 @@ impl Backend for CudaBackend {
         self.current()?;
         let mut map = AlignedMap([0; 16]);
         let dims = d.dims;
-        let strides = [d.row_stride];
+        let strides = d.strides;
         let boxdim = d.boxdim;
-        let elem_strides = [1u32, 1];
+        let elem_strides = [1u32, 1, 1];
         let swizzle = match d.swizzle {
             TmaSwizzle::None => 0, // CU_TENSOR_MAP_SWIZZLE_NONE
             TmaSwizzle::B128 => 3, // CU_TENSOR_MAP_SWIZZLE_128B
         };
-        // SAFETY: every pointer is to a local array of the length the driver reads
-        // for rank 2 (dims 2, strides 1, box 2, element strides 2); the map is 64-byte
-        // aligned and 128 bytes; the arguments were checked by `TensorMap::tiled`.
+        // SAFETY: every pointer is to a local array at least as long as the driver
+        // reads for rank d.rank <= 3 (dims and box rank, strides rank - 1, element
+        // strides rank); the map is 64-byte aligned and 128 bytes; the arguments were
+        // checked by `TensorMap`'s constructors.
         let status = unsafe {
             cuTensorMapEncodeTiled(
                 map.0.as_mut_ptr() as *mut std::ffi::c_void,
                 d.cu_type,
-                2,
+                d.rank,
                 d.global as *mut std::ffi::c_void,
                 dims.as_ptr(),
                 strides.as_ptr(),

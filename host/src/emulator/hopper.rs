@@ -40,8 +40,10 @@ pub(crate) const WINDOW_BASE: u32 = 0x480;
 /// The emulator's tensor-map encoding (`simt::TensorMap` writes it): word 0 is
 /// this magic number, then the global address, the two dimensions (elements), the
 /// row stride (bytes), the box (elements), the element size, the swizzle (0 or
-/// 128) and whether loads round f32 to TF32 (1: a TF32 map; nearest even, as the
-/// H200's TMA, `simt_std::convert::tf32_rne_bits`).
+/// 128), whether loads round f32 to TF32 (1: a TF32 map; nearest even, as the
+/// H200's TMA, `simt_std::convert::tf32_rne_bits`), then the third dimension
+/// (elements; 1 for a 2-D map), its stride (bytes), the box's third side and the
+/// rank (2 or 3: a copy must name as many coordinates).
 pub const TENSOR_MAP_MAGIC: u64 = 0x5349_4d54_544d_4150; // "SIMTTMAP"
 
 /// One barrier's state.
@@ -274,22 +276,28 @@ impl Ctx {
 
     /// The box `map` describes at `coords`, against this block's shared memory at
     /// `smem` (checked: aligned for the swizzle, inside the dynamic shared memory).
-    fn tma_box(&self, smem: *const u8, map: *const u8, coords: [i32; 2], what: &str) -> TmaBox {
+    fn tma_box(&self, smem: *const u8, map: *const u8, coords: &[i32], what: &str) -> TmaBox {
         // SAFETY: the kernel's contract makes `map` a readable, 64-byte aligned map.
         let w: [u64; 16] = unsafe { std::ptr::read(map as *const [u64; 16]) };
         assert!(
             w[0] == TENSOR_MAP_MAGIC,
             "{what} with a pointer that is no tensor map made by simt::TensorMap for the emulator"
         );
+        let rank = w[13] as usize;
+        assert!(
+            coords.len() == rank,
+            "{what}: a {}-D copy through a {rank}-D tensor map (use tma::load_{rank}d)",
+            coords.len()
+        );
         let b = TmaBox {
             gaddr: w[1] as usize,
-            dims: [w[2] as i64, w[3] as i64],
-            stride: w[4] as usize,
-            boxdim: [w[5] as usize, w[6] as usize],
+            dims: [w[2] as i64, w[3] as i64, w[10] as i64],
+            strides: [w[4] as usize, w[11] as usize],
+            boxdim: [w[5] as usize, w[6] as usize, w[12] as usize],
             eb: w[7] as usize,
             swizzled: w[8] == 128,
             tf32: w[9] == 1,
-            coords,
+            coords: [coords[0], coords[1], coords.get(2).copied().unwrap_or(0)],
             wa: self.window_addr(smem),
         };
         let need = if b.swizzled { 1024 } else { 128 };
@@ -316,7 +324,7 @@ impl Ctx {
         &self,
         dst: *mut u8,
         map: *const u8,
-        coords: [i32; 2],
+        coords: &[i32],
         bar: *mut u8,
     ) {
         self.tma_load_multicast_impl(dst, map, coords, bar, 1 << self.rank);
@@ -327,7 +335,7 @@ impl Ctx {
         &self,
         dst: *mut u8,
         map: *const u8,
-        coords: [i32; 2],
+        coords: &[i32],
         bar: *mut u8,
         mask: u16,
     ) {
@@ -388,7 +396,7 @@ impl Ctx {
 }
 
 impl Ctx {
-    pub(crate) fn tma_store_impl(&self, src: *const u8, map: *const u8, coords: [i32; 2]) {
+    pub(crate) fn tma_store_impl(&self, src: *const u8, map: *const u8, coords: &[i32]) {
         let b = self.tma_box(src, map, coords, "cp.async.bulk.tensor (store)");
         // The engine may read the source any time until a wait covers the store: take
         // it now (a tile stored before it is complete stores what was there) and
@@ -453,48 +461,60 @@ impl Ctx {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TmaBox {
     gaddr: usize,
-    dims: [i64; 2],
-    stride: usize,
-    boxdim: [usize; 2],
+    /// Elements along the contiguous dimension, then rows, then planes (1 for a 2-D map).
+    dims: [i64; 3],
+    /// Bytes from one row to the next, and from one plane to the next.
+    strides: [usize; 2],
+    boxdim: [usize; 3],
     eb: usize,
     swizzled: bool,
     /// Loads round each f32 element to TF32 (a TF32 map).
     tf32: bool,
-    coords: [i32; 2],
+    coords: [i32; 3],
     wa: u32,
 }
 
 impl TmaBox {
     fn bytes(&self) -> usize {
-        self.boxdim[0] * self.eb * self.boxdim[1]
+        self.boxdim[0] * self.eb * self.boxdim[1] * self.boxdim[2]
     }
 
     /// Calls `f(offset in shared memory, global address)` for every element of the
-    /// box inside the matrix; the offset has the swizzle applied. `chunks` (stores):
-    /// also for the elements past the matrix's last column that share its 16-byte
-    /// chunk, which an H100's TMA store may write (docs/GPU-RUNS.md, section 17).
+    /// box inside the tensor; the offset has the swizzle applied. The box lies in
+    /// shared memory row after row (`x` fastest, then `y`, then `z`). `chunks`
+    /// (stores): also for the elements past the matrix's last column that share its
+    /// 16-byte chunk, which an H100's TMA store may write (docs/GPU-RUNS.md, section 17).
     fn each(&self, chunks: bool, mut f: impl FnMut(usize, usize)) {
         let row = self.boxdim[0] * self.eb;
         let last_chunk = ((self.dims[0] - 1) * self.eb as i64) / 16;
-        for r in 0..self.boxdim[1] {
-            let gy = self.coords[1] as i64 + r as i64;
-            for c in 0..self.boxdim[0] {
-                let gx = self.coords[0] as i64 + c as i64;
-                let inside_x =
-                    gx < self.dims[0] || (chunks && (gx * self.eb as i64) / 16 == last_chunk);
-                if gx < 0 || !inside_x || gy < 0 || gy >= self.dims[1] {
-                    continue;
+        for z in 0..self.boxdim[2] {
+            let gz = self.coords[2] as i64 + z as i64;
+            if gz < 0 || gz >= self.dims[2] {
+                continue;
+            }
+            for r in 0..self.boxdim[1] {
+                let gy = self.coords[1] as i64 + r as i64;
+                for c in 0..self.boxdim[0] {
+                    let gx = self.coords[0] as i64 + c as i64;
+                    let inside_x =
+                        gx < self.dims[0] || (chunks && (gx * self.eb as i64) / 16 == last_chunk);
+                    if gx < 0 || !inside_x || gy < 0 || gy >= self.dims[1] {
+                        continue;
+                    }
+                    let lin = ((z * self.boxdim[1] + r) * row + c * self.eb) as u32;
+                    let at = if self.swizzled {
+                        (swizzle_128b(self.wa + lin) - self.wa) as usize
+                    } else {
+                        lin as usize
+                    };
+                    f(
+                        at,
+                        self.gaddr
+                            + gz as usize * self.strides[1]
+                            + gy as usize * self.strides[0]
+                            + gx as usize * self.eb,
+                    );
                 }
-                let lin = (r * row + c * self.eb) as u32;
-                let at = if self.swizzled {
-                    (swizzle_128b(self.wa + lin) - self.wa) as usize
-                } else {
-                    lin as usize
-                };
-                f(
-                    at,
-                    self.gaddr + gy as usize * self.stride + gx as usize * self.eb,
-                );
             }
         }
     }

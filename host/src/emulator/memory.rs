@@ -300,7 +300,7 @@ impl ThreadEnv for Ctx {
     fn flag_wait(&self, flag: *const u32, value: u32) {
         self.suspend(Event::FlagWait(flag as usize, value));
     }
-    fn tma_store(&self, src: *const u8, map: *const u8, coords: [i32; 2]) {
+    fn tma_store(&self, src: *const u8, map: *const u8, coords: &[i32]) {
         self.tma_store_impl(src, map, coords)
     }
     fn bulk_commit(&self) {
@@ -358,14 +358,14 @@ impl ThreadEnv for Ctx {
             ));
         }
     }
-    fn tma_load(&self, dst: *mut u8, map: *const u8, coords: [i32; 2], bar: *mut u8) {
+    fn tma_load(&self, dst: *mut u8, map: *const u8, coords: &[i32], bar: *mut u8) {
         self.tma_load_impl(dst, map, coords, bar)
     }
     fn tma_load_multicast(
         &self,
         dst: *mut u8,
         map: *const u8,
-        coords: [i32; 2],
+        coords: &[i32],
         bar: *mut u8,
         mask: u16,
     ) {
