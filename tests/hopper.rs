@@ -135,7 +135,7 @@ fn tma_copies_a_swizzled_box_through_an_mbarrier() {
     }
 }
 
-/// The 3-D map of stage 6t's TF32 B (`TensorMap::tiled_blocks`): a 40 x 96 f32
+/// A 3-D map of column blocks (`TensorMap::tiled_blocks`): a 40 x 96 f32
 /// matrix (row stride 100) as blocks of 32 columns; the box of 32 rows x 2 blocks at
 /// block 2, row 20 runs past the last block (3 blocks) and the last row: those
 /// elements arrive as zeros. In shared memory a row's two blocks lie side by side,
@@ -170,8 +170,8 @@ fn tma_3d_blocks_interleave_each_rows_blocks() {
             }
         }
     }
-    // The bank arithmetic stage 6t relies on, for every n8 tile (q, block cb) and
-    // k-row group of a K step.
+    // The bank arithmetic of a TF32 B fragment read from such boxes, for every n8
+    // tile (q, block cb) and k-row group of 32 k-rows.
     for (q, cb, k0) in (0..4).flat_map(|q| (0..2).flat_map(move |cb| (0..8).map(move |k| (q, cb, 4 * k)))) {
         let banks: std::collections::BTreeSet<u32> = (0..32u32)
             .map(|lane| {

@@ -114,11 +114,15 @@ impl<T: TmaElement> TensorMap<T> {
     /// row `r` (counted from the box's corner) at `(r·box_blocks + b)·block_cols + c`
     /// before the swizzle.
     ///
-    /// What it is for: with 128-byte blocks and two blocks a row, the 128-byte
-    /// swizzle XORs a block's 16-byte chunks with `(2r + b) % 8`, so the same chunk of
-    /// 4 consecutive rows falls on 4 different bank groups. Stage 6t's TF32 B
-    /// fragments read exactly that (`kernels::matmul_mma_tma`): `B[k = t][n = g]` for
-    /// lanes `(g, t)`, with B N-major as it lies.
+    /// What it is for: rows narrower than a box row would be, side by side. With
+    /// 128-byte blocks and two blocks a row, the 128-byte swizzle XORs a block's
+    /// 16-byte chunks with `(2r + b) % 8`, so the same chunk of 4 consecutive rows
+    /// falls on 4 different bank groups: the 32 lanes `(g, t)` of a TF32 `mma.sync` B
+    /// fragment, `B[k = t][n = g]` read from an N-major B, meet 32 different banks
+    /// (a test pins it). Stage 6t ran that way on an H200 (2026-11-25,
+    /// docs/PERFORMANCE.md session 18) and lost: 16 scalar fragment loads cost the
+    /// kernel more than the transposing copy they replaced. The map itself worked
+    /// there, edges zero-filled, as the emulator models it.
     ///
     /// `cols` must be a multiple of `block_cols` (a partial last block would run into
     /// the next row): pad the rows, or copy the matrix into padded rows first.

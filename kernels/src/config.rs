@@ -172,15 +172,6 @@ pub const TC_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES;
 /// Tensor-core matmul, stage 6t (`mma.sync` fed by TMA, sm_90a): columns of B per TMA box of the 16-bit kernels (128
 /// bytes, the 128-byte swizzle's span); a K step's B is `TC_BN / TC6T_B_BOX_COLS` boxes.
 pub const TC6T_B_BOX_COLS: u32 = 64;
-/// Tensor-core matmul, stage 6t, TF32: B is read N-major, as it lies, through a 3-D
-/// tensor map of blocks of this many columns (128 bytes of f32, the 128-byte
-/// swizzle's span; `simt::TensorMap::tiled_blocks`).
-pub const TC6T_TF32_B_BLOCK_COLS: u32 = 32;
-/// Tensor-core matmul, stage 6t, TF32: blocks per k-row of one B box. Two put 4
-/// consecutive k-rows of a block on 4 different swizzle phases (the rows of the box
-/// alternate blocks), so a warp's scalar fragment loads meet no bank conflict. A
-/// warp's 64 columns are one box; a K step's B is `TC_BN / 64` boxes.
-pub const TC6T_TF32_B_BOX_BLOCKS: u32 = 2;
 /// Tensor-core matmul, stage 6t: dynamic shared memory: stage 6's stages, a full and
 /// an empty mbarrier per stage, and 1 KiB of slack to align the stages to 1024 bytes
 /// (the TMA swizzle's period). Two blocks per SM.

@@ -46,7 +46,7 @@
 //! The host sends only problems whose rows of A and B start 16-byte aligned (TMA), on
 //! compute capability 9.0, with an f32 C.
 use crate::config::{
-    TC6T_B_BOX_COLS, TC6T_TF32_B_BLOCK_COLS, TC6T_TF32_B_BOX_BLOCKS, TC6T_SMEM_BYTES, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM,
+    TC6T_B_BOX_COLS, TC6T_SMEM_BYTES, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM,
     TC_BN, TC_STAGES, TC_STAGE_BYTES, TC_WARP_M,
 };
 use crate::matmul_mma::write_c;
@@ -68,12 +68,6 @@ const STAGES: u32 = TC_STAGES;
 const WARPS: u32 = TC6_THREADS / 32;
 /// Bytes of one B box: `TC6_BK` k-rows of 128 bytes (`TC6T_B_BOX_COLS` 16-bit columns).
 const B_BOX_BYTES: u32 = TC6_BK * TC6T_B_BOX_COLS * 2;
-/// Columns of an N-major TF32 B per box: two 128-byte blocks, one warp's 64.
-const BN_BOX_COLS: u32 = TC6T_TF32_B_BLOCK_COLS * TC6T_TF32_B_BOX_BLOCKS;
-/// Bytes of one box of an N-major TF32 B: `TC6_BK_TF32` k-rows of two blocks.
-const BN_BOX_BYTES: u32 = TC6_BK_TF32 * BN_BOX_COLS * 4;
-/// Boxes of an N-major TF32 B per K step.
-const BN_BOXES: u32 = TC_BN / BN_BOX_COLS;
 const _: () = assert!(
     A_ROW == 128
         && TC6T_B_BOX_COLS * 2 == 128
@@ -83,13 +77,6 @@ const _: () = assert!(
         // TF32: Bᵀ's tile is TC_BN rows of 128 bytes, as big as A's.
         && TC_BN * A_ROW == A_BYTES
         && TC6T_SMEM_BYTES == STAGES * TC_STAGE_BYTES + 8 * 2 * STAGES + 1024
-        // TF32, B N-major: the boxes fill B's half of a stage, each 1024-byte
-        // aligned (the swizzle), a block 128 bytes, and a box is one warp's columns.
-        && BN_BOXES * BN_BOX_BYTES == TC_BN * A_ROW
-        && BN_BOX_BYTES % 1024 == 0
-        && TC6T_TF32_B_BLOCK_COLS * 4 == 128
-        && TC6T_TF32_B_BOX_BLOCKS == 2
-        && BN_BOX_COLS == TC6_WARP_N
 );
 
 /// Byte offset, inside a stage's B (16-bit inputs), of 16-byte chunk `c` (0..16, 8
@@ -112,13 +99,7 @@ type Ring = crate::matmul_wgmma::Ring<STAGES, TC_STAGE_BYTES>;
 /// Warp 0, all lanes, after the barriers' initialisation, with the kernel's maps;
 /// `kt < ceil(k / bk)`.
 #[inline(always)]
-unsafe fn refill<const KIND: u32, const BN: bool>(
-    p: &MatmulParamsTma,
-    ring: Ring,
-    kt: u32,
-    row0: u32,
-    col0: u32,
-) {
+unsafe fn refill<const KIND: u32>(p: &MatmulParamsTma, ring: Ring, kt: u32, row0: u32, col0: u32) {
     let bk = if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK };
     let (s, round) = (kt % STAGES, kt / STAGES);
     let (st, full) = (ring.stage(s), ring.full(s));
@@ -136,14 +117,7 @@ unsafe fn refill<const KIND: u32, const BN: bool>(
             mbarrier::arrive_expect_tx(full, TC_STAGE_BYTES);
             let k0 = (kt * bk) as i32;
             tma::load_2d(st, p.a_map, k0, row0 as i32, full);
-            if KIND == TF32 && BN {
-                // B where it lies: per warp column, one box of 32 k-rows x 2 blocks.
-                unroll!(2, J => {
-                    let j = J as u32;
-                    let block = (col0 + j * BN_BOX_COLS) / TC6T_TF32_B_BLOCK_COLS;
-                    tma::load_3d(st.add((A_BYTES + j * BN_BOX_BYTES) as usize), p.b_map, 0, block as i32, k0, full);
-                });
-            } else if KIND == TF32 {
+            if KIND == TF32 {
                 // Bᵀ: one box of TC_BN rows (columns of C) x 32 k.
                 tma::load_2d(st.add(A_BYTES as usize), p.b_map, k0, col0 as i32, full);
             } else {
@@ -165,33 +139,10 @@ unsafe fn refill<const KIND: u32, const BN: bool>(
 /// `st` is a stage whose copies landed and were published to this warp (its full
 /// barrier); the whole warp calls it.
 #[inline(always)]
-unsafe fn b_frags<const KIND: u32, const BN: bool>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2]; NT] {
+unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2]; NT] {
     let (lr, lc) = ldmatrix_row_addr(lane_id());
     let b = st.add(A_BYTES as usize);
     let mut bf = [[0u32; 2]; NT];
-    if KIND == TF32 && BN {
-        // Lane (g, t) reads B[k = t][n = g] and B[k = t + 4][n = g] of each n8 tile
-        // q (0..4) of block cb (0..2) of its warp's box: word g of the tile's 32
-        // bytes, in box row r = 2k + cb, where the 128-byte swizzle moved 16-byte
-        // chunk c to c ^ (r % 8) = c ^ (2t + cb). The tile's chunks 2q, 2q + 1 land at
-        // 2(q ^ t) + (0 or 1): the 4 k-rows on 4 different chunk pairs, all 32 banks.
-        // Offset: r·128 + 16·(chunk ^ (2t + cb)) + 4·(g % 4), with r = 2(8·kk + t +
-        // 4R) + cb; the lane's part XORed with the tile's (disjoint bits 4-6).
-        let (g, t) = (lane_id() / 4, lane_id() % 4);
-        let lane_part = t * 256 + t * 32 + (g / 4) * 16 + (g % 4) * 4;
-        let bx = b.add(((wn / BN_BOX_COLS) * BN_BOX_BYTES + kk * 2048) as usize).cast::<f32>();
-        unroll!(8, NJ => {
-            if NJ < NT {
-                let (q, cb) = (NJ as u32 % 4, NJ as u32 / 4);
-                let off = (lane_part ^ (q * 32 + cb * 16)) + cb * 128;
-                unroll!(2, R => {
-                    // SAFETY: inside the stage's B boxes (caller's contract).
-                    bf[NJ][R] = unsafe { bx.add(((off + R as u32 * 1024) / 4) as usize).read() }.to_bits();
-                });
-            }
-        });
-        return bf;
-    }
     unroll!(4, NJ => {
         if NJ < NT / 2 {
             if KIND == TF32 {
@@ -233,7 +184,7 @@ const TF32_REFILL_AT: u32 = 1;
 /// # Safety
 /// As [`matmul_mma_tma_bf16()`].
 #[inline(always)]
-unsafe fn body<const KIND: u32, const REFILL_AT: u32, const BN: bool>(p: MatmulParamsTma) {
+unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
     let ring = Ring::new();
     if thread_idx().x == 0 {
         let mut s = 0;
@@ -263,7 +214,7 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32, const BN: bool>(p: MatmulP
         let mut kt = 0;
         while kt < STAGES - 1 && kt < ktiles {
             // SAFETY: warp 0, converged, barriers initialised; kt < ktiles.
-            unsafe { refill::<KIND, BN>(&p, ring, kt, row0, col0) };
+            unsafe { refill::<KIND>(&p, ring, kt, row0, col0) };
             kt += 1;
         }
     }
@@ -273,7 +224,7 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32, const BN: bool>(p: MatmulP
     // SAFETY (all three closures): the stage landed and was published to this warp by
     // its full barrier; the whole warp calls them; barriers initialised.
     let frags = |st: Smem<u8>, kk: u32| unsafe {
-        (a_frags(st, wm, kk, false), b_frags::<KIND, BN>(st, wn, kk))
+        (a_frags(st, wm, kk, false), b_frags::<KIND>(st, wn, kk))
     };
     let wait_full = |kt: u32| unsafe { mbarrier::wait(ring.full(kt % STAGES), (kt / STAGES) & 1) };
     // Every lane's reads of step kt's stage were issued (their values go to registers)
@@ -296,7 +247,7 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32, const BN: bool>(p: MatmulP
         if REFILL_AT == 0 && w == 0 && next < ktiles {
             // Into the stage step kt - 1 used: warp 0 waits until all 4 warps read it.
             // SAFETY: warp 0, converged; next < ktiles.
-            unsafe { refill::<KIND, BN>(&p, ring, next, row0, col0) };
+            unsafe { refill::<KIND>(&p, ring, next, row0, col0) };
         }
         let st = ring.stage(kt % STAGES);
         unroll!(4, KK => {
@@ -309,7 +260,7 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32, const BN: bool>(p: MatmulP
                     // Later in the K step: by then the other warps have most likely
                     // released the stage, so warp 0 does not wait for the slowest.
                     // SAFETY: warp 0, converged; next < ktiles.
-                    unsafe { refill::<KIND, BN>(&p, ring, next, row0, col0) };
+                    unsafe { refill::<KIND>(&p, ring, next, row0, col0) };
                 }
             }
         });
@@ -379,7 +330,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_bf16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<BF16, 0, false>(p) }
+        unsafe { body::<BF16, 0>(p) }
     }
 }
 
@@ -391,7 +342,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_f16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<F16, 0, false>(p) }
+        unsafe { body::<F16, 0>(p) }
     }
 }
 
@@ -406,23 +357,6 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_tf32(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<TF32, TF32_REFILL_AT, false>(p) }
+        unsafe { body::<TF32, TF32_REFILL_AT>(p) }
     }
 }
-
-kernel! {
-    /// As [`matmul_mma_tma_tf32()`] with B read N-major: `b_map` is a 3-D map
-    /// (`simt::TensorMap::tiled_blocks`) of `B: k x n` (f32, rounded to TF32 by its
-    /// loads or already by a copy) in blocks of 32 columns, boxes of 32 k-rows x 2
-    /// blocks, 128-byte swizzled; B's fragments are single words read from shared
-    /// memory.
-    ///
-    /// # Safety
-    /// As [`matmul_mma_tma_bf16()`], with f32 matrices A and B.
-    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_mma_tma_tf32_bn(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body::<TF32, TF32_REFILL_AT, true>(p) }
-    }
-}
-

@@ -37,10 +37,8 @@ kernel_params! {
     pub struct MatmulParams16 { pub a: MatRef16, pub b: MatRef16, pub c: MatMut, pub epilogue: Epilogue }
 
     /// A copy of an f32 matrix rounded to TF32 (nearest even), optionally transposed
-    /// ([`crate::tf32_prep`]). `cols_dst`: columns written per row of a plain copy,
-    /// at least `src.cols`; those past them are written as zeros (padding a 3-D
-    /// map reads). A transposed copy ignores it.
-    pub struct Tf32CopyParams { pub src: MatRef, pub dst: *mut f32, pub ld_dst: u32, pub cols_dst: u32, pub transpose: u32 }
+    /// ([`crate::tf32_prep`]).
+    pub struct Tf32CopyParams { pub src: MatRef, pub dst: *mut f32, pub ld_dst: u32, pub transpose: u32 }
 
     /// Softmax of rows split over several blocks ([`crate::softmax_split`]): row `r`
     /// is `splits` chunks of `SOFTMAX_SPLIT_CHUNK` columns; chunk `i = r·splits + j`

@@ -42,20 +42,19 @@ kernel! {
     ///
     /// # Safety
     /// For each: `src` readable at `src[i*ld + j]` for `i < rows, j < cols`; `dst`
-    /// writable at `dst[i*ld_dst + j]` for `i < rows, j < max(cols, cols_dst)`
-    /// (`i < cols, j < rows` transposed); no destination overlaps a source or the other destination.
+    /// writable at `dst[i*ld_dst + j]` for `i < rows, j < cols` (`i < cols, j < rows`
+    /// transposed); no destination overlaps a source or the other destination.
     ///
     /// # Parameters
     /// Two [`Tf32CopyParams`]: `src` (`rows x cols`, row stride `ld`), `dst`, its row
-    /// stride, the columns a plain copy writes (zeros past `cols`), and `transpose`
-    /// (0 or 1).
+    /// stride, and `transpose` (0 or 1).
     ///
     /// # Thread Mapping
     /// Block `(32, 8)`; block `(bx, by, z)` moves the 64x64 region at rows `64·by`,
     /// columns `64·bx` of copy `z`'s `src` as 2x2 sub-tiles of 32x32, 4 floats a
     /// thread in each (16-byte accesses where the rows are aligned), transposed
     /// through padded shared tiles (33 columns: conflict-free both ways);
-    /// `grid = (ceil(max written cols/64), ceil(max rows/64), copies)`, a block past its
+    /// `grid = (ceil(max cols/64), ceil(max rows/64), copies)`, a block past its
     /// copy's edges exiting at once.
     #[launch(block = (32, 8, 1))]
     pub unsafe fn tf32_operand_copy(p0: Tf32CopyParams, p1: Tf32CopyParams) {
@@ -63,9 +62,7 @@ kernel! {
         let p = if block_idx().z == 0 { p0 } else { p1 };
         let (r0, c0) = (block_idx().y * REGION, block_idx().x * REGION);
         let (rows, cols) = (p.src.rows, p.src.cols);
-        // Columns this copy writes per dst row (a plain copy may pad with zeros).
-        let wcols = if p.transpose == 0 { p.cols_dst.max(cols) } else { cols };
-        if r0 >= rows || c0 >= wcols {
+        if r0 >= rows || c0 >= cols {
             // The whole block (before its barrier): a region past this copy's edges.
             return;
         }
@@ -85,12 +82,11 @@ kernel! {
         // even formed).
         let at = |s: u32| {
             let (gr, gc) = (r0 + TILE * (s / 2) + r, c0 + TILE * (s % 2) + c);
-            let inside = |n: u32| if gr < rows { n.saturating_sub(gc).min(4) } else { 0 };
-            (gr, gc, inside(cols), inside(wcols))
+            (gr, gc, if gr < rows { cols.saturating_sub(gc).min(4) } else { 0 })
         };
         let mut v = [F32x4::splat(0.0); 4];
         unroll!(4, S => {
-            let (gr, gc, valid, _) = at(S as u32);
+            let (gr, gc, valid) = at(S as u32);
             if valid > 0 {
                 // SAFETY: row gr < rows of src, its first `valid` columns from gc below
                 // cols (contract); 16-byte aligned when src_vec (gc % 4 == 0).
@@ -100,12 +96,11 @@ kernel! {
         unroll!(4, S => { v[S] = v[S].map(|x| f32::from_bits(tf32_rne_bits(x))); });
         if p.transpose == 0 {
             unroll!(4, S => {
-                let (gr, gc, _, wvalid) = at(S as u32);
-                if wvalid > 0 {
-                    // SAFETY: inside dst (contract): row gr, `wvalid` columns from gc
-                    // (the ones past src's read as zeros above); 16-byte aligned when
-                    // dst_vec.
-                    unsafe { store4_first_vec(p.dst.add((gr * p.ld_dst + gc) as usize), v[S], wvalid, dst_vec) };
+                let (gr, gc, valid) = at(S as u32);
+                if valid > 0 {
+                    // SAFETY: inside dst (contract): row gr, `valid` columns from gc;
+                    // 16-byte aligned when dst_vec.
+                    unsafe { store4_first_vec(p.dst.add((gr * p.ld_dst + gc) as usize), v[S], valid, dst_vec) };
                 }
             });
             return;

@@ -26,9 +26,7 @@
 //! nothing, `k = 0` writes `epilogue(0) = 0`.
 use cust::memory::DeviceCopy;
 pub use half::{bf16, f16};
-use kernels::config::{
-    TC6T_B_BOX_COLS, TC6T_TF32_B_BLOCK_COLS, TC6T_TF32_B_BOX_BLOCKS, TC6_BK, TC6_BK_TF32, TC_BM, TC_BN,
-};
+use kernels::config::{TC6T_B_BOX_COLS, TC6_BK, TC6_BK_TF32, TC_BM, TC_BN};
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
     Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma, OutType,
@@ -542,83 +540,61 @@ pub fn matmul_tf32_with(
     check_hopper(gpu, op)?;
     // A is K-major as it is: the kernels read it in place where its rows start
     // 16-byte aligned (TMA's rule), through a TF32 map whose loads round it; else
-    // from a copy. B: stage 6t reads it N-major, in place where its rows are aligned
-    // and whole 32-column blocks (its 3-D map's rule), else from a copy padded to such
-    // rows; `wgmma` reads K-major operands only, so stages 7 and 8 read a copy of
-    // `Bᵀ`. The copies round as they go (to nearest even, bit-exact against the
-    // TMA's rounding) and are read through plain f32 maps. Rows of the K-major
-    // copies are padded to 16 bytes; the maps stop at k, so that padding is never read.
-    // (The old `Bᵀ` copy of stage 6t, SIMT_TF32_TRIAL=0, is kept for one measurement.)
-    let bt_trial = stage == TcKernel::MmaTma && std::env::var("SIMT_TF32_TRIAL").is_ok_and(|v| v == "0");
-    let b_n_major = stage == TcKernel::MmaTma && !bt_trial;
+    // from a copy. `Bᵀ` is always a copy (the kernels read K-major operands only).
+    // The copies round as they go (to nearest even, bit-exact against the TMA's
+    // rounding) and are read through plain f32 maps: loading through a TF32 map
+    // costs the product about 1% (H200, docs/PERFORMANCE.md session 17). Rows of the
+    // copies are padded to 16 bytes; the maps stop at k, so the padding is never read
+    // (boxes past k arrive as zeros).
     let kp = (k as usize).next_multiple_of(4);
-    let block = TC6T_TF32_B_BLOCK_COLS as usize;
-    let np = (n as usize).next_multiple_of(block);
     let a_in_place = rows_aligned(&a);
-    let b_in_place = b_n_major && rows_aligned(&b) && n as usize % block == 0;
-    let b_floats = if b_n_major { k as usize * np } else { n as usize * kp };
-    for (what, floats, copied) in [("A", m as usize * kp, !a_in_place), ("B", b_floats, !b_in_place)] {
-        if copied && (floats * 4) as u64 > u32::MAX as u64 {
+    for (what, rows, copied) in [("A", m as usize, !a_in_place), ("B", n as usize, true)] {
+        if copied && (rows * kp * 4) as u64 > u32::MAX as u64 {
             return Err(SimtError::TooLarge {
                 op,
-                detail: format!("the TF32 copy of {what} spans {} bytes; the kernels index bytes in 32 bits; split the product", floats * 4),
+                detail: format!("the TF32 copy of {what} spans {} bytes; the kernels index bytes in 32 bits; split the product", rows * kp * 4),
             });
         }
     }
-    let ar = (!a_in_place)
-        .then(|| gpu.scratch_f32(super::SCRATCH_TF32_A, m as usize * kp))
-        .transpose()?;
-    let br = (!b_in_place)
-        .then(|| gpu.scratch_f32(super::SCRATCH_TF32_B, b_floats))
-        .transpose()?;
+    let bt = gpu.scratch_f32(super::SCRATCH_TF32_B, n as usize * kp)?;
+    let ar = if a_in_place {
+        None
+    } else {
+        Some(gpu.scratch_f32(super::SCRATCH_TF32_A, m as usize * kp)?)
+    };
     type Prep = kernels::tf32_prep::tf32_operand_copy;
     let region = kernels::tf32_prep::REGION;
-    let job = |src: &MatrixRef<'_, f32>, dst: &Buffer<f32>, ld_dst: usize, cols_dst: usize, transpose: u32| {
-        Tf32CopyParams {
-            src: MatRef {
-                ptr: src.ptr(),
-                rows: src.rows() as u32,
-                cols: src.cols() as u32,
-                ld: src.ld() as u32,
-            },
-            dst: dst.ptr() as *mut f32,
-            ld_dst: ld_dst as u32,
-            cols_dst: cols_dst as u32,
-            transpose,
-        }
+    // The copies in one launch (grid.z picks the copy): a second one no longer waits
+    // for the first one's last wave and its own launch.
+    let job = |src: &MatrixRef<'_, f32>, dst: &Buffer<f32>, transpose: u32| Tf32CopyParams {
+        src: MatRef {
+            ptr: src.ptr(),
+            rows: src.rows() as u32,
+            cols: src.cols() as u32,
+            ld: src.ld() as u32,
+        },
+        dst: dst.ptr() as *mut f32,
+        ld_dst: kp as u32,
+        transpose,
     };
-    let mut jobs = Vec::with_capacity(2);
-    if let Some(br) = &br {
-        jobs.push(if b_n_major {
-            // Zeros in the padding columns: the 3-D map reads them.
-            job(&b, br, np, np, 0)
-        } else {
-            job(&b, br, kp, n as usize, 1)
-        });
-    }
-    if let Some(ar) = &ar {
-        jobs.push(job(&a, ar, kp, k as usize, 0));
-    }
-    if let (Some(&p0), Some(&p1)) = (jobs.first(), jobs.last()) {
-        // Columns written (a transposed copy writes src's columns as its rows).
-        let wcols = |p: &Tf32CopyParams| if p.transpose == 0 { p.cols_dst.max(p.src.cols) } else { p.src.cols };
-        // The copies in one launch (grid.z picks the copy): a second one no longer
-        // waits for the first one's last wave and its own launch.
-        let grid = dim3(
-            wcols(&p0).max(wcols(&p1)).div_ceil(region),
-            p0.src.rows.max(p1.src.rows).div_ceil(region),
-            jobs.len() as u32,
-        );
-        // SAFETY: both sources are checked views of this Gpu; each dst is this Gpu's
-        // scratch of at least rows x ld_dst floats (A: m x kp; B: k x np, or Bᵀ: n x
-        // kp), with ld_dst >= the columns written, written by this launch only (the
-        // queue orders it before the matmul that reads it and after any earlier user
-        // of the slot); the grid covers the copies it runs (grid.z) with the kernel's
-        // block (blocks past one's edges exit).
-        unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (p0, p1))? };
-    }
+    let pb = job(&b, &bt, 1);
+    let (p1, copies) = match &ar {
+        Some(ar) => (job(&a, ar, 0), 2),
+        None => (pb, 1),
+    };
+    let grid = dim3(
+        pb.src.cols.max(p1.src.cols).div_ceil(region),
+        pb.src.rows.max(p1.src.rows).div_ceil(region),
+        copies,
+    );
+    // SAFETY: both sources are checked views of this Gpu; each dst is this Gpu's
+    // scratch of at least rows x kp (A) or cols x kp (Bᵀ) floats, kp >= k, written by
+    // this launch only (the queue orders it before the matmul that reads it and after
+    // any earlier user of the slot); the grid covers the copies it runs (grid.z) with
+    // the kernel's block (blocks past one's edges exit).
+    unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (pb, p1))? };
     // Boxes of one 128-byte row of K (32 f32) for every stage; rows: A 128, Bᵀ a
-    // stage's columns of C per copy; B N-major: 32 k-rows of two 32-column blocks.
+    // stage's columns of C per copy.
     const _: () = assert!(TC_BM == WG_BM && TC6_BK_TF32 == WG_BK / 2);
     let am = match &ar {
         Some(ar) => TensorMap::tiled(
@@ -630,34 +606,19 @@ pub fn matmul_tf32_with(
         )?,
         None => TensorMap::tiled_tf32(gpu, a, WG_BM, WG_BK / 2, TmaSwizzle::B128)?,
     };
-    let (rows, bcols, blocks) = (TC6_BK_TF32, TC6T_TF32_B_BLOCK_COLS, TC6T_TF32_B_BOX_BLOCKS);
-    let bm = match &br {
-        None => TensorMap::tiled_blocks_tf32(gpu, b, rows, bcols, blocks, TmaSwizzle::B128)?,
-        Some(br) if b_n_major => TensorMap::tiled_blocks(
-            gpu,
-            br.matrix_strided(simt::Layout::strided(k as usize, np, np))?,
-            rows,
-            bcols,
-            blocks,
-            TmaSwizzle::B128,
-        )?,
-        Some(br) => TensorMap::tiled(
-            gpu,
-            br.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
-            match stage {
-                TcKernel::WgmmaCluster => s8::TF32_B_BOX_ROWS,
-                TcKernel::MmaTma => TC_BN,
-                _ => WG_BN,
-            },
-            WG_BK / 2,
-            TmaSwizzle::B128,
-        )?,
-    };
+    let bm = TensorMap::tiled(
+        gpu,
+        bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
+        match stage {
+            TcKernel::WgmmaCluster => s8::TF32_B_BOX_ROWS,
+            TcKernel::MmaTma => TC_BN,
+            _ => WG_BN,
+        },
+        WG_BK / 2,
+        TmaSwizzle::B128,
+    )?;
     let cm = c_map(gpu, stage, &c)?;
     let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
-    if b_n_major {
-        return go_tiles::<s6t::matmul_mma_tma_tf32_bn>(gpu, p);
-    }
     match stage {
         TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_tf32>(gpu, p),
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
