@@ -164,7 +164,11 @@ fn tma_3d_blocks_interleave_each_rows_blocks() {
         for b in 0..2usize {
             for c in 0..32usize {
                 let (gy, gx) = (20 + r, 32 * (2 + b) + c);
-                let want = if gy < rows && gx < cols { m[gy * ld + gx].to_bits() } else { 0 };
+                let want = if gy < rows && gx < cols {
+                    m[gy * ld + gx].to_bits()
+                } else {
+                    0
+                };
                 let at = swizzle_128b((((2 * r + b) * 32 + c) * 4) as u32) as usize / 4;
                 assert_eq!(got[at], want, "box row {r}, block {b}, column {c}");
             }
@@ -172,7 +176,9 @@ fn tma_3d_blocks_interleave_each_rows_blocks() {
     }
     // The bank arithmetic of a TF32 B fragment read from such boxes, for every n8
     // tile (q, block cb) and k-row group of 32 k-rows.
-    for (q, cb, k0) in (0..4).flat_map(|q| (0..2).flat_map(move |cb| (0..8).map(move |k| (q, cb, 4 * k)))) {
+    for (q, cb, k0) in
+        (0..4).flat_map(|q| (0..2).flat_map(move |cb| (0..8).map(move |k| (q, cb, 4 * k))))
+    {
         let banks: std::collections::BTreeSet<u32> = (0..32u32)
             .map(|lane| {
                 let (gg, t) = (lane / 4, lane % 4);
@@ -180,7 +186,12 @@ fn tma_3d_blocks_interleave_each_rows_blocks() {
                 swizzle_128b(byte) / 4 % 32
             })
             .collect();
-        assert_eq!(banks.len(), 32, "tile {q}, block {cb}, k-rows {k0}..{}", k0 + 4);
+        assert_eq!(
+            banks.len(),
+            32,
+            "tile {q}, block {cb}, k-rows {k0}..{}",
+            k0 + 4
+        );
     }
     // Columns that are not whole blocks are refused (the last block would read the
     // next row), and a 2-D copy through a 3-D map is an error naming the kernel.
@@ -192,16 +203,27 @@ fn tma_3d_blocks_interleave_each_rows_blocks() {
         2,
         TmaSwizzle::B128,
     );
-    let msg = e.err().expect("90 columns are not whole blocks").to_string();
+    let msg = e
+        .err()
+        .expect("90 columns are not whole blocks")
+        .to_string();
     assert!(msg.contains("whole blocks of 32"), "{msg}");
     // SAFETY: the emulator stops the copy before it writes anything.
     let e = unsafe {
-        g.launch::<probe_tma>(two_warpgroups(), (map.ptr(), 0, 0, -1, 8192, 0, out.ptr_mut()))
+        g.launch::<probe_tma>(
+            two_warpgroups(),
+            (map.ptr(), 0, 0, -1, 8192, 0, out.ptr_mut()),
+        )
     };
     match e {
-        Err(SimtError::Emulator(EmuError::Panic { kernel, message, .. })) => {
+        Err(SimtError::Emulator(EmuError::Panic {
+            kernel, message, ..
+        })) => {
             assert_eq!(kernel, "probe_tma");
-            assert!(message.contains("a 2-D copy through a 3-D tensor map"), "{message}");
+            assert!(
+                message.contains("a 2-D copy through a 3-D tensor map"),
+                "{message}"
+            );
         }
         other => panic!("expected the emulator to refuse the copy, got {other:?}"),
     }
@@ -218,8 +240,11 @@ fn emulator_wrong_parity_reads_poison_and_missing_bytes_hang() {
     // the copy has not landed: every word is the NaN poison.
     // SAFETY: an 8 KiB box; out holds 2048 words.
     unsafe {
-        g.launch::<probe_tma>(two_warpgroups(), (map.ptr(), 0, 0, -1, 8192, 1, out.ptr_mut()))
-            .unwrap()
+        g.launch::<probe_tma>(
+            two_warpgroups(),
+            (map.ptr(), 0, 0, -1, 8192, 1, out.ptr_mut()),
+        )
+        .unwrap()
     };
     assert!(
         g.download(&out).unwrap().iter().all(|&w| w == u32::MAX),
@@ -897,8 +922,11 @@ fn emulator_tma_through_a_tf32_map_rounds_as_the_h200_did() {
         let mut out = g.upload(&vec![0xdead_beefu32; 256]).unwrap();
         // SAFETY: a box of 1024 bytes; out holds 256 words.
         unsafe {
-            g.launch::<probe_tma>(two_warpgroups(), (map.ptr(), 0, 0, -1, 1024, 0, out.ptr_mut()))
-                .unwrap()
+            g.launch::<probe_tma>(
+                two_warpgroups(),
+                (map.ptr(), 0, 0, -1, 1024, 0, out.ptr_mut()),
+            )
+            .unwrap()
         };
         let got = g.download(&out).unwrap();
         for r in 0..rows {

@@ -80,8 +80,15 @@ pub(crate) struct TensorMapDesc {
 /// The box a map's copies move: 2-D tiles, or 3-D blocks ([`TensorMap::tiled_blocks`]).
 #[derive(Clone, Copy)]
 enum Shape {
-    Tiles { box_rows: u32, box_cols: u32 },
-    Blocks { box_rows: u32, block_cols: u32, box_blocks: u32 },
+    Tiles {
+        box_rows: u32,
+        box_cols: u32,
+    },
+    Blocks {
+        box_rows: u32,
+        block_cols: u32,
+        box_blocks: u32,
+    },
 }
 
 /// A tensor map in device memory for a matrix of `T` (see the module docs).
@@ -103,7 +110,13 @@ impl<T: TmaElement> TensorMap<T> {
         box_cols: u32,
         swizzle: TmaSwizzle,
     ) -> Result<TensorMap<T>> {
-        Self::encode(gpu, m, Shape::Tiles { box_rows, box_cols }, swizzle, T::CU_TYPE)
+        Self::encode(
+            gpu,
+            m,
+            Shape::Tiles { box_rows, box_cols },
+            swizzle,
+            T::CU_TYPE,
+        )
     }
 
     /// As [`TensorMap::tiled`], for a 3-D copy ([`simt_std::tma::load_3d`]): the
@@ -134,7 +147,17 @@ impl<T: TmaElement> TensorMap<T> {
         box_blocks: u32,
         swizzle: TmaSwizzle,
     ) -> Result<TensorMap<T>> {
-        Self::encode(gpu, m, Shape::Blocks { box_rows, block_cols, box_blocks }, swizzle, T::CU_TYPE)
+        Self::encode(
+            gpu,
+            m,
+            Shape::Blocks {
+                box_rows,
+                block_cols,
+                box_blocks,
+            },
+            swizzle,
+            T::CU_TYPE,
+        )
     }
 
     fn encode(
@@ -179,10 +202,17 @@ impl<T: TmaElement> TensorMap<T> {
             (l.cols as u64 * eb).next_multiple_of(16)
         };
         let (rank, dims, strides, boxdim) = match shape {
-            Shape::Tiles { box_rows, box_cols } => {
-                (2, [l.cols as u64, l.rows as u64, 1], [row_stride, 0], [box_cols, box_rows, 1])
-            }
-            Shape::Blocks { box_rows, block_cols, box_blocks } => {
+            Shape::Tiles { box_rows, box_cols } => (
+                2,
+                [l.cols as u64, l.rows as u64, 1],
+                [row_stride, 0],
+                [box_cols, box_rows, 1],
+            ),
+            Shape::Blocks {
+                box_rows,
+                block_cols,
+                box_blocks,
+            } => {
                 if block_cols == 0 || l.cols % block_cols as usize != 0 {
                     return bad(format!("{} columns are not whole blocks of {block_cols}: pad the rows to a multiple of {block_cols} columns (or copy the matrix into such rows)", l.cols));
                 }
@@ -195,13 +225,19 @@ impl<T: TmaElement> TensorMap<T> {
                 )
             }
         };
-        if boxdim[..rank as usize].iter().any(|b| !(1..=256).contains(b))
+        if boxdim[..rank as usize]
+            .iter()
+            .any(|b| !(1..=256).contains(b))
             || (boxdim[0] as u64 * eb) % 16 != 0
         {
             return bad(format!("a box of {:?} elements (contiguous side first): each side is 1 to 256 elements and its rows a multiple of 16 bytes", &boxdim[..rank as usize]));
         }
         if swizzle == TmaSwizzle::B128 && boxdim[0] as u64 * eb != 128 {
-            return bad(format!("the 128-byte swizzle needs box rows of exactly 128 bytes ({} elements), not {}", 128 / eb, boxdim[0]));
+            return bad(format!(
+                "the 128-byte swizzle needs box rows of exactly 128 bytes ({} elements), not {}",
+                128 / eb,
+                boxdim[0]
+            ));
         }
         let desc = TensorMapDesc {
             cu_type,
@@ -258,7 +294,13 @@ impl TensorMap<f32> {
         box_cols: u32,
         swizzle: TmaSwizzle,
     ) -> Result<TensorMap<f32>> {
-        Self::encode(gpu, m, Shape::Tiles { box_rows, box_cols }, swizzle, CU_TYPE_TFLOAT32)
+        Self::encode(
+            gpu,
+            m,
+            Shape::Tiles { box_rows, box_cols },
+            swizzle,
+            CU_TYPE_TFLOAT32,
+        )
     }
 
     /// [`TensorMap::tiled_blocks`] whose loads round to TF32, as
@@ -271,7 +313,17 @@ impl TensorMap<f32> {
         box_blocks: u32,
         swizzle: TmaSwizzle,
     ) -> Result<TensorMap<f32>> {
-        Self::encode(gpu, m, Shape::Blocks { box_rows, block_cols, box_blocks }, swizzle, CU_TYPE_TFLOAT32)
+        Self::encode(
+            gpu,
+            m,
+            Shape::Blocks {
+                box_rows,
+                block_cols,
+                box_blocks,
+            },
+            swizzle,
+            CU_TYPE_TFLOAT32,
+        )
     }
 }
 

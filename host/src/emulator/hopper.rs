@@ -320,13 +320,7 @@ impl Ctx {
         b
     }
 
-    pub(crate) fn tma_load_impl(
-        &self,
-        dst: *mut u8,
-        map: *const u8,
-        coords: &[i32],
-        bar: *mut u8,
-    ) {
+    pub(crate) fn tma_load_impl(&self, dst: *mut u8, map: *const u8, coords: &[i32], bar: *mut u8) {
         self.tma_load_multicast_impl(dst, map, coords, bar, 1 << self.rank);
     }
 
