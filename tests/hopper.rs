@@ -81,6 +81,28 @@ fn ints(rows: usize, cols: usize, seed: usize) -> Vec<bf16> {
         .collect()
 }
 
+/// Asserts that `r` is the emulator's report of a panic in `kernel` whose message
+/// contains one of `needles`; `what` names the misuse expected.
+fn expect_panic<T: std::fmt::Debug>(
+    r: Result<T, SimtError>,
+    kernel: &str,
+    needles: &[&str],
+    what: &str,
+) {
+    match r {
+        Err(SimtError::Emulator(EmuError::Panic {
+            kernel: k, message, ..
+        })) => {
+            assert_eq!(k, kernel, "{what}");
+            assert!(
+                needles.iter().any(|n| message.contains(n)),
+                "{what}: {message}"
+            );
+        }
+        other => panic!("expected {what}, got {other:?}"),
+    }
+}
+
 /// The probe kernels hang on the H100 (2026-11-22, docs/GPU-RUNS.md section 11)
 /// while `matmul_wgmma`, with the same TMA copies, mbarriers and wgmma regions,
 /// passes there; until that is understood the probe tests run on the emulator only,
@@ -215,18 +237,12 @@ fn tma_3d_blocks_interleave_each_rows_blocks() {
             (map.ptr(), 0, 0, -1, 8192, 0, out.ptr_mut()),
         )
     };
-    match e {
-        Err(SimtError::Emulator(EmuError::Panic {
-            kernel, message, ..
-        })) => {
-            assert_eq!(kernel, "probe_tma");
-            assert!(
-                message.contains("a 2-D copy through a 3-D tensor map"),
-                "{message}"
-            );
-        }
-        other => panic!("expected the emulator to refuse the copy, got {other:?}"),
-    }
+    expect_panic(
+        e,
+        "probe_tma",
+        &["a 2-D copy through a 3-D tensor map"],
+        "a refused copy",
+    );
 }
 
 #[test]
@@ -987,18 +1003,12 @@ fn emulator_catches_cluster_misuse() {
     // has exited, else at the owner's exit).
     for order in [Order::InOrder, Order::Reversed, Order::Random(5)] {
         let g = emulator(order);
-        match run_probe_cluster(&g, 1, 1) {
-            Err(SimtError::Emulator(EmuError::Panic {
-                kernel, message, ..
-            })) => {
-                assert_eq!(kernel, "probe_cluster");
-                assert!(
-                    message.contains("cluster::sync() after the last remote access"),
-                    "{message}"
-                );
-            }
-            other => panic!("{order:?}: expected a read of an exited block, got {other:?}"),
-        }
+        expect_panic(
+            run_probe_cluster(&g, 1, 1),
+            "probe_cluster",
+            &["cluster::sync() after the last remote access"],
+            &format!("{order:?}: a read of an exited block"),
+        );
     }
     // A block that returns before the cluster barrier: the others would hang.
     let g = emulator(Order::InOrder);
@@ -1021,25 +1031,19 @@ fn emulator_catches_cluster_misuse() {
         other => panic!("expected a cluster divergence, got {other:?}"),
     }
     // A remote read before the first cluster barrier.
-    match run_probe_cluster(&g, 1, 4) {
-        Err(SimtError::Emulator(EmuError::Panic { message, .. })) => {
-            assert!(
-                message.contains("before the cluster's first cluster::sync()"),
-                "{message}"
-            );
-        }
-        other => panic!("expected an early remote read, got {other:?}"),
-    }
+    expect_panic(
+        run_probe_cluster(&g, 1, 4),
+        "probe_cluster",
+        &["before the cluster's first cluster::sync()"],
+        "an early remote read",
+    );
     // A rank outside the cluster.
-    match run_probe_cluster(&g, 1, 3) {
-        Err(SimtError::Emulator(EmuError::Panic { message, .. })) => {
-            assert!(
-                message.contains("cluster::map to rank 4, but the cluster has 4 blocks"),
-                "{message}"
-            );
-        }
-        other => panic!("expected a bad rank, got {other:?}"),
-    }
+    expect_panic(
+        run_probe_cluster(&g, 1, 3),
+        "probe_cluster",
+        &["cluster::map to rank 4, but the cluster has 4 blocks"],
+        "a bad rank",
+    );
     // A grid that is not whole clusters.
     let mut out = g.upload(&vec![0f32; 48]).unwrap();
     let cfg = LaunchConfig::new(dim3(6, 1, 1), dim3(PROBE_CLUSTER_THREADS, 1, 1));
@@ -1122,25 +1126,19 @@ fn tma_store_writes_the_box_inside_the_matrix_only() {
 fn emulator_catches_tma_store_misuse() {
     let g = probe_device();
     // Rewriting the source before the wait: on a GPU the engine may read either.
-    match run_tma_store(&g, TmaSwizzle::None, 0, 0, 1) {
-        Err(SimtError::Emulator(EmuError::Panic { message, .. })) => {
-            assert!(
-                message.contains("was written after the store was issued"),
-                "{message}"
-            );
-        }
-        other => panic!("expected a rewritten source, got {other:?}"),
-    }
+    expect_panic(
+        run_tma_store(&g, TmaSwizzle::None, 0, 0, 1),
+        "probe_tma_store",
+        &["was written after the store was issued"],
+        "a rewritten source",
+    );
     // Exiting before the wait.
-    match run_tma_store(&g, TmaSwizzle::None, 0, 0, 2) {
-        Err(SimtError::Emulator(EmuError::Panic {
-            kernel, message, ..
-        })) => {
-            assert_eq!(kernel, "probe_tma_store");
-            assert!(message.contains("TMA store(s) not waited for"), "{message}");
-        }
-        other => panic!("expected an exit with a store in flight, got {other:?}"),
-    }
+    expect_panic(
+        run_tma_store(&g, TmaSwizzle::None, 0, 0, 2),
+        "probe_tma_store",
+        &["TMA store(s) not waited for"],
+        "an exit with a store in flight",
+    );
 }
 
 /// `probe_multicast` in `mode` over one cluster, reading the 16 x 32 box at
@@ -1198,37 +1196,29 @@ fn emulator_catches_multicast_misuse() {
         let g = emulator(order);
         // A remote arrival before the cluster barrier: the partner's barriers may not
         // exist yet.
-        match run_probe_multicast(&g, 0, 0, 1) {
-            Err(SimtError::Emulator(EmuError::Panic {
-                kernel, message, ..
-            })) => {
-                assert_eq!(kernel, "probe_multicast");
-                assert!(
-                    message.contains("before the cluster's first cluster::sync()"),
-                    "{message}"
-                );
-            }
-            other => panic!("{order:?}: expected an early remote arrival, got {other:?}"),
-        }
+        expect_panic(
+            run_probe_multicast(&g, 0, 0, 1),
+            "probe_multicast",
+            &["before the cluster's first cluster::sync()"],
+            &format!("{order:?}: an early remote arrival"),
+        );
         // Nobody waits for the partner's arrival: on a GPU it may come after the block
         // is gone. Caught at the exit, or at the arrival if the block already left.
-        match run_probe_multicast(&g, 0, 0, 2) {
-            Err(SimtError::Emulator(EmuError::Panic { message, .. })) => assert!(
-                message.contains("waited for by none of its threads")
-                    || message.contains("whose threads have all exited"),
-                "{message}"
-            ),
-            other => panic!("{order:?}: expected an unobserved remote arrival, got {other:?}"),
-        }
+        expect_panic(
+            run_probe_multicast(&g, 0, 0, 2),
+            "probe_multicast",
+            &[
+                "waited for by none of its threads",
+                "whose threads have all exited",
+            ],
+            &format!("{order:?}: an unobserved remote arrival"),
+        );
         // A mask naming rank 2 of a cluster of two.
-        match run_probe_multicast(&g, 0, 0, 3) {
-            Err(SimtError::Emulator(EmuError::Panic { message, .. })) => {
-                assert!(
-                    message.contains("outside the cluster of 2 blocks"),
-                    "{message}"
-                )
-            }
-            other => panic!("{order:?}: expected a bad mask, got {other:?}"),
-        }
+        expect_panic(
+            run_probe_multicast(&g, 0, 0, 3),
+            "probe_multicast",
+            &["outside the cluster of 2 blocks"],
+            &format!("{order:?}: a bad mask"),
+        );
     }
 }
