@@ -178,6 +178,20 @@ pub const TC6T_B_BOX_COLS: u32 = 64;
 pub const TC6T_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES + 8 * 2 * TC_STAGES + 1024;
 const _: () = assert!(2 * (TC6T_SMEM_BYTES + 1024) <= 228 * 1024);
 
+/// Stage 6t with wide tiles: columns of C per block, 8 warps of 64x64 as 2 x 4 and one
+/// block per SM. A stage holds `TC_BM + TC6W_BN` rows of 128 bytes, as stage 7's.
+pub const TC6W_BN: u32 = 256;
+/// Stage 6t, wide tiles: threads per block.
+pub const TC6W_THREADS: u32 = (TC_BM / TC_WARP_M) * (TC6W_BN / TC6_WARP_N) * 32;
+/// Stage 6t, wide tiles: stages of the TMA ring.
+pub const TC6W_STAGES: u32 = 4;
+/// Stage 6t, wide tiles: bytes of one stage.
+pub const TC6W_STAGE_BYTES: u32 = (TC_BM + TC6W_BN) * TC6_A_ROW_BYTES;
+/// Stage 6t, wide tiles: dynamic shared memory (the stages, their barriers, 1 KiB of
+/// alignment slack).
+pub const TC6W_SMEM_BYTES: u32 = TC6W_STAGES * TC6W_STAGE_BYTES + 8 * 2 * TC6W_STAGES + 1024;
+const _: () = assert!(TC6W_SMEM_BYTES + 1024 <= 228 * 1024);
+
 /// Hopper matmul (stage 7, `wgmma` + TMA): rows of C per tile (two consumer
 /// warpgroups of 64 rows).
 pub const WG_BM: u32 = 128;

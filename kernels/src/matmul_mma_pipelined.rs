@@ -129,9 +129,15 @@ pub const GROUP_M: u32 = 8;
 /// tiles)`, visited in [`grouped_tile`] order.
 #[inline(always)]
 pub(crate) fn block_origin() -> (u32, u32) {
+    block_origin_n(TC_BN)
+}
+
+/// As [`block_origin`], for tiles `bn` columns wide.
+#[inline(always)]
+pub(crate) fn block_origin_n(bn: u32) -> (u32, u32) {
     let (b, g) = (block_idx(), grid_dim());
     let (pm, pn) = grouped_tile(b.y * g.x + b.x, g.y, g.x, GROUP_M);
-    (pm * TC_BM, pn * TC_BN)
+    (pm * TC_BM, pn * bn)
 }
 
 /// What one thread needs to issue a stage's copies.
@@ -282,7 +288,9 @@ const _: () = assert!(
     (TC6_THREADS / 32) * TC_WARP_M * STAGE_LD * 4 <= TC_SMEM_BYTES && 32 % (TC6_WARP_N / 4) == 0
 );
 
-/// Writes a warp's `64 x TC6_WARP_N` tile of C through shared memory, with the ReLU
+/// Writes a warp's `64 x TC6_WARP_N` tile of C through shared memory (warp `w` of a
+/// block `WN` warps across, at rows `64·(w / WN)` and columns `64·(w % WN)` of the
+/// block's tile), with the ReLU
 /// when `relu`: the accumulators go to the warp's own staging tile (at the start of
 /// the dynamic shared memory) as the fragments lie (8 bytes a lane), and come back as
 /// whole rows, 16 bytes a lane, so each store instruction writes `32 · 16`
@@ -290,13 +298,14 @@ const _: () = assert!(
 /// requests: the epilogue writes 64 MiB at 4096^3.
 ///
 /// # Safety
-/// The block's `TC_BM x TC_BN` tile at `(row0, col0)` is inside C, writable, with
+/// The block's tile at `(row0, col0)` is inside C, writable, with
 /// `ldc % 4 == 0` and `c` 16-byte aligned. No thread of the block reads or writes the
-/// first `4 · 64 · STAGE_LD` floats of the dynamic shared memory any more, nor will:
+/// first `warps · 64 · STAGE_LD` floats of the dynamic shared memory any more, nor will:
 /// the caller's barrier, after every warp's last read of its stages and every copy
 /// into them, made sure.
 #[inline(always)]
 pub(crate) unsafe fn store_staged(
+    warps_n: u32,
     acc: &[[[f32; 4]; NT]; 4],
     c: *mut f32,
     ldc: u32,
@@ -308,8 +317,8 @@ pub(crate) unsafe fn store_staged(
     // 255 registers; passed in, they cost it a spill).
     let (w, lane) = (warp_id(), lane_id());
     let (r0, c0) = (
-        row0 + w / WARPS_N * TC_WARP_M,
-        col0 + w % WARPS_N * TC6_WARP_N,
+        row0 + w / warps_n * TC_WARP_M,
+        col0 + w % warps_n * TC6_WARP_N,
     );
     let tile = dynamic_shared::<f32>().add((w * TC_WARP_M * STAGE_LD) as usize);
     let (g, t) = (lane / 4, lane % 4);
@@ -578,7 +587,7 @@ unsafe fn body<const KIND: u32>(p: Problem) {
         sync_threads();
         // SAFETY: the whole tile is inside C (interior), whose rows are 16-byte
         // aligned; the stages are free (above).
-        unsafe { store_staged(&acc, p.c, p.ldc, row0, col0, p.relu) };
+        unsafe { store_staged(WARPS_N, &acc, p.c, p.ldc, row0, col0, p.relu) };
         return;
     }
     // SAFETY: the kernel's contract for C.

@@ -46,13 +46,14 @@
 //! The host sends only problems whose rows of A and B start 16-byte aligned (TMA), on
 //! compute capability 9.0, with an f32 C.
 use crate::config::{
-    TC6T_B_BOX_COLS, TC6T_SMEM_BYTES, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM,
-    TC_BN, TC_STAGES, TC_STAGE_BYTES, TC_WARP_M,
+    TC6T_B_BOX_COLS, TC6T_SMEM_BYTES, TC6W_BN, TC6W_SMEM_BYTES, TC6W_STAGES, TC6W_STAGE_BYTES,
+    TC6W_THREADS, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM, TC_BN, TC_STAGES,
+    TC_STAGE_BYTES, TC_WARP_M,
 };
 use crate::matmul_mma::write_c;
 use crate::matmul_mma_pipelined::{
-    a_frags, block_origin, mma_tile, store_staged, swz_a, A_BYTES, A_ROW, BF16, F16, KSTEPS,
-    NT, TF32, WARPS_N,
+    a_frags, block_origin_n, mma_tile, store_staged, swz_a, A_BYTES, A_ROW, BF16, F16, KSTEPS, NT,
+    TF32,
 };
 use crate::params::MatmulParamsTma;
 use simt_std::mbarrier;
@@ -63,9 +64,6 @@ use simt_std::tma;
 use simt_std::warp::{lane_id, warp_id};
 use simt_std::{kernel, unroll};
 
-const STAGES: u32 = TC_STAGES;
-/// The block's warps; each multiplies, warp 0's lane 0 also issues the copies.
-const WARPS: u32 = TC6_THREADS / 32;
 /// Bytes of one B box: `TC6_BK` k-rows of 128 bytes (`TC6T_B_BOX_COLS` 16-bit columns).
 const B_BOX_BYTES: u32 = TC6_BK * TC6T_B_BOX_COLS * 2;
 const _: () = assert!(
@@ -76,7 +74,11 @@ const _: () = assert!(
         && TC_STAGE_BYTES == A_BYTES + (TC_BN / TC6T_B_BOX_COLS) * B_BOX_BYTES
         // TF32: Bᵀ's tile is TC_BN rows of 128 bytes, as big as A's.
         && TC_BN * A_ROW == A_BYTES
-        && TC6T_SMEM_BYTES == STAGES * TC_STAGE_BYTES + 8 * 2 * STAGES + 1024
+        && TC6T_SMEM_BYTES == TC_STAGES * TC_STAGE_BYTES + 8 * 2 * TC_STAGES + 1024
+        && TC6_THREADS == 32 * (TC_BM / TC_WARP_M) * (TC_BN / TC6_WARP_N)
+        && TC6W_STAGE_BYTES == A_BYTES + (TC6W_BN / TC6T_B_BOX_COLS) * B_BOX_BYTES
+        && TC6W_SMEM_BYTES == TC6W_STAGES * TC6W_STAGE_BYTES + 8 * 2 * TC6W_STAGES + 1024
+        && TC6W_BN <= 256
 );
 
 /// Byte offset, inside a stage's B (16-bit inputs), of 16-byte chunk `c` (0..16, 8
@@ -88,20 +90,27 @@ pub const fn b_offset(kr: u32, c: u32) -> u32 {
     (c / 8) * B_BOX_BYTES + kr * 128 + ((c % 8) ^ (kr & 7)) * 16
 }
 
-/// Stage 6t's ring: `TC_STAGES` stages of A `[128][128 bytes]`, then B's boxes (or
-/// `Bᵀ`'s tile for TF32), and a full and an empty barrier per stage.
-type Ring = crate::matmul_wgmma::Ring<STAGES, TC_STAGE_BYTES>;
+/// Stage 6t's ring: `S` stages of `SB` bytes, each A `[128][128 bytes]`, then B's
+/// boxes (or `Bᵀ`'s tile for TF32), and a full and an empty barrier per stage.
+type Ring<const S: u32, const SB: u32> = crate::matmul_wgmma::Ring<S, SB>;
 
-/// Issues K step `kt`'s copies into stage `kt % STAGES` (after the stage's last
-/// readers released it, for a refill): warp 0 calls it, converged; its lane 0 issues.
+/// Issues K step `kt`'s copies into stage `kt % S` of a block `BN` columns wide (after
+/// the stage's last readers released it, for a refill): warp 0 calls it, converged;
+/// its lane 0 issues.
 ///
 /// # Safety
 /// Warp 0, all lanes, after the barriers' initialisation, with the kernel's maps;
 /// `kt < ceil(k / bk)`.
 #[inline(always)]
-unsafe fn refill<const KIND: u32>(p: &MatmulParamsTma, ring: Ring, kt: u32, row0: u32, col0: u32) {
+unsafe fn refill<const KIND: u32, const BN: u32, const S: u32, const SB: u32>(
+    p: &MatmulParamsTma,
+    ring: Ring<S, SB>,
+    kt: u32,
+    row0: u32,
+    col0: u32,
+) {
     let bk = if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK };
-    let (s, round) = (kt % STAGES, kt / STAGES);
+    let (s, round) = (kt % S, kt / S);
     let (st, full) = (ring.stage(s), ring.full(s));
     if round > 0 {
         // SAFETY: an initialised barrier; its phase completes once every warp has read
@@ -114,16 +123,18 @@ unsafe fn refill<const KIND: u32>(p: &MatmulParamsTma, ring: Ring, kt: u32, row0
         // the announced bytes are exactly the boxes' (elements past the matrix arrive
         // as zeros and count).
         unsafe {
-            mbarrier::arrive_expect_tx(full, TC_STAGE_BYTES);
+            mbarrier::arrive_expect_tx(full, SB);
             let k0 = (kt * bk) as i32;
             tma::load_2d(st, p.a_map, k0, row0 as i32, full);
             if KIND == TF32 {
-                // Bᵀ: one box of TC_BN rows (columns of C) x 32 k.
+                // Bᵀ: one box of BN rows (columns of C) x 32 k.
                 tma::load_2d(st.add(A_BYTES as usize), p.b_map, k0, col0 as i32, full);
             } else {
-                unroll!(2, J => {
+                unroll!(4, J => {
                     let j = J as u32;
-                    tma::load_2d(st.add((A_BYTES + j * B_BOX_BYTES) as usize), p.b_map, (col0 + j * TC6T_B_BOX_COLS) as i32, k0, full);
+                    if j < BN / TC6T_B_BOX_COLS {
+                        tma::load_2d(st.add((A_BYTES + j * B_BOX_BYTES) as usize), p.b_map, (col0 + j * TC6T_B_BOX_COLS) as i32, k0, full);
+                    }
                 });
             }
         }
@@ -178,31 +189,53 @@ unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2];
 /// after its second k16 step ran level with before the first, so it keeps 0.
 const TF32_REFILL_AT: u32 = 1;
 
-/// The kernel for `KIND` ([`BF16`], [`F16`] or [`TF32`]), warp 0 refilling after k
-/// step `REFILL_AT` of each K step (0: before the first).
+/// The kernel for `KIND` ([`BF16`], [`F16`] or [`TF32`]) on blocks of `128 x BN`
+/// (`BN / 32` warps of 64x64) with an `S`-stage ring of `SB`-byte stages, warp 0
+/// refilling after k step `REFILL_AT` of each K step (0: before the first).
 ///
 /// # Safety
-/// As [`matmul_mma_tma_bf16()`].
+/// As [`matmul_mma_tma_bf16()`], launched with `BN / 32` warps per block and at least
+/// `S · SB + 16 · S + 1024` bytes of dynamic shared memory.
 #[inline(always)]
-unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
-    let ring = Ring::new();
+unsafe fn body<
+    const KIND: u32,
+    const REFILL_AT: u32,
+    const BN: u32,
+    const S: u32,
+    const SB: u32,
+>(
+    p: MatmulParamsTma,
+) {
+    // What a stage holds, and room for the epilogue's staging tiles.
+    const {
+        assert!(
+            SB == A_BYTES + BN * A_ROW
+                && BN % TC6_WARP_N == 0
+                && BN <= 256
+                && (BN / 32) * TC_WARP_M * (TC6_WARP_N + 8) * 4 <= S * SB
+        )
+    };
+    let warps_n = BN / TC6_WARP_N;
+    let warps = (TC_BM / TC_WARP_M) * warps_n;
+    let ring = Ring::<S, SB>::new();
     if thread_idx().x == 0 {
         let mut s = 0;
-        while s < STAGES {
+        while s < S {
             // SAFETY: 8-byte aligned barrier slots inside the dynamic shared memory
             // (TC6T_SMEM_BYTES counts them), used by no thread before the barrier below.
             unsafe {
                 mbarrier::init(ring.full(s), 1);
-                mbarrier::init(ring.empty(s), WARPS);
+                mbarrier::init(ring.empty(s), warps);
             }
             s += 1;
         }
         mbarrier::fence_init();
     }
     sync_threads();
-    let (row0, col0) = block_origin();
+    let (row0, col0) = block_origin_n(BN);
     let (w, lane) = (warp_id(), lane_id());
-    let ktiles = p.k.div_ceil(if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK });
+    let ktiles =
+        p.k.div_ceil(if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK });
     if w == 0 {
         if lane == 0 {
             // SAFETY: the host made both maps (64-byte aligned, in global memory).
@@ -212,13 +245,13 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
             }
         }
         let mut kt = 0;
-        while kt < STAGES - 1 && kt < ktiles {
+        while kt < S - 1 && kt < ktiles {
             // SAFETY: warp 0, converged, barriers initialised; kt < ktiles.
-            unsafe { refill::<KIND>(&p, ring, kt, row0, col0) };
+            unsafe { refill::<KIND, BN, S, SB>(&p, ring, kt, row0, col0) };
             kt += 1;
         }
     }
-    let (wm, wn) = (w / WARPS_N * TC_WARP_M, w % WARPS_N * TC6_WARP_N);
+    let (wm, wn) = (w / warps_n * TC_WARP_M, w % warps_n * TC6_WARP_N);
     let mut acc = [[[0f32; 4]; NT]; 4];
     // One k16 (k8) step's fragments of stage `st`.
     // SAFETY (all three closures): the stage landed and was published to this warp by
@@ -226,14 +259,14 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
     let frags = |st: Smem<u8>, kk: u32| unsafe {
         (a_frags(st, wm, kk, false), b_frags::<KIND>(st, wn, kk))
     };
-    let wait_full = |kt: u32| unsafe { mbarrier::wait(ring.full(kt % STAGES), (kt / STAGES) & 1) };
+    let wait_full = |kt: u32| unsafe { mbarrier::wait(ring.full(kt % S), (kt / S) & 1) };
     // Every lane's reads of step kt's stage were issued (their values go to registers)
     // before lane 0 releases it for the next copy.
     let release = |kt: u32| {
         simt_std::warp::sync();
         if lane == 0 {
             // SAFETY: an initialised barrier expecting one arrival per warp.
-            unsafe { mbarrier::arrive(ring.empty(kt % STAGES)) };
+            unsafe { mbarrier::arrive(ring.empty(kt % S)) };
         }
     };
     // Fragments run one k step ahead of the `mma`s, across K steps too: the next
@@ -243,13 +276,13 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
     let mut cur = frags(ring.stage(0), 0);
     let mut kt = 0;
     while kt < ktiles {
-        let next = kt + STAGES - 1;
+        let next = kt + S - 1;
         if REFILL_AT == 0 && w == 0 && next < ktiles {
             // Into the stage step kt - 1 used: warp 0 waits until all 4 warps read it.
             // SAFETY: warp 0, converged; next < ktiles.
-            unsafe { refill::<KIND>(&p, ring, next, row0, col0) };
+            unsafe { refill::<KIND, BN, S, SB>(&p, ring, next, row0, col0) };
         }
-        let st = ring.stage(kt % STAGES);
+        let st = ring.stage(kt % S);
         unroll!(4, KK => {
             if (KK as u32) + 1 < KSTEPS {
                 let nxt = frags(st, KK as u32 + 1);
@@ -260,7 +293,7 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
                     // Later in the K step: by then the other warps have most likely
                     // released the stage, so warp 0 does not wait for the slowest.
                     // SAFETY: warp 0, converged; next < ktiles.
-                    unsafe { refill::<KIND>(&p, ring, next, row0, col0) };
+                    unsafe { refill::<KIND, BN, S, SB>(&p, ring, next, row0, col0) };
                 }
             }
         });
@@ -268,13 +301,13 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
         let last = cur;
         if kt + 1 < ktiles {
             wait_full(kt + 1);
-            cur = frags(ring.stage((kt + 1) % STAGES), 0);
+            cur = frags(ring.stage((kt + 1) % S), 0);
         }
         // SAFETY: as above.
         unsafe { mma_tile::<KIND>(&mut acc, &last.0, &last.1) };
         kt += 1;
     }
-    let interior = row0 + TC_BM <= p.m && col0 + TC_BN <= p.n;
+    let interior = row0 + TC_BM <= p.m && col0 + BN <= p.n;
     let (c, ldc) = (p.c.ptr, p.c.ld);
     if interior && ldc % 4 == 0 && c as usize % 16 == 0 {
         // Every copy landed (each was waited for); once all 4 warps have read their last
@@ -284,7 +317,7 @@ unsafe fn body<const KIND: u32, const REFILL_AT: u32>(p: MatmulParamsTma) {
         // SAFETY: the tile is inside C, rows 16-byte aligned (checked); the stages are
         // free (above). The staging tiles start at the dynamic shared memory, below the
         // ring's 1 KiB alignment slack plus 3 stages: 4 x 64 x 72 floats fit in 96 KiB.
-        unsafe { store_staged(&acc, c, ldc, row0, col0, p.epilogue as u32 != 0) };
+        unsafe { store_staged(warps_n, &acc, c, ldc, row0, col0, p.epilogue as u32 != 0) };
         return;
     }
     // SAFETY: the kernel's contract for C.
@@ -330,7 +363,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_bf16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<BF16, 0>(p) }
+        unsafe { body::<BF16, 0, TC_BN, TC_STAGES, TC_STAGE_BYTES>(p) }
     }
 }
 
@@ -342,7 +375,7 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_f16(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<F16, 0>(p) }
+        unsafe { body::<F16, 0, TC_BN, TC_STAGES, TC_STAGE_BYTES>(p) }
     }
 }
 
@@ -357,6 +390,34 @@ kernel! {
     #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_tf32(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<TF32, TF32_REFILL_AT>(p) }
+        unsafe { body::<TF32, TF32_REFILL_AT, TC_BN, TC_STAGES, TC_STAGE_BYTES>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_mma_tma_bf16()`] on wide tiles: blocks of 128x256 (8 warps of 64x64
+    /// as 2 x 4), one per SM, a 4-stage ring of 48 KiB (A `[128][64]`, B as four boxes
+    /// `[64][64]`): a quarter fewer bytes copied into shared memory per `mma` than
+    /// 128x128 tiles.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_tma_bf16()`]; `grid = (ceil(n/256), ceil(m/128))`.
+    #[launch(threads = TC6W_THREADS, min_blocks = 1, shared = TC6W_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_tma_wide_bf16(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<BF16, 0, TC6W_BN, TC6W_STAGES, TC6W_STAGE_BYTES>(p) }
+    }
+}
+
+kernel! {
+    /// As [`matmul_mma_tma_tf32()`] on wide tiles ([`matmul_mma_tma_wide_bf16()`]):
+    /// `b_map`'s boxes are 256 rows of `Bᵀ` x 32 k.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_tma_tf32()`]; `grid = (ceil(n/256), ceil(m/128))`.
+    #[launch(threads = TC6W_THREADS, min_blocks = 1, shared = TC6W_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_tma_wide_tf32(p: MatmulParamsTma) {
+        // SAFETY: forwarded.
+        unsafe { body::<TF32, TF32_REFILL_AT, TC6W_BN, TC6W_STAGES, TC6W_STAGE_BYTES>(p) }
     }
 }

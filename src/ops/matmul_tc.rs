@@ -231,6 +231,7 @@ impl TcInput for bf16 {
     }
     fn launch_tma(gpu: &Gpu, stage: TcKernel, p: MatmulParamsTma) -> Result<()> {
         match stage {
+            TcKernel::MmaTma if wide_trial() => go_wide::<s6t::matmul_mma_tma_wide_bf16>(gpu, p),
             TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_bf16>(gpu, p),
             TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_bf16>(gpu, p),
             _ => go_hopper::<s7::matmul_wgmma_bf16>(gpu, p),
@@ -283,6 +284,17 @@ fn go_hopper<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma
     };
     let grid = work.min(slots.max(1)) * c;
     go::<K, _>(gpu, dim3(grid as u32, 1, 1), p)
+}
+
+/// Trial: stage 6t on 128x256 tiles (`SIMT_6T_WIDE=1`).
+fn wide_trial() -> bool {
+    std::env::var_os("SIMT_6T_WIDE").is_some_and(|v| v == "1")
+}
+
+/// Launches stage 6t on wide tiles: one block per 128x256 tile of C.
+fn go_wide<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma) -> Result<()> {
+    const _: () = assert!(kernels::config::TC6W_BN == WG_BN);
+    go::<K, _>(gpu, tile_grid("matmul_tc", p.m, p.n, TC_BM, WG_BN)?, p)
 }
 
 /// Launches stage 6t: one block per 128x128 tile of C.
@@ -611,7 +623,7 @@ pub fn matmul_tf32_with(
         bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
         match stage {
             TcKernel::WgmmaCluster => s8::TF32_B_BOX_ROWS,
-            TcKernel::MmaTma => TC_BN,
+            TcKernel::MmaTma if !wide_trial() => TC_BN,
             _ => WG_BN,
         },
         WG_BK / 2,
@@ -620,6 +632,7 @@ pub fn matmul_tf32_with(
     let cm = c_map(gpu, stage, &c)?;
     let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
     match stage {
+        TcKernel::MmaTma if wide_trial() => go_wide::<s6t::matmul_mma_tma_wide_tf32>(gpu, p),
         TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_tf32>(gpu, p),
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
