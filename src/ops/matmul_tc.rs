@@ -231,7 +231,12 @@ impl TcInput for bf16 {
     }
     fn launch_tma(gpu: &Gpu, stage: TcKernel, p: MatmulParamsTma) -> Result<()> {
         match stage {
-            TcKernel::MmaTma if wide_trial() => go_wide::<s6t::matmul_mma_tma_wide_bf16>(gpu, p),
+            TcKernel::MmaTma if wide_trial() >= 2 && p.k >= 192 => {
+                go_wide_p::<s6t::matmul_mma_tma_wide_p_bf16>(gpu, p)
+            }
+            TcKernel::MmaTma if wide_trial() >= 1 => {
+                go_wide::<s6t::matmul_mma_tma_wide_bf16>(gpu, p)
+            }
             TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_bf16>(gpu, p),
             TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_bf16>(gpu, p),
             _ => go_hopper::<s7::matmul_wgmma_bf16>(gpu, p),
@@ -286,9 +291,20 @@ fn go_hopper<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma
     go::<K, _>(gpu, dim3(grid as u32, 1, 1), p)
 }
 
-/// Trial: stage 6t on 128x256 tiles (`SIMT_6T_WIDE=1`).
-fn wide_trial() -> bool {
-    std::env::var_os("SIMT_6T_WIDE").is_some_and(|v| v == "1")
+/// Trial: stage 6t on 128x256 tiles (`SIMT_6T_WIDE=1`), persistent (`2`; TF32 with
+/// C from the registers: `3`). The persistent kernels need 3 K steps a tile at least.
+fn wide_trial() -> u32 {
+    std::env::var("SIMT_6T_WIDE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Launches persistent stage 6t on wide tiles: one block per SM, at most one per tile.
+fn go_wide_p<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma) -> Result<()> {
+    let tiles = (p.m as u64).div_ceil(TC_BM as u64) * (p.n as u64).div_ceil(WG_BN as u64);
+    let grid = tiles.min(gpu.props().sms as u64).max(1);
+    go::<K, _>(gpu, dim3(grid as u32, 1, 1), p)
 }
 
 /// Launches stage 6t on wide tiles: one block per 128x256 tile of C.
@@ -623,7 +639,7 @@ pub fn matmul_tf32_with(
         bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
         match stage {
             TcKernel::WgmmaCluster => s8::TF32_B_BOX_ROWS,
-            TcKernel::MmaTma if !wide_trial() => TC_BN,
+            TcKernel::MmaTma if wide_trial() == 0 => TC_BN,
             _ => WG_BN,
         },
         WG_BK / 2,
@@ -632,7 +648,13 @@ pub fn matmul_tf32_with(
     let cm = c_map(gpu, stage, &c)?;
     let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
     match stage {
-        TcKernel::MmaTma if wide_trial() => go_wide::<s6t::matmul_mma_tma_wide_tf32>(gpu, p),
+        TcKernel::MmaTma if wide_trial() == 3 && p.k >= 96 => {
+            go_wide_p::<s6t::matmul_mma_tma_wide_pr_tf32>(gpu, p)
+        }
+        TcKernel::MmaTma if wide_trial() == 2 && p.k >= 96 => {
+            go_wide_p::<s6t::matmul_mma_tma_wide_p_tf32>(gpu, p)
+        }
+        TcKernel::MmaTma if wide_trial() >= 1 => go_wide::<s6t::matmul_mma_tma_wide_tf32>(gpu, p),
         TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_tf32>(gpu, p),
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
