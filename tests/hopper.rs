@@ -496,6 +496,9 @@ fn wgmma_matmul_random_and_ragged() {
         (257, 129, 200, 200, 136),
         (64, 520, 330, 336, 528),
         (300, 520, 72, 72, 520),
+        // Whole groups of 8 tile-rows, more tiles than blocks: a persistent block's
+        // last tile has no next one in grouped order.
+        (1024, 300, 200, 200, 304),
     ] {
         // C's rows unaligned (bf16: stage 8 stores from registers) and 16-byte
         // aligned (f16: stage 8 stores through TMA).
@@ -761,6 +764,9 @@ fn wgmma_tf32_matmul_any_strides() {
         // a copy padded to them (300).
         (130, 320, 100, 100, 324),
         (130, 300, 100, 100, 304),
+        // Whole groups of 8 tile-rows, more tiles than blocks (stage 6t's persistent
+        // blocks: a last tile with no next one in grouped order).
+        (1024, 300, 100, 100, 304),
     ];
     if on_gpu(&g) {
         shapes.push((1000, 1500, 1100, 1101, 1503));

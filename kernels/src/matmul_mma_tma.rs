@@ -431,10 +431,11 @@ unsafe fn body_persistent<
                 tma::prefetch(p.b_map);
             }
         }
-        let (o, on) = (origin(0), origin(1));
+        // (S - 1 <= ktiles: the prologue's steps are all the first tile's.)
+        let o = origin(0);
         let mut g = 0;
         while g < S - 1 && g < steps {
-            fill(g, ktiles, o, on);
+            fill(g, ktiles, o, o);
             g += 1;
         }
     }
@@ -465,9 +466,10 @@ unsafe fn body_persistent<
     while i < mine {
         let mut acc = [[[0f32; 4]; NT]; 4];
         let tile_end = g + ktiles;
-        // The next tile's origin matters to warp 0's last refills only (past `mine`,
-        // `next < steps` keeps it unused).
-        let (o, on) = (origin(i), origin(i + 1));
+        // The next tile's origin matters to warp 0's last refills only (the last tile
+        // has none: `next < steps`, and grouped_tile is only defined on tiles of C).
+        let o = origin(i);
+        let on = if i + 1 < mine { origin(i + 1) } else { o };
         while g < tile_end {
             let next = g + S - 1;
             if REFILL_AT == 0 && w == 0 && next < steps {
