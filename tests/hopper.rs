@@ -760,8 +760,7 @@ fn wgmma_tf32_matmul_any_strides() {
         (257, 129, 200, 203, 133),
         (300, 520, 72, 72, 520),
         // Aligned rows with ragged edges, n and k past whole boxes: stage 6t reads A
-        // in place, and B in place where n is whole 32-column blocks (320), else from
-        // a copy padded to them (300).
+        // in place (its rows are 16-byte aligned) and Bᵀ from the rounding copy.
         (130, 320, 100, 100, 324),
         (130, 300, 100, 100, 304),
         // Whole groups of 8 tile-rows, more tiles than blocks (stage 6t's persistent

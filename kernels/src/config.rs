@@ -178,19 +178,23 @@ pub const TC6T_B_BOX_COLS: u32 = 64;
 pub const TC6T_SMEM_BYTES: u32 = TC_STAGES * TC_STAGE_BYTES + 8 * 2 * TC_STAGES + 1024;
 const _: () = assert!(2 * (TC6T_SMEM_BYTES + 1024) <= 228 * 1024);
 
-/// Stage 6t with wide tiles: columns of C per block, 8 warps of 64x64 as 2 x 4 and one
-/// block per SM. A stage holds `TC_BM + TC6W_BN` rows of 128 bytes, as stage 7's.
-pub const TC6W_BN: u32 = 256;
-/// Stage 6t, wide tiles: threads per block.
-pub const TC6W_THREADS: u32 = (TC_BM / TC_WARP_M) * (TC6W_BN / TC6_WARP_N) * 32;
-/// Stage 6t, wide tiles: stages of the TMA ring.
-pub const TC6W_STAGES: u32 = 4;
-/// Stage 6t, wide tiles: bytes of one stage.
-pub const TC6W_STAGE_BYTES: u32 = (TC_BM + TC6W_BN) * TC6_A_ROW_BYTES;
-/// Stage 6t, wide tiles: dynamic shared memory (the stages, their barriers, 1 KiB of
-/// alignment slack).
-pub const TC6W_SMEM_BYTES: u32 = TC6W_STAGES * TC6W_STAGE_BYTES + 8 * 2 * TC6W_STAGES + 1024;
-const _: () = assert!(TC6W_SMEM_BYTES + 1024 <= 228 * 1024);
+/// Stage 6t in TF32: columns of C per block, 8 warps of 64x64 as 2 x 4 and one block
+/// per SM. A quarter fewer bytes copied into shared memory per `mma` than 128x128
+/// tiles: TF32 moves twice the bytes of bf16 per `mma`, and ran 2-4% faster on these
+/// tiles on the H200 where bf16 did not (docs/PERFORMANCE.md, session 19). A stage
+/// holds `TC_BM + TC6T_TF32_BN` rows of 128 bytes (A, then `Bᵀ`), as stage 7's.
+pub const TC6T_TF32_BN: u32 = 256;
+/// Stage 6t in TF32: threads per block.
+pub const TC6T_TF32_THREADS: u32 = (TC_BM / TC_WARP_M) * (TC6T_TF32_BN / TC6_WARP_N) * 32;
+/// Stage 6t in TF32: stages of the TMA ring.
+pub const TC6T_TF32_STAGES: u32 = 4;
+/// Stage 6t in TF32: bytes of one stage.
+pub const TC6T_TF32_STAGE_BYTES: u32 = (TC_BM + TC6T_TF32_BN) * TC6_A_ROW_BYTES;
+/// Stage 6t in TF32: dynamic shared memory (the stages, a full and an empty mbarrier
+/// per stage, 1 KiB of alignment slack).
+pub const TC6T_TF32_SMEM_BYTES: u32 =
+    TC6T_TF32_STAGES * TC6T_TF32_STAGE_BYTES + 8 * 2 * TC6T_TF32_STAGES + 1024;
+const _: () = assert!(TC6T_TF32_SMEM_BYTES + 1024 <= 228 * 1024);
 
 /// Hopper matmul (stage 7, `wgmma` + TMA): rows of C per tile (two consumer
 /// warpgroups of 64 rows).

@@ -291,25 +291,19 @@ const _: () = assert!(
 /// Writes a warp's `64 x TC6_WARP_N` tile of C through shared memory (warp `w` of a
 /// block `warps_n` warps across, at rows `64·(w / warps_n)` and columns
 /// `64·(w % warps_n)` of the block's tile), with the ReLU when `relu`: the
-/// accumulators go to the warp's own staging tile as the fragments lie (8 bytes a
-/// lane), and come back as whole rows, 16 bytes a lane, so each store instruction
-/// writes `32 · 16` contiguous-by-row bytes of C instead of 8 rows of 32 bytes. Fewer,
-/// fuller L2 write requests: the epilogue writes 64 MiB at 4096^3.
-///
-/// `ROUND` m16 tiles (16 rows each) go through the staging tile at a time: 4 (the
-/// whole warp tile at once, `64 · STAGE_LD` floats a warp) or 1 (four rounds through
-/// `16 · STAGE_LD` floats a warp, little enough for one stage of a ring). Warp `w`'s
-/// staging tile starts `w · 16 · ROUND · STAGE_LD` floats into `staging`.
+/// accumulators go to the warp's own staging tile (at the start of the dynamic shared
+/// memory) as the fragments lie (8 bytes a lane), and come back as whole rows, 16 bytes a lane, so each store instruction writes `32 · 16`
+/// contiguous-by-row bytes of C instead of 8 rows of 32 bytes. Fewer, fuller L2 write
+/// requests: the epilogue writes 64 MiB at 4096^3.
 ///
 /// # Safety
 /// The block's tile at `(row0, col0)` is inside C, writable, with `ldc % 4 == 0` and
-/// `c` 16-byte aligned. `staging` is 16-byte aligned shared memory of at least `warps
-/// · 16 · ROUND · STAGE_LD` floats that no thread of the block reads or writes any
-/// more, nor will until this call returns in every warp: the caller's barrier, after
-/// every warp's last read of it and every copy into it, made sure.
+/// `c` 16-byte aligned. No thread of the block reads or writes the first `warps · 64 ·
+/// STAGE_LD` floats of the dynamic shared memory any more, nor will:
+/// the caller's barrier, after every warp's last read of its stages and every copy
+/// into them, made sure.
 #[inline(always)]
-pub(crate) unsafe fn store_staged<const ROUND: usize>(
-    staging: Smem<f32>,
+pub(crate) unsafe fn store_staged(
     warps_n: u32,
     acc: &[[[f32; 4]; NT]; 4],
     c: *mut f32,
@@ -318,7 +312,6 @@ pub(crate) unsafe fn store_staged<const ROUND: usize>(
     col0: u32,
     relu: bool,
 ) {
-    const { assert!(ROUND == 1 || ROUND == 4) };
     // Recomputed here rather than kept live through the K loop (the TF32 kernel sits at
     // 255 registers; passed in, they cost it a spill).
     let (w, lane) = (warp_id(), lane_id());
@@ -326,65 +319,38 @@ pub(crate) unsafe fn store_staged<const ROUND: usize>(
         row0 + w / warps_n * TC_WARP_M,
         col0 + w % warps_n * TC6_WARP_N,
     );
-    let rows = 16 * ROUND as u32;
-    let tile = staging.add((w * rows * STAGE_LD) as usize);
+    let tile = dynamic_shared::<f32>().add((w * TC_WARP_M * STAGE_LD) as usize);
     let (g, t) = (lane / 4, lane % 4);
     let relu_of = |v: f32| if relu && v < 0.0 { 0.0 } else { v };
+    unroll!(4, MI => {
+        unroll!(8, NJ => {
+            if NJ < NT {
+                unroll!(2, H => {
+                    let (row, col) = (MI as u32 * 16 + g + 8 * H as u32, NJ as u32 * 8 + 2 * t);
+                    // SAFETY: inside this warp's staging tile (64 rows of STAGE_LD), 8-byte aligned.
+                    unsafe { tile.add((row * STAGE_LD + col) as usize).store2(relu_of(acc[MI][NJ][2 * H]), relu_of(acc[MI][NJ][2 * H + 1])) };
+                });
+            }
+        });
+    });
+    // Only this warp reads its tile back.
+    simt_std::warp::sync();
     const LANES_PER_ROW: u32 = TC6_WARP_N / 4;
     const ROWS_PER_STEP: u32 = 32 / LANES_PER_ROW;
     let (lr, lc) = (lane / LANES_PER_ROW, (lane % LANES_PER_ROW) * 4);
-    unroll!(4, R => {
-        if R * ROUND < 4 {
-            unroll!(4, I => {
-                if I < ROUND {
-                    let mi = R * ROUND + I;
-                    unroll!(8, NJ => {
-                        if NJ < NT {
-                            unroll!(2, H => {
-                                let (row, col) = (I as u32 * 16 + g + 8 * H as u32, NJ as u32 * 8 + 2 * t);
-                                // SAFETY: inside this warp's staging tile (`rows` rows of STAGE_LD), 8-byte aligned.
-                                unsafe { tile.add((row * STAGE_LD + col) as usize).store2(relu_of(acc[mi][NJ][2 * H]), relu_of(acc[mi][NJ][2 * H + 1])) };
-                            });
-                        }
-                    });
-                }
-            });
-            // Only this warp reads its tile back.
-            simt_std::warp::sync();
-            let copy_row = |step: u32| {
+    unroll!(8, I => {
+        unroll!(8, J => {
+            let step = (I * 8 + J) as u32;
+            if step < TC_WARP_M / ROWS_PER_STEP {
                 let row = step * ROWS_PER_STEP + lr;
-                let crow = r0 + (R * ROUND) as u32 * 16 + row;
                 // SAFETY: the staging tile, 16-byte aligned (STAGE_LD and lc are multiples
                 // of 4); C's tile is inside C with 16-byte aligned rows (the contract).
                 unsafe {
                     let v = tile.add((row * STAGE_LD + lc) as usize).load4();
-                    store4(c.add((crow * ldc + c0 + lc) as usize), v);
-                }
-            };
-            if ROUND == 4 {
-                unroll!(8, I => {
-                    unroll!(8, J => {
-                        let step = (I * 8 + J) as u32;
-                        if step < rows / ROWS_PER_STEP {
-                            copy_row(step);
-                        }
-                    });
-                });
-            } else {
-                // A loop, not unrolled: the persistent kernel keeps its K loop's
-                // addresses through the epilogue, and 8 more 64-bit addresses at once
-                // made it spill.
-                let mut step = 0;
-                while step < rows / ROWS_PER_STEP {
-                    copy_row(step);
-                    step += 1;
+                    store4(c.add(((r0 + row) * ldc + c0 + lc) as usize), v);
                 }
             }
-            if ROUND < 4 {
-                // The next round overwrites what every lane just read.
-                simt_std::warp::sync();
-            }
-        }
+        });
     });
 }
 
@@ -620,18 +586,7 @@ unsafe fn body<const KIND: u32>(p: Problem) {
         sync_threads();
         // SAFETY: the whole tile is inside C (interior), whose rows are 16-byte
         // aligned; the stages are free (above).
-        unsafe {
-            store_staged::<4>(
-                dynamic_shared::<f32>(),
-                WARPS_N,
-                &acc,
-                p.c,
-                p.ldc,
-                row0,
-                col0,
-                p.relu,
-            )
-        };
+        unsafe { store_staged(WARPS_N, &acc, p.c, p.ldc, row0, col0, p.relu) };
         return;
     }
     // SAFETY: the kernel's contract for C.

@@ -16,7 +16,7 @@
 //! * **Barriers per stage, not per block.** Each stage has a *full* mbarrier (warp 0
 //!   announces its bytes, the copies complete it) and an *empty* one (each warp
 //!   arrives once it has read the stage). Warps 1-3 wait only for their data; warp 0
-//!   also waits, before each refill, until all four have read the stage. No
+//!   also waits, before each refill, until all have read the stage. No
 //!   `sync_threads` in the K loop. For TF32 warp 0 refills after its first k8 step
 //!   rather than before it, by when the others have most likely released the stage
 //!   ([`TF32_REFILL_AT`]).
@@ -34,10 +34,16 @@
 //!   scalar words and rounds every element per use, twice (two warps share each
 //!   element).
 //!
-//! Phases: stage `s = kt % TC_STAGES` is filled for the `kt / TC_STAGES`-th time at K
-//! step `kt`; the multiplying warps wait for parity `(kt / TC_STAGES) % 2` of
-//! `full[s]`, and the producer, before refilling it, for parity
-//! `(kt / TC_STAGES - 1) % 2` of `empty[s]`.
+//! * **TF32 on 128x256 tiles.** A TF32 `mma` needs twice the bytes of a bf16 one, so
+//!   the TF32 kernel takes blocks of 8 warps ([`TC6T_TF32_BN`]), one per SM, with a
+//!   4-stage ring of 48 KiB: a quarter fewer bytes copied into shared memory and read
+//!   from L2 per `mma` (ncu at 8192^3 on the H200: L2 busy 56% instead of 77%, waits
+//!   for data a third). It ran 2-4% faster than on 128x128 tiles; bf16 did not
+//!   (docs/PERFORMANCE.md, session 19), and keeps two blocks of 4 warps per SM.
+//!
+//! Phases (`S` stages): stage `s = kt % S` is filled for the `kt / S`-th time at K
+//! step `kt`; the multiplying warps wait for parity `(kt / S) % 2` of `full[s]`, and
+//! the producer, before refilling it, for parity `(kt / S - 1) % 2` of `empty[s]`.
 //!
 //! As `simt_std::mbarrier`'s rule 4 asks, warp 0 is converged whenever it waits: all
 //! its lanes wait for the empty barrier, lane 0 issues, the warp reconverges, then all
@@ -46,20 +52,20 @@
 //! The host sends only problems whose rows of A and B start 16-byte aligned (TMA), on
 //! compute capability 9.0, with an f32 C.
 use crate::config::{
-    TC6T_B_BOX_COLS, TC6T_SMEM_BYTES, TC6W_BN, TC6W_SMEM_BYTES, TC6W_STAGES, TC6W_STAGE_BYTES,
-    TC6W_THREADS, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM, TC_BN, TC_STAGES,
-    TC_STAGE_BYTES, TC_WARP_M,
+    TC6T_B_BOX_COLS, TC6T_SMEM_BYTES, TC6T_TF32_BN, TC6T_TF32_SMEM_BYTES, TC6T_TF32_STAGES,
+    TC6T_TF32_STAGE_BYTES, TC6T_TF32_THREADS, TC6_BK, TC6_BK_TF32, TC6_THREADS, TC6_WARP_N, TC_BM,
+    TC_BN, TC_STAGES, TC_STAGE_BYTES, TC_WARP_M,
 };
 use crate::matmul_mma::write_c;
 use crate::matmul_mma_pipelined::{
-    a_frags, block_origin_n, mma_tile, store_staged, swz_a, A_BYTES, A_ROW, BF16, F16, GROUP_M,
-    KSTEPS, NT, STAGE_LD, TF32,
+    a_frags, block_origin_n, mma_tile, store_staged, swz_a, A_BYTES, A_ROW, BF16, F16, KSTEPS, NT,
+    STAGE_LD, TF32,
 };
 use crate::params::MatmulParamsTma;
 use simt_std::mbarrier;
 use simt_std::mma::{ldmatrix_row_addr, ldmatrix_x4, ldmatrix_x4_trans};
-use simt_std::shared::{dynamic_shared, Smem};
-use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
+use simt_std::shared::Smem;
+use simt_std::thread::{sync_threads, thread_idx};
 use simt_std::tma;
 use simt_std::warp::{lane_id, warp_id};
 use simt_std::{kernel, unroll};
@@ -76,9 +82,9 @@ const _: () = assert!(
         && TC_BN * A_ROW == A_BYTES
         && TC6T_SMEM_BYTES == TC_STAGES * TC_STAGE_BYTES + 8 * 2 * TC_STAGES + 1024
         && TC6_THREADS == 32 * (TC_BM / TC_WARP_M) * (TC_BN / TC6_WARP_N)
-        && TC6W_STAGE_BYTES == A_BYTES + (TC6W_BN / TC6T_B_BOX_COLS) * B_BOX_BYTES
-        && TC6W_SMEM_BYTES == TC6W_STAGES * TC6W_STAGE_BYTES + 8 * 2 * TC6W_STAGES + 1024
-        && TC6W_BN <= 256
+        && TC6T_TF32_STAGE_BYTES == A_BYTES + (TC6T_TF32_BN / TC6T_B_BOX_COLS) * B_BOX_BYTES
+        && TC6T_TF32_SMEM_BYTES == TC6T_TF32_STAGES * TC6T_TF32_STAGE_BYTES + 8 * 2 * TC6T_TF32_STAGES + 1024
+        && TC6T_TF32_BN <= 256
 );
 
 /// Byte offset, inside a stage's B (16-bit inputs), of 16-byte chunk `c` (0..16, 8
@@ -94,9 +100,9 @@ pub const fn b_offset(kr: u32, c: u32) -> u32 {
 /// boxes (or `Bᵀ`'s tile for TF32), and a full and an empty barrier per stage.
 type Ring<const S: u32, const SB: u32> = crate::matmul_wgmma::Ring<S, SB>;
 
-/// Issues the copies of the block's step `g`, K step `kt` of the tile at `(row0,
-/// col0)`, into stage `g % S` of a block `BN` columns wide (after the stage's last
-/// readers released it, for a refill): warp 0 calls it, converged; its lane 0 issues.
+/// Issues K step `kt`'s copies into stage `kt % S` of a block `BN` columns wide (after
+/// the stage's last readers released it, for a refill): warp 0 calls it, converged;
+/// its lane 0 issues.
 ///
 /// # Safety
 /// Warp 0, all lanes, after the barriers' initialisation, with the kernel's maps;
@@ -105,17 +111,16 @@ type Ring<const S: u32, const SB: u32> = crate::matmul_wgmma::Ring<S, SB>;
 unsafe fn refill<const KIND: u32, const BN: u32, const S: u32, const SB: u32>(
     p: &MatmulParamsTma,
     ring: Ring<S, SB>,
-    g: u32,
     kt: u32,
     row0: u32,
     col0: u32,
 ) {
     let bk = if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK };
-    let (s, round) = (g % S, g / S);
+    let (s, round) = (kt % S, kt / S);
     let (st, full) = (ring.stage(s), ring.full(s));
     if round > 0 {
         // SAFETY: an initialised barrier; its phase completes once every warp has read
-        // step kt - STAGES (each arrives once).
+        // step kt - S (each arrives once).
         unsafe { mbarrier::wait(ring.empty(s), (round - 1) & 1) };
     }
     if lane_id() == 0 {
@@ -213,7 +218,7 @@ unsafe fn body<
             SB == A_BYTES + BN * A_ROW
                 && BN % TC6_WARP_N == 0
                 && BN <= 256
-                && (BN / 32) * TC_WARP_M * (TC6_WARP_N + 8) * 4 <= S * SB
+                && (BN / 32) * TC_WARP_M * STAGE_LD * 4 <= S * SB
         )
     };
     let warps_n = BN / TC6_WARP_N;
@@ -223,7 +228,7 @@ unsafe fn body<
         let mut s = 0;
         while s < S {
             // SAFETY: 8-byte aligned barrier slots inside the dynamic shared memory
-            // (TC6T_SMEM_BYTES counts them), used by no thread before the barrier below.
+            // (the launch's bytes count them), used by no thread before the barrier below.
             unsafe {
                 mbarrier::init(ring.full(s), 1);
                 mbarrier::init(ring.empty(s), warps);
@@ -248,7 +253,7 @@ unsafe fn body<
         let mut kt = 0;
         while kt < S - 1 && kt < ktiles {
             // SAFETY: warp 0, converged, barriers initialised; kt < ktiles.
-            unsafe { refill::<KIND, BN, S, SB>(&p, ring, kt, kt, row0, col0) };
+            unsafe { refill::<KIND, BN, S, SB>(&p, ring, kt, row0, col0) };
             kt += 1;
         }
     }
@@ -279,9 +284,9 @@ unsafe fn body<
     while kt < ktiles {
         let next = kt + S - 1;
         if REFILL_AT == 0 && w == 0 && next < ktiles {
-            // Into the stage step kt - 1 used: warp 0 waits until all 4 warps read it.
+            // Into the stage step kt - 1 used: warp 0 waits until all warps read it.
             // SAFETY: warp 0, converged; next < ktiles.
-            unsafe { refill::<KIND, BN, S, SB>(&p, ring, next, next, row0, col0) };
+            unsafe { refill::<KIND, BN, S, SB>(&p, ring, next, row0, col0) };
         }
         let st = ring.stage(kt % S);
         unroll!(4, KK => {
@@ -294,7 +299,7 @@ unsafe fn body<
                     // Later in the K step: by then the other warps have most likely
                     // released the stage, so warp 0 does not wait for the slowest.
                     // SAFETY: warp 0, converged; next < ktiles.
-                    unsafe { refill::<KIND, BN, S, SB>(&p, ring, next, next, row0, col0) };
+                    unsafe { refill::<KIND, BN, S, SB>(&p, ring, next, row0, col0) };
                 }
             }
         });
@@ -311,25 +316,15 @@ unsafe fn body<
     let interior = row0 + TC_BM <= p.m && col0 + BN <= p.n;
     let (c, ldc) = (p.c.ptr, p.c.ld);
     if interior && ldc % 4 == 0 && c as usize % 16 == 0 {
-        // Every copy landed (each was waited for); once all 4 warps have read their last
+        // Every copy landed (each was waited for); once all warps have read their last
         // fragments, the stages may hold the staging tiles. Every thread of the block
         // takes this branch (`interior` is the block's).
         sync_threads();
         // SAFETY: the tile is inside C, rows 16-byte aligned (checked); the stages are
         // free (above). The staging tiles start at the dynamic shared memory, below the
-        // ring's 1 KiB alignment slack plus 3 stages: 4 x 64 x 72 floats fit in 96 KiB.
-        unsafe {
-            store_staged::<4>(
-                dynamic_shared::<f32>(),
-                warps_n,
-                &acc,
-                c,
-                ldc,
-                row0,
-                col0,
-                p.epilogue as u32 != 0,
-            )
-        };
+        // ring's 1 KiB alignment slack plus its stages: `warps` tiles of 64 x STAGE_LD
+        // floats fit in them (the assertion above).
+        unsafe { store_staged(warps_n, &acc, c, ldc, row0, col0, p.epilogue as u32 != 0) };
         return;
     }
     // SAFETY: the kernel's contract for C.
@@ -346,210 +341,6 @@ unsafe fn body<
             p.epilogue as u32 != 0,
         )
     };
-}
-
-/// As [`body`], persistent: the grid is at most one block per tile, and block `b`
-/// takes tiles `b, b + grid, ...` in grouped order. The ring runs on across tiles (K
-/// step `g` of the block's whole sequence uses stage `g % S`), so warp 0 copies the
-/// next tile's first stages while the warps still multiply and store the current one;
-/// each tile's epilogue goes through the stage of its own last K step, released only
-/// after it.
-///
-/// `STAGED`: interior tiles are written through that stage ([`store_staged`]), else
-/// from the registers ([`write_c`]).
-///
-/// # Safety
-/// As [`body`], with a 1-D grid of at most `ceil(m / 128) · ceil(n / BN)` blocks, and
-/// `ceil(k / bk) >= S - 1` (a K step `bk` of 32 f32 or 64 16-bit elements).
-#[inline(always)]
-unsafe fn body_persistent<
-    const KIND: u32,
-    const REFILL_AT: u32,
-    const BN: u32,
-    const S: u32,
-    const SB: u32,
-    const STAGED: bool,
->(
-    p: MatmulParamsTma,
-) {
-    // What a stage holds, and room for the epilogue's staging tiles: 16 rows of
-    // every warp in one stage.
-    const {
-        assert!(
-            SB == A_BYTES + BN * A_ROW
-                && BN % TC6_WARP_N == 0
-                && BN <= 256
-                && (BN / 32) * 16 * STAGE_LD * 4 <= SB
-        )
-    };
-    let warps_n = BN / TC6_WARP_N;
-    let warps = (TC_BM / TC_WARP_M) * warps_n;
-    let ring = Ring::<S, SB>::new();
-    if thread_idx().x == 0 {
-        let mut s = 0;
-        while s < S {
-            // SAFETY: 8-byte aligned barrier slots inside the dynamic shared memory
-            // (the launch's bytes count them), used by no thread before the barrier below.
-            unsafe {
-                mbarrier::init(ring.full(s), 1);
-                mbarrier::init(ring.empty(s), warps);
-            }
-            s += 1;
-        }
-        mbarrier::fence_init();
-    }
-    sync_threads();
-    let (w, lane) = (warp_id(), lane_id());
-    let ktiles =
-        p.k.div_ceil(if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK });
-    let (tiles_m, tiles_n) = (p.m.div_ceil(TC_BM), p.n.div_ceil(BN));
-    let (first, stride) = (block_idx().x, grid_dim().x);
-    // This block's tiles, and where the i-th starts in C.
-    let mine = (tiles_m * tiles_n - first).div_ceil(stride);
-    let origin = |i: u32| {
-        let (pm, pn) = grouped_tile(first + i * stride, tiles_m, tiles_n, GROUP_M);
-        (pm * TC_BM, pn * BN)
-    };
-    let steps = mine * ktiles;
-    // Step g of the block's sequence is K step g % ktiles of tile g / ktiles: the
-    // current tile's, at `o`, or the next one's, at `on` (S - 1 <= ktiles steps ahead
-    // at most, the contract; the origins are kept rather than recomputed in the K
-    // loop, where the registers are short).
-    // SAFETY (the closure's callers): warp 0, converged, barriers initialised; g < steps.
-    let fill = |g: u32, tile_end: u32, o: (u32, u32), on: (u32, u32)| unsafe {
-        if g < tile_end {
-            refill::<KIND, BN, S, SB>(&p, ring, g, g + ktiles - tile_end, o.0, o.1)
-        } else {
-            refill::<KIND, BN, S, SB>(&p, ring, g, g - tile_end, on.0, on.1)
-        }
-    };
-    if w == 0 {
-        if lane == 0 {
-            // SAFETY: the host made both maps (64-byte aligned, in global memory).
-            unsafe {
-                tma::prefetch(p.a_map);
-                tma::prefetch(p.b_map);
-            }
-        }
-        // (S - 1 <= ktiles: the prologue's steps are all the first tile's.)
-        let o = origin(0);
-        let mut g = 0;
-        while g < S - 1 && g < steps {
-            fill(g, ktiles, o, o);
-            g += 1;
-        }
-    }
-    let (wm, wn) = (w / warps_n * TC_WARP_M, w % warps_n * TC6_WARP_N);
-    // One k16 (k8) step's fragments of stage `st`.
-    // SAFETY (all three closures): the stage landed and was published to this warp by
-    // its full barrier; the whole warp calls them; barriers initialised.
-    let frags = |st: Smem<u8>, kk: u32| unsafe {
-        (a_frags(st, wm, kk, false), b_frags::<KIND>(st, wn, kk))
-    };
-    let wait_full = |g: u32| unsafe { mbarrier::wait(ring.full(g % S), (g / S) & 1) };
-    // Every lane's reads of step g's stage were issued (their values go to registers)
-    // before lane 0 releases it for the next copy.
-    let release = |g: u32| {
-        simt_std::warp::sync();
-        if lane == 0 {
-            // SAFETY: an initialised barrier expecting one arrival per warp.
-            unsafe { mbarrier::arrive(ring.empty(g % S)) };
-        }
-    };
-    // Fragments run one k step ahead of the `mma`s, across K steps too: the next
-    // stage's first fragments load while this stage's last `mma`s issue, so no K step
-    // starts with the tensor cores waiting for `ldmatrix`.
-    wait_full(0);
-    let mut cur = frags(ring.stage(0), 0);
-    let mut g = 0;
-    let mut i = 0;
-    while i < mine {
-        let mut acc = [[[0f32; 4]; NT]; 4];
-        let tile_end = g + ktiles;
-        // The next tile's origin matters to warp 0's last refills only (the last tile
-        // has none: `next < steps`, and grouped_tile is only defined on tiles of C).
-        let o = origin(i);
-        let on = if i + 1 < mine { origin(i + 1) } else { o };
-        while g < tile_end {
-            let next = g + S - 1;
-            if REFILL_AT == 0 && w == 0 && next < steps {
-                // Into the stage step g - 1 used: warp 0 waits until all warps read it.
-                fill(next, tile_end, o, on);
-            }
-            let st = ring.stage(g % S);
-            unroll!(4, KK => {
-                if (KK as u32) + 1 < KSTEPS {
-                    let nxt = frags(st, KK as u32 + 1);
-                    // SAFETY: the whole warp is here, converged.
-                    unsafe { mma_tile::<KIND>(&mut acc, &cur.0, &cur.1) };
-                    cur = nxt;
-                    if REFILL_AT == KK as u32 + 1 && w == 0 && next < steps {
-                        // Later in the K step: by then the other warps have most likely
-                        // released the stage, so warp 0 does not wait for the slowest.
-                        fill(next, tile_end, o, on);
-                    }
-                }
-            });
-            let last = cur;
-            if g + 1 < tile_end {
-                release(g);
-                wait_full(g + 1);
-                cur = frags(ring.stage((g + 1) % S), 0);
-            }
-            // SAFETY: as above.
-            unsafe { mma_tile::<KIND>(&mut acc, &last.0, &last.1) };
-            g += 1;
-        }
-        let (row0, col0) = o;
-        let interior = row0 + TC_BM <= p.m && col0 + BN <= p.n;
-        let (c, ldc) = (p.c.ptr, p.c.ld);
-        let relu = p.epilogue as u32 != 0;
-        if STAGED && interior && ldc % 4 == 0 && c as usize % 16 == 0 {
-            // Once every warp has read its last fragments of step g - 1, its stage may
-            // hold the staging tiles. Every thread of the block takes this branch
-            // (`interior` is the block's).
-            sync_threads();
-            // SAFETY: the tile is inside C, rows 16-byte aligned (checked); stage
-            // (g - 1) % S is read by no warp (above) and refilled only once every warp
-            // released it (below); 16 rows of STAGE_LD floats a warp fit in it.
-            unsafe {
-                store_staged::<1>(
-                    ring.stage((g - 1) % S).cast(),
-                    warps_n,
-                    &acc,
-                    c,
-                    ldc,
-                    row0,
-                    col0,
-                    relu,
-                )
-            };
-        } else {
-            // SAFETY: the kernel's contract for C.
-            unsafe {
-                write_c(
-                    &acc,
-                    c,
-                    p.m as usize,
-                    p.n as usize,
-                    ldc as usize,
-                    (row0 + wm) as usize,
-                    (col0 + wn) as usize,
-                    lane,
-                    relu,
-                )
-            };
-        }
-        i += 1;
-        if i == mine {
-            // (Leaving here, not at the loop's test, tells the compiler that `cur` is
-            // always new below: kept through the epilogue, it spilled a kilobyte.)
-            break;
-        }
-        release(g - 1);
-        wait_full(g);
-        cur = frags(ring.stage(g % S), 0);
-    }
 }
 
 kernel! {
@@ -596,84 +387,29 @@ kernel! {
 }
 
 kernel! {
-    /// As [`matmul_mma_tma_bf16()`] in TF32: `a_map` describes `A: m x k` and `b_map`
-    /// `Bᵀ: n x k`, f32, each rounded to TF32 by its map's loads or already by its
-    /// copy ([`crate::tf32_prep`]), boxes of 128 rows x 32 columns; `mma.m16n8k8` in
-    /// K steps of 32, both operands by `ldmatrix.x4`.
+    /// As [`matmul_mma_tma_bf16()`] in TF32, on wider tiles: `a_map` describes `A: m x
+    /// k` (boxes of 128 rows x 32 columns) and `b_map` `Bᵀ: n x k` (boxes of 256 rows x
+    /// 32 columns), f32, each rounded to TF32 by its map's loads or already by its copy
+    /// ([`crate::tf32_prep`]); `mma.m16n8k8` in K steps of 32, both operands by
+    /// `ldmatrix.x4`.
     ///
     /// # Safety
     /// As [`matmul_mma_tma_bf16()`], with f32 matrices A and Bᵀ (`p.n` rows of `p.k`).
-    #[launch(threads = TC6_THREADS, min_blocks = 2, shared = TC6T_SMEM_BYTES, target = "sm_90a")]
+    ///
+    /// # Tiling
+    /// Block tile 128x256 ([`TC6T_TF32_BN`]), K steps of 32, 4 stages of 48 KiB (A
+    /// `[128][32]`, `Bᵀ` `[256][32]`, 128-byte swizzled); warp tile 64x64 = 4x8
+    /// `mma.m16n8k8`.
+    ///
+    /// # Thread Mapping
+    /// 256 threads = 8 warps, warp `w` at rows `64·(w/4)`, columns `64·(w%4)`; warp 0's
+    /// first thread also issues the copies. `grid = (ceil(n/256), ceil(m/128))` in
+    /// grouped order, one block per SM.
+    #[launch(threads = TC6T_TF32_THREADS, min_blocks = 1, shared = TC6T_TF32_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_tma_tf32(p: MatmulParamsTma) {
         // SAFETY: forwarded.
-        unsafe { body::<TF32, TF32_REFILL_AT, TC_BN, TC_STAGES, TC_STAGE_BYTES>(p) }
-    }
-}
-
-kernel! {
-    /// As [`matmul_mma_tma_bf16()`] on wide tiles: blocks of 128x256 (8 warps of 64x64
-    /// as 2 x 4), one per SM, a 4-stage ring of 48 KiB (A `[128][64]`, B as four boxes
-    /// `[64][64]`): a quarter fewer bytes copied into shared memory per `mma` than
-    /// 128x128 tiles.
-    ///
-    /// # Safety
-    /// As [`matmul_mma_tma_bf16()`]; `grid = (ceil(n/256), ceil(m/128))`.
-    #[launch(threads = TC6W_THREADS, min_blocks = 1, shared = TC6W_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_mma_tma_wide_bf16(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body::<BF16, 0, TC6W_BN, TC6W_STAGES, TC6W_STAGE_BYTES>(p) }
-    }
-}
-
-kernel! {
-    /// As [`matmul_mma_tma_tf32()`] on wide tiles ([`matmul_mma_tma_wide_bf16()`]):
-    /// `b_map`'s boxes are 256 rows of `Bᵀ` x 32 k.
-    ///
-    /// # Safety
-    /// As [`matmul_mma_tma_tf32()`]; `grid = (ceil(n/256), ceil(m/128))`.
-    #[launch(threads = TC6W_THREADS, min_blocks = 1, shared = TC6W_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_mma_tma_wide_tf32(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body::<TF32, TF32_REFILL_AT, TC6W_BN, TC6W_STAGES, TC6W_STAGE_BYTES>(p) }
-    }
-}
-
-kernel! {
-    /// As [`matmul_mma_tma_wide_tf32()`], persistent: block `b` of a 1-D grid takes
-    /// tiles `b, b + grid, ...`; the next tile's copies run under this one's last
-    /// K steps and its epilogue.
-    ///
-    /// # Safety
-    /// As [`matmul_mma_tma_tf32()`]; a 1-D grid of at most `ceil(m/128) · ceil(n/256)`
-    /// blocks.
-    #[launch(threads = TC6W_THREADS, min_blocks = 1, shared = TC6W_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_mma_tma_wide_p_tf32(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body_persistent::<TF32, TF32_REFILL_AT, TC6W_BN, TC6W_STAGES, TC6W_STAGE_BYTES, true>(p) }
-    }
-}
-
-kernel! {
-    /// As [`matmul_mma_tma_wide_bf16()`], persistent ([`matmul_mma_tma_wide_p_tf32()`]).
-    ///
-    /// # Safety
-    /// As [`matmul_mma_tma_bf16()`]; a 1-D grid of at most `ceil(m/128) · ceil(n/256)`
-    /// blocks.
-    #[launch(threads = TC6W_THREADS, min_blocks = 1, shared = TC6W_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_mma_tma_wide_p_bf16(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body_persistent::<BF16, 0, TC6W_BN, TC6W_STAGES, TC6W_STAGE_BYTES, false>(p) }
-    }
-}
-
-kernel! {
-    /// Trial: as [`matmul_mma_tma_wide_p_tf32()`], C written from the registers.
-    ///
-    /// # Safety
-    /// As [`matmul_mma_tma_wide_p_tf32()`].
-    #[launch(threads = TC6W_THREADS, min_blocks = 1, shared = TC6W_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_mma_tma_wide_pr_tf32(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body_persistent::<TF32, TF32_REFILL_AT, TC6W_BN, TC6W_STAGES, TC6W_STAGE_BYTES, false>(p) }
+        unsafe {
+            body::<TF32, TF32_REFILL_AT, TC6T_TF32_BN, TC6T_TF32_STAGES, TC6T_TF32_STAGE_BYTES>(p)
+        }
     }
 }

@@ -26,7 +26,7 @@
 //! nothing, `k = 0` writes `epilogue(0) = 0`.
 use cust::memory::DeviceCopy;
 pub use half::{bf16, f16};
-use kernels::config::{TC6T_B_BOX_COLS, TC6_BK, TC6_BK_TF32, TC_BM, TC_BN};
+use kernels::config::{TC6T_B_BOX_COLS, TC6T_TF32_BN, TC6_BK, TC6_BK_TF32, TC_BM, TC_BN};
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
     Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma, OutType,
@@ -231,12 +231,6 @@ impl TcInput for bf16 {
     }
     fn launch_tma(gpu: &Gpu, stage: TcKernel, p: MatmulParamsTma) -> Result<()> {
         match stage {
-            TcKernel::MmaTma if wide_trial() >= 2 && p.k >= 192 => {
-                go_wide_p::<s6t::matmul_mma_tma_wide_p_bf16>(gpu, p)
-            }
-            TcKernel::MmaTma if wide_trial() >= 1 => {
-                go_wide::<s6t::matmul_mma_tma_wide_bf16>(gpu, p)
-            }
             TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_bf16>(gpu, p),
             TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_bf16>(gpu, p),
             _ => go_hopper::<s7::matmul_wgmma_bf16>(gpu, p),
@@ -291,29 +285,7 @@ fn go_hopper<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma
     go::<K, _>(gpu, dim3(grid as u32, 1, 1), p)
 }
 
-/// Trial: stage 6t on 128x256 tiles (`SIMT_6T_WIDE=1`), persistent (`2`; TF32 with
-/// C from the registers: `3`). The persistent kernels need 3 K steps a tile at least.
-fn wide_trial() -> u32 {
-    std::env::var("SIMT_6T_WIDE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Launches persistent stage 6t on wide tiles: one block per SM, at most one per tile.
-fn go_wide_p<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma) -> Result<()> {
-    let tiles = (p.m as u64).div_ceil(TC_BM as u64) * (p.n as u64).div_ceil(WG_BN as u64);
-    let grid = tiles.min(gpu.props().sms as u64).max(1);
-    go::<K, _>(gpu, dim3(grid as u32, 1, 1), p)
-}
-
-/// Launches stage 6t on wide tiles: one block per 128x256 tile of C.
-fn go_wide<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma) -> Result<()> {
-    const _: () = assert!(kernels::config::TC6W_BN == WG_BN);
-    go::<K, _>(gpu, tile_grid("matmul_tc", p.m, p.n, TC_BM, WG_BN)?, p)
-}
-
-/// Launches stage 6t: one block per 128x128 tile of C.
+/// Launches stage 6t (16-bit inputs): one block per 128x128 tile of C.
 fn go_tiles<K: Kernel<Args = (MatmulParamsTma,)>>(gpu: &Gpu, p: MatmulParamsTma) -> Result<()> {
     go::<K, _>(gpu, grid("matmul_tc", p.m, p.n)?, p)
 }
@@ -639,7 +611,7 @@ pub fn matmul_tf32_with(
         bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
         match stage {
             TcKernel::WgmmaCluster => s8::TF32_B_BOX_ROWS,
-            TcKernel::MmaTma if wide_trial() == 0 => TC_BN,
+            TcKernel::MmaTma => TC6T_TF32_BN,
             _ => WG_BN,
         },
         WG_BK / 2,
@@ -648,14 +620,10 @@ pub fn matmul_tf32_with(
     let cm = c_map(gpu, stage, &c)?;
     let p = wgmma_params(&am, &bm, cm.as_ref(), &mut c, (m, n, k), epilogue);
     match stage {
-        TcKernel::MmaTma if wide_trial() == 3 && p.k >= 96 => {
-            go_wide_p::<s6t::matmul_mma_tma_wide_pr_tf32>(gpu, p)
+        TcKernel::MmaTma => {
+            let grid = tile_grid("matmul_tf32", p.m, p.n, TC_BM, TC6T_TF32_BN)?;
+            go::<s6t::matmul_mma_tma_tf32, _>(gpu, grid, p)
         }
-        TcKernel::MmaTma if wide_trial() == 2 && p.k >= 96 => {
-            go_wide_p::<s6t::matmul_mma_tma_wide_p_tf32>(gpu, p)
-        }
-        TcKernel::MmaTma if wide_trial() >= 1 => go_wide::<s6t::matmul_mma_tma_wide_tf32>(gpu, p),
-        TcKernel::MmaTma => go_tiles::<s6t::matmul_mma_tma_tf32>(gpu, p),
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
     }
