@@ -81,10 +81,6 @@ const _: () = assert!(
         // TF32: Bᵀ's tile is TC_BN rows of 128 bytes, as big as A's.
         && TC_BN * A_ROW == A_BYTES
         && TC6T_SMEM_BYTES == TC_STAGES * TC_STAGE_BYTES + 8 * 2 * TC_STAGES + 1024
-        && TC6_THREADS == 32 * (TC_BM / TC_WARP_M) * (TC_BN / TC6_WARP_N)
-        && TC6T_TF32_STAGE_BYTES == A_BYTES + (TC6T_TF32_BN / TC6T_B_BOX_COLS) * B_BOX_BYTES
-        && TC6T_TF32_SMEM_BYTES == TC6T_TF32_STAGES * TC6T_TF32_STAGE_BYTES + 8 * 2 * TC6T_TF32_STAGES + 1024
-        && TC6T_TF32_BN <= 256
 );
 
 /// Byte offset, inside a stage's B (16-bit inputs), of 16-byte chunk `c` (0..16, 8
@@ -240,8 +236,8 @@ unsafe fn body<
     sync_threads();
     let (row0, col0) = block_origin_n(BN);
     let (w, lane) = (warp_id(), lane_id());
-    let ktiles =
-        p.k.div_ceil(if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK });
+    let bk = if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK };
+    let ktiles = p.k.div_ceil(bk);
     if w == 0 {
         if lane == 0 {
             // SAFETY: the host made both maps (64-byte aligned, in global memory).
