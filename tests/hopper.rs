@@ -727,6 +727,49 @@ fn multicast_matmul_several_clusters() {
     );
 }
 
+/// One TF32 product `relu(A·B)` of `stage` on random inputs with row strides `lda`,
+/// `ldb`, against float64 of the TF32-rounded inputs.
+fn check_tf32(
+    g: &Gpu,
+    r: &mut impl rand::Rng,
+    seed: u64,
+    stage: TcKernel,
+    (m, n, k, lda, ldb): (usize, usize, usize, usize, usize),
+) {
+    use rust_simt::ops::matmul_tc::matmul_tf32_with;
+    let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rne_bits(v));
+    // Rows of whole 16-byte chunks where n allows (stage 8 stores C with TMA).
+    let ldc = if n % 4 == 0 { aligned_ld(n) } else { n + 1 };
+    let a = uniform(r, (m - 1) * lda + k, -1.0, 1.0);
+    let b = uniform(r, (k - 1) * ldb + n, -1.0, 1.0);
+    let (ar, br): (Vec<f32>, Vec<f32>) = (
+        a.iter().map(|&v| tf(v)).collect(),
+        b.iter().map(|&v| tf(v)).collect(),
+    );
+    let want = rust_simt::reference::matmul(&ar, &br, m, n, k, lda, ldb, true);
+    let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+    let mut c = poisoned(g, (m - 1) * ldc + n);
+    matmul_tf32_with(
+        g,
+        stage,
+        ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
+        bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
+        c.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
+        Epilogue::Relu,
+    )
+    .unwrap();
+    let got = dense_rows(&g.download(&c).unwrap(), m, n, ldc);
+    assert_close(
+        &format!("{stage:?} tf32 {m}x{n}x{k} lda {lda} ldb {ldb}"),
+        seed,
+        &got,
+        &want,
+        1e-5,
+        matmul_atol(k),
+        1e-5,
+    );
+}
+
 #[test]
 fn wgmma_matmul_every_thread_order() {
     for order in [Order::Reversed, Order::Random(7)] {
@@ -740,6 +783,11 @@ fn wgmma_matmul_every_thread_order() {
             check_out16::<bf16, bf16>(&g, stage, (140, 264, 72), 272, true, 0, bf);
             check_out16::<bf16, bf16>(&g, stage, (140, 263, 72), 263, true, 0, bf);
         }
+        // TF32: stage 6t's 128x256 tiles (ragged in n), and the wgmma stages.
+        let (mut r, seed) = rng("matmul_tf32_thread_order");
+        for stage in HOPPER_STAGES {
+            check_tf32(&g, &mut r, seed, stage, (140, 300, 100, 100, 304));
+        }
     }
 }
 
@@ -751,7 +799,6 @@ fn wgmma_tf32_matmul_any_strides() {
         return;
     }
     let (mut r, seed) = rng("matmul_wgmma_tf32");
-    let tf = |v: f32| f32::from_bits(kernels::simt_std::convert::tf32_rne_bits(v));
     // Odd strides and K (the rounding copy pads rows to 16 bytes itself), ragged edges,
     // one element, K past several stages.
     let mut shapes = vec![
@@ -774,36 +821,7 @@ fn wgmma_tf32_matmul_any_strides() {
         .into_iter()
         .flat_map(|s| HOPPER_STAGES.map(|st| (s, st)))
     {
-        // Rows of whole 16-byte chunks where n allows (stage 8 stores C with TMA).
-        let ldc = if n % 4 == 0 { aligned_ld(n) } else { n + 1 };
-        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
-        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
-        let (ar, br): (Vec<f32>, Vec<f32>) = (
-            a.iter().map(|&v| tf(v)).collect(),
-            b.iter().map(|&v| tf(v)).collect(),
-        );
-        let want = rust_simt::reference::matmul(&ar, &br, m, n, k, lda, ldb, true);
-        let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-        let mut c = poisoned(&g, (m - 1) * ldc + n);
-        matmul_tf32_with(
-            &g,
-            stage,
-            ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
-            bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
-            c.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
-            Epilogue::Relu,
-        )
-        .unwrap();
-        let got = dense_rows(&g.download(&c).unwrap(), m, n, ldc);
-        assert_close(
-            &format!("{stage:?} tf32 {m}x{n}x{k} lda {lda} ldb {ldb}"),
-            seed,
-            &got,
-            &want,
-            1e-5,
-            matmul_atol(k),
-            1e-5,
-        );
+        check_tf32(&g, &mut r, seed, stage, (m, n, k, lda, ldb));
     }
     // Stage 5 has no TF32 kernel: a typed error, not a wrong answer.
     let x = g.upload(&[1.0f32; 4]).unwrap();
