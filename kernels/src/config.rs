@@ -196,6 +196,22 @@ pub const TC6T_TF32_SMEM_BYTES: u32 =
     TC6T_TF32_STAGES * TC6T_TF32_STAGE_BYTES + 8 * 2 * TC6T_TF32_STAGES + 1024;
 const _: () = assert!(TC6T_TF32_SMEM_BYTES + 1024 <= 228 * 1024);
 
+/// Stage 6w (TF32, `B` read where it lies): threads per block, stage 6t's 8
+/// multiplying warps and a producer warpgroup of 4 that loads `B`'s rows, rounds them
+/// and stores them transposed into the stages ([`crate::matmul_mma_ws`]).
+pub const TC6W_THREADS: u32 = TC6T_TF32_THREADS + 128;
+/// Stage 6w: registers per thread of the producer warpgroup after `setmaxnreg`.
+/// 384 threads launch with 168 each (64 K / 384, rounded down to a multiple of 8);
+/// what the producers give back is what the multiplying warps gain:
+/// `128 · (168 - P) = 256 · (C - 168)`.
+pub const TC6W_PRODUCER_REGS: u32 = 56;
+/// Stage 6w: registers per thread of the multiplying warps after `setmaxnreg`.
+pub const TC6W_CONSUMER_REGS: u32 = 224;
+const _: () = assert!(
+    TC6W_THREADS == 384
+        && 128 * (168 - TC6W_PRODUCER_REGS) >= TC6T_TF32_THREADS * (TC6W_CONSUMER_REGS - 168)
+);
+
 /// Hopper matmul (stage 7, `wgmma` + TMA): rows of C per tile (two consumer
 /// warpgroups of 64 rows).
 pub const WG_BM: u32 = 128;
