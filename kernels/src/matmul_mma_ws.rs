@@ -44,7 +44,7 @@ use crate::matmul_mma_pipelined::{
 };
 use crate::matmul_mma_tma::b_frags;
 use crate::params::MatmulParamsTmaA;
-use simt_std::memory::{is_aligned16, load4_first, load4_nc, prefetch_l2, F32x4};
+use simt_std::memory::{is_aligned16, load4_first, load4_nc, load4_nc_na, prefetch_l2, F32x4};
 use simt_std::mma::to_tf32_rne;
 use simt_std::shared::Smem;
 use simt_std::thread::{sync_threads, thread_idx};
@@ -107,7 +107,7 @@ pub const fn producer_unit(pw: u32, lane: u32, b: u32) -> (u32, u32) {
 /// All 128 threads of the warpgroup, after the barriers' initialisation; the kernel's
 /// contract for `p`.
 #[inline(always)]
-unsafe fn produce(p: &MatmulParamsTmaA, ring: Ring, ktiles: u32, row0: u32, col0: u32) {
+unsafe fn produce<const VAR: u32>(p: &MatmulParamsTmaA, ring: Ring, ktiles: u32, row0: u32, col0: u32) {
     let pt = thread_idx().x - TC6T_TF32_THREADS;
     let (pw, lane) = (pt / 32, lane_id());
     if pt == 0 {
@@ -149,7 +149,7 @@ unsafe fn produce(p: &MatmulParamsTmaA, ring: Ring, ktiles: u32, row0: u32, col0
         });
     };
     let mut f = 0;
-    while f < PREFETCH && f < ktiles {
+    while VAR != 1 && f < PREFETCH && f < ktiles {
         prefetch(f);
         f += 1;
     }
@@ -173,7 +173,7 @@ unsafe fn produce(p: &MatmulParamsTmaA, ring: Ring, ktiles: u32, row0: u32, col0
     while kt < ktiles {
         let s = kt % S;
         let st = ring.stage(s);
-        if kt + PREFETCH < ktiles {
+        if VAR != 1 && kt + PREFETCH < ktiles {
             prefetch(kt + PREFETCH);
         }
         unroll!(2, BI => {
@@ -211,13 +211,15 @@ unsafe fn produce(p: &MatmulParamsTmaA, ring: Ring, ktiles: u32, row0: u32, col0
                 });
             };
             // Each vector's registers take the next batch's vector as soon as it is stored.
-            if more && next.3 {
+            if VAR == 3 {
+                // Diagnostic only: no B at all (wrong results), the consumers' own speed.
+            } else if more && next.3 {
                 unroll!(8, I => {
                     put(cur[I], I as u32);
                     // SAFETY: row < k and the vector's 4 columns below n (`fast`), 16-byte
                     // aligned (vec_ok, the column a multiple of 4); B is not written
                     // during the kernel.
-                    cur[I] = unsafe { load4_nc(next.0.add(8 * I)) };
+                    cur[I] = unsafe { if VAR == 2 { load4_nc_na(next.0.add(8 * I)) } else { load4_nc(next.0.add(8 * I)) } };
                 });
             } else if more {
                 unroll!(8, I => {
@@ -244,7 +246,7 @@ unsafe fn produce(p: &MatmulParamsTmaA, ring: Ring, ktiles: u32, row0: u32, col0
 /// # Safety
 /// As [`matmul_mma_ws_tf32()`].
 #[inline(always)]
-unsafe fn body(p: MatmulParamsTmaA) {
+unsafe fn body<const VAR: u32>(p: MatmulParamsTmaA) {
     let warps_n = BN / TC6_WARP_N;
     let ring = Ring::new();
     let tid = thread_idx().x;
@@ -272,7 +274,7 @@ unsafe fn body(p: MatmulParamsTmaA) {
         // (ptxas plans for the budget).
         unsafe { wgmma::set_max_registers::<TC6W_PRODUCER_REGS, false>() };
         // SAFETY: the warpgroup, after the initialisation; the kernel's contract.
-        unsafe { produce(&p, ring, ktiles, row0, col0) };
+        unsafe { produce::<VAR>(&p, ring, ktiles, row0, col0) };
         if staged {
             // The epilogue's barrier (block-wide, the multiplying warps wait there).
             sync_threads();
@@ -379,7 +381,43 @@ kernel! {
     #[launch(threads = TC6W_THREADS, min_blocks = 1, shared = TC6T_TF32_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_mma_ws_tf32(p: MatmulParamsTmaA) {
         // SAFETY: forwarded.
-        unsafe { body(p) }
+        unsafe { body::<0>(p) }
+    }
+}
+
+kernel! {
+    /// Trial variant 1: no L2 prefetch.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_ws_tf32()`].
+    #[launch(threads = TC6W_THREADS, min_blocks = 1, shared = TC6T_TF32_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_ws_tf32_v1(p: MatmulParamsTmaA) {
+        // SAFETY: forwarded.
+        unsafe { body::<1>(p) }
+    }
+}
+
+kernel! {
+    /// Trial variant 2: B's loads bypass L1.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_ws_tf32()`].
+    #[launch(threads = TC6W_THREADS, min_blocks = 1, shared = TC6T_TF32_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_ws_tf32_v2(p: MatmulParamsTmaA) {
+        // SAFETY: forwarded.
+        unsafe { body::<2>(p) }
+    }
+}
+
+kernel! {
+    /// Trial variant 3 (diagnostic, wrong results): no B stores at all.
+    ///
+    /// # Safety
+    /// As [`matmul_mma_ws_tf32()`].
+    #[launch(threads = TC6W_THREADS, min_blocks = 1, shared = TC6T_TF32_SMEM_BYTES, target = "sm_90a")]
+    pub unsafe fn matmul_mma_ws_tf32_v3(p: MatmulParamsTmaA) {
+        // SAFETY: forwarded.
+        unsafe { body::<3>(p) }
     }
 }
 

@@ -643,7 +643,12 @@ pub fn matmul_tf32_with(
             epilogue,
         };
         let grid = tile_grid("matmul_tf32", m, n, TC_BM, TC6T_TF32_BN)?;
-        return go::<s6w::matmul_mma_ws_tf32, _>(gpu, grid, p);
+        return match std::env::var("SIMT_6W_VAR").as_deref() {
+            Ok("1") => go::<s6w::matmul_mma_ws_tf32_v1, _>(gpu, grid, p),
+            Ok("2") => go::<s6w::matmul_mma_ws_tf32_v2, _>(gpu, grid, p),
+            Ok("3") => go::<s6w::matmul_mma_ws_tf32_v3, _>(gpu, grid, p),
+            _ => go::<s6w::matmul_mma_ws_tf32, _>(gpu, grid, p),
+        };
     };
     let bm = TensorMap::tiled(
         gpu,
