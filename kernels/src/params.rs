@@ -88,19 +88,6 @@ kernel_params! {
         pub c_type: OutType,
     }
 
-    /// `C = epilogue(A · B)` for stage 6w ([`crate::matmul_mma_ws`]): A through a TMA
-    /// map (`a_map`: `A: m x k`, boxes of 128 rows x 32 f32, 128-byte swizzled, rounding
-    /// to TF32), B as it lies in global memory (`b`: `k x n`, row-major, any stride and
-    /// alignment), f32 C.
-    pub struct MatmulParamsTmaA {
-        pub a_map: *const TensorMap,
-        pub b: MatRef,
-        pub c: MatMut,
-        pub m: u32,
-        pub n: u32,
-        pub k: u32,
-        pub epilogue: Epilogue,
-    }
 }
 
 /// What the matmul applies to each accumulated output before storing it.

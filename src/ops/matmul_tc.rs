@@ -30,7 +30,7 @@ use kernels::config::{TC6T_B_BOX_COLS, TC6T_TF32_BN, TC6_BK, TC6_BK_TF32, TC_BM,
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
     Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma,
-    MatmulParamsTmaA, OutType, Tf32CopyParams,
+    OutType, Tf32CopyParams,
 };
 use kernels::{
     convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_mma_tma as s6t,
@@ -548,9 +548,10 @@ pub fn matmul_tf32_with(
     // (boxes past k arrive as zeros).
     let kp = (k as usize).next_multiple_of(4);
     let a_in_place = rows_aligned(&a);
-    // Stage 6t reads B where it lies (stage 6w's producer warpgroup transposes it into
-    // shared memory); the wgmma stages read a copy of `Bᵀ`.
-    let b_copied = stage != TcKernel::MmaTma || !tf32_b_in_kernel();
+    // Stage 6t reads B where it lies when its rows are TMA-aligned (stage 6w: a
+    // producer warpgroup transposes B's tiles in shared memory); the wgmma stages, and
+    // 6t with unaligned rows of B, read a copy of `Bᵀ`.
+    let b_copied = stage != TcKernel::MmaTma || !rows_aligned(&b) || !tf32_b_in_kernel();
     for (what, rows, copied) in [("A", m as usize, !a_in_place), ("B", n as usize, b_copied)] {
         if copied && (rows * kp * 4) as u64 > u32::MAX as u64 {
             return Err(SimtError::TooLarge {
@@ -558,12 +559,6 @@ pub fn matmul_tf32_with(
                 detail: format!("the TF32 copy of {what} spans {} bytes; the kernels index bytes in 32 bits; split the product", rows * kp * 4),
             });
         }
-    }
-    if !b_copied && ((k as u64) * (b.ld() as u64) >= 1 << 32 || (m as u64) * (c.ld() as u64) >= 1 << 32) {
-        return Err(SimtError::TooLarge {
-            op,
-            detail: format!("B ({k} rows of stride {}) or C ({m} rows of stride {}) spans 2^32 elements or more; the kernel indexes them in 32 bits; split the product", b.ld(), c.ld()),
-        });
     }
     let bt = if b_copied {
         Some(gpu.scratch_f32(super::SCRATCH_TF32_B, n as usize * kp)?)
@@ -623,32 +618,11 @@ pub fn matmul_tf32_with(
         None => TensorMap::tiled_tf32(gpu, a, WG_BM, WG_BK / 2, TmaSwizzle::B128)?,
     };
     let Some(bt) = bt else {
-        let p = MatmulParamsTmaA {
-            a_map: am.ptr(),
-            b: MatRef {
-                ptr: b.ptr(),
-                rows: k,
-                cols: n,
-                ld: b.ld() as u32,
-            },
-            c: MatMut {
-                ptr: c.ptr_mut(),
-                rows: m,
-                cols: n,
-                ld: c.ld() as u32,
-            },
-            m,
-            n,
-            k,
-            epilogue,
-        };
+        // B as it lies, boxes of one K step's rows x a block's columns, rounded by the map.
+        let bm = TensorMap::tiled_tf32(gpu, b, TC6_BK_TF32, TC6T_TF32_BN, TmaSwizzle::None)?;
+        let p = wgmma_params(&am, &bm, None::<&TensorMap<f32>>, &mut c, (m, n, k), epilogue);
         let grid = tile_grid("matmul_tf32", m, n, TC_BM, TC6T_TF32_BN)?;
-        return match std::env::var("SIMT_6W_VAR").as_deref() {
-            Ok("1") => go::<s6w::matmul_mma_ws_tf32_v1, _>(gpu, grid, p),
-            Ok("2") => go::<s6w::matmul_mma_ws_tf32_v2, _>(gpu, grid, p),
-            Ok("3") => go::<s6w::matmul_mma_ws_tf32_v3, _>(gpu, grid, p),
-            _ => go::<s6w::matmul_mma_ws_tf32, _>(gpu, grid, p),
-        };
+        return go::<s6w::matmul_mma_ws_tf32, _>(gpu, grid, p);
     };
     let bm = TensorMap::tiled(
         gpu,

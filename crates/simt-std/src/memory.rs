@@ -114,34 +114,6 @@ pub unsafe fn load4_nc(p: *const f32) -> F32x4 {
     }
 }
 
-/// As [`load4_nc`], without allocating the line in L1
-/// (`ld.global.nc.L1::no_allocate.v4.f32`): data read once per block, whose lines
-/// would only evict what L1 holds for others (a kernel's local-memory spills among them).
-///
-/// # Safety
-/// As [`load4_nc`].
-#[inline(always)]
-pub unsafe fn load4_nc_na(p: *const f32) -> F32x4 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let (x, y, z, w): (f32, f32, f32, f32);
-        // SAFETY: caller's contract (valid, aligned, read-only during the kernel).
-        unsafe {
-            core::arch::asm!(
-                "ld.global.nc.L1::no_allocate.v4.f32 {{{x}, {y}, {z}, {w}}}, [{p}];",
-                x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
-                p = in(reg64) p, options(pure, readonly, nostack)
-            )
-        };
-        F32x4 { x, y, z, w }
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: caller's contract.
-    unsafe {
-        load4(p)
-    }
-}
-
 /// Stores 4 consecutive `f32` starting at `p` (`st.v4.f32`).
 ///
 /// # Safety
