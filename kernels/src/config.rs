@@ -196,37 +196,6 @@ pub const TC6T_TF32_SMEM_BYTES: u32 =
     TC6T_TF32_STAGES * TC6T_TF32_STAGE_BYTES + 8 * 2 * TC6T_TF32_STAGES + 1024;
 const _: () = assert!(TC6T_TF32_SMEM_BYTES + 1024 <= 228 * 1024);
 
-/// Stage 6w (TF32, `B` read where it lies): threads per block, stage 6t's 8
-/// multiplying warps and a producer warpgroup of 4 that transposes B's tiles into the
-/// stages ([`crate::matmul_mma_ws`]).
-pub const TC6W_THREADS: u32 = TC6T_TF32_THREADS + 128;
-/// Stage 6w: registers per thread of the producer warpgroup after `setmaxnreg`.
-/// 384 threads launch with 168 each (64 K / 384, rounded down to a multiple of 8);
-/// what the producers give back is what the multiplying warps gain:
-/// `128 · (168 - P) >= 256 · (C - 168)`.
-pub const TC6W_PRODUCER_REGS: u32 = 40;
-/// Stage 6w: registers per thread of the multiplying warps after `setmaxnreg` (stage
-/// 6t's warps use 235 uncapped; at 224 ptxas spilled 4 addresses).
-pub const TC6W_CONSUMER_REGS: u32 = 232;
-/// Stage 6w: stages of the ring the multiplying warps read (A `[128][32]` and `Bᵀ`
-/// `[256][32]`, as stage 6t's TF32 stages).
-pub const TC6W_STAGES: u32 = 3;
-/// Stage 6w: slots of the ring of B's raw tiles (`[32][256]` f32 as B lies, by TMA).
-pub const TC6W_RAW_SLOTS: u32 = 2;
-/// Stage 6w: bytes of one raw tile of B.
-pub const TC6W_RAW_BYTES: u32 = TC6_BK_TF32 * TC6T_TF32_BN * 4;
-/// Stage 6w: dynamic shared memory: the stages, the raw slots, a full and an empty
-/// mbarrier per stage and per slot, 1 KiB of alignment slack.
-pub const TC6W_SMEM_BYTES: u32 = TC6W_STAGES * TC6T_TF32_STAGE_BYTES
-    + TC6W_RAW_SLOTS * TC6W_RAW_BYTES
-    + 8 * 2 * (TC6W_STAGES + TC6W_RAW_SLOTS)
-    + 1024;
-const _: () = assert!(
-    TC6W_THREADS == 384
-        && 128 * (168 - TC6W_PRODUCER_REGS) >= TC6T_TF32_THREADS * (TC6W_CONSUMER_REGS - 168)
-        && TC6W_SMEM_BYTES + 1024 <= 228 * 1024
-);
-
 /// Hopper matmul (stage 7, `wgmma` + TMA): rows of C per tile (two consumer
 /// warpgroups of 64 rows).
 pub const WG_BM: u32 = 128;

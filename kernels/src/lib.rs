@@ -26,7 +26,6 @@
 //! | [`matmul_gemv`] | a row times a matrix, a matrix times a column: memory-bound products at copy bandwidth |
 //! | [`matmul_mma`], [`matmul_mma_pipelined`] | matmul + ReLU on tensor cores (bf16, f16, tf32), stages 5 and 6 |
 //! | [`matmul_mma_tma`] | stage 6's `mma.sync` warps fed by TMA through an mbarrier ring, the copies issued by one thread of warp 0 (Hopper, sm_90a module): stage 6t |
-//! | [`matmul_mma_ws`] | stage 6t's TF32 warps with B read where it lies: a producer warpgroup loads, rounds and transposes it into the stages (Hopper, sm_90a module): stage 6w |
 //! | [`matmul_wgmma`] | matmul + ReLU with `wgmma` and TMA (bf16, f16; Hopper, sm_90a module), stage 7 |
 //! | [`tf32_prep`] | TF32 rounding copy (and transpose) of f32 operands, for the Hopper TF32 matmul |
 //! | [`util`] | fills (poisoning, zeroing, L2 flushes) |
@@ -95,7 +94,6 @@ hopper!(
     hopper_probes,
     matmul_cluster_splitk,
     matmul_mma_tma,
-    matmul_mma_ws,
     matmul_wgmma,
     matmul_wgmma_cluster,
     softmax_cluster

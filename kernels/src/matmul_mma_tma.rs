@@ -152,7 +152,7 @@ unsafe fn refill<const KIND: u32, const BN: u32, const S: u32, const SB: u32>(
 /// `st` is a stage whose copies landed and were published to this warp (its full
 /// barrier); the whole warp calls it.
 #[inline(always)]
-pub(crate) unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2]; NT] {
+unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2]; NT] {
     let (lr, lc) = ldmatrix_row_addr(lane_id());
     let b = st.add(A_BYTES as usize);
     let mut bf = [[0u32; 2]; NT];

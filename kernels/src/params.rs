@@ -87,7 +87,6 @@ kernel_params! {
         /// C's element type.
         pub c_type: OutType,
     }
-
 }
 
 /// What the matmul applies to each accumulated output before storing it.

@@ -29,12 +29,12 @@ pub use half::{bf16, f16};
 use kernels::config::{TC6T_B_BOX_COLS, TC6T_TF32_BN, TC6_BK, TC6_BK_TF32, TC_BM, TC_BN};
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
-    Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma,
-    OutType, Tf32CopyParams,
+    Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma, OutType,
+    Tf32CopyParams,
 };
 use kernels::{
     convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_mma_tma as s6t,
-    matmul_mma_ws as s6w, matmul_wgmma as s7, matmul_wgmma_cluster as s8,
+    matmul_wgmma as s7, matmul_wgmma_cluster as s8,
 };
 use simt::{
     dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, TensorMap,
@@ -548,11 +548,7 @@ pub fn matmul_tf32_with(
     // (boxes past k arrive as zeros).
     let kp = (k as usize).next_multiple_of(4);
     let a_in_place = rows_aligned(&a);
-    // Stage 6t reads B where it lies when its rows are TMA-aligned (stage 6w: a
-    // producer warpgroup transposes B's tiles in shared memory); the wgmma stages, and
-    // 6t with unaligned rows of B, read a copy of `Bᵀ`.
-    let b_copied = stage != TcKernel::MmaTma || !rows_aligned(&b) || !tf32_b_in_kernel();
-    for (what, rows, copied) in [("A", m as usize, !a_in_place), ("B", n as usize, b_copied)] {
+    for (what, rows, copied) in [("A", m as usize, !a_in_place), ("B", n as usize, true)] {
         if copied && (rows * kp * 4) as u64 > u32::MAX as u64 {
             return Err(SimtError::TooLarge {
                 op,
@@ -560,11 +556,7 @@ pub fn matmul_tf32_with(
             });
         }
     }
-    let bt = if b_copied {
-        Some(gpu.scratch_f32(super::SCRATCH_TF32_B, n as usize * kp)?)
-    } else {
-        None
-    };
+    let bt = gpu.scratch_f32(super::SCRATCH_TF32_B, n as usize * kp)?;
     let ar = if a_in_place {
         None
     } else {
@@ -585,25 +577,22 @@ pub fn matmul_tf32_with(
         ld_dst: kp as u32,
         transpose,
     };
-    let jobs: Vec<Tf32CopyParams> = bt
-        .iter()
-        .map(|bt| job(&b, bt, 1))
-        .chain(ar.iter().map(|ar| job(&a, ar, 0)))
-        .collect();
-    if let Some(&p0) = jobs.first() {
-        let p1 = *jobs.last().unwrap_or(&p0);
-        let grid = dim3(
-            p0.src.cols.max(p1.src.cols).div_ceil(region),
-            p0.src.rows.max(p1.src.rows).div_ceil(region),
-            jobs.len() as u32,
-        );
-        // SAFETY: both sources are checked views of this Gpu; each dst is this Gpu's
-        // scratch of at least rows x kp (A) or cols x kp (Bᵀ) floats, kp >= k, written by
-        // this launch only (the queue orders it before the matmul that reads it and after
-        // any earlier user of the slot); the grid covers the copies it runs (grid.z) with
-        // the kernel's block (blocks past one's edges exit).
-        unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (p0, p1))? };
-    }
+    let pb = job(&b, &bt, 1);
+    let (p1, copies) = match &ar {
+        Some(ar) => (job(&a, ar, 0), 2),
+        None => (pb, 1),
+    };
+    let grid = dim3(
+        pb.src.cols.max(p1.src.cols).div_ceil(region),
+        pb.src.rows.max(p1.src.rows).div_ceil(region),
+        copies,
+    );
+    // SAFETY: both sources are checked views of this Gpu; each dst is this Gpu's
+    // scratch of at least rows x kp (A) or cols x kp (Bᵀ) floats, kp >= k, written by
+    // this launch only (the queue orders it before the matmul that reads it and after
+    // any earlier user of the slot); the grid covers the copies it runs (grid.z) with
+    // the kernel's block (blocks past one's edges exit).
+    unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (pb, p1))? };
     // Boxes of one 128-byte row of K (32 f32) for every stage; rows: A 128, Bᵀ a
     // stage's columns of C per copy.
     const _: () = assert!(TC_BM == WG_BM && TC6_BK_TF32 == WG_BK / 2);
@@ -616,13 +605,6 @@ pub fn matmul_tf32_with(
             TmaSwizzle::B128,
         )?,
         None => TensorMap::tiled_tf32(gpu, a, WG_BM, WG_BK / 2, TmaSwizzle::B128)?,
-    };
-    let Some(bt) = bt else {
-        // B as it lies, boxes of one K step's rows x a block's columns, rounded by the map.
-        let bm = TensorMap::tiled_tf32(gpu, b, TC6_BK_TF32, TC6T_TF32_BN, TmaSwizzle::None)?;
-        let p = wgmma_params(&am, &bm, None::<&TensorMap<f32>>, &mut c, (m, n, k), epilogue);
-        let grid = tile_grid("matmul_tf32", m, n, TC_BM, TC6T_TF32_BN)?;
-        return go::<s6w::matmul_mma_ws_tf32, _>(gpu, grid, p);
     };
     let bm = TensorMap::tiled(
         gpu,
@@ -645,12 +627,6 @@ pub fn matmul_tf32_with(
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
     }
-}
-
-/// Trial switch (session 20): stage 6t in TF32 with B read where it lies (stage 6w)
-/// unless `SIMT_6T_WS=0`.
-fn tf32_b_in_kernel() -> bool {
-    std::env::var("SIMT_6T_WS").map_or(true, |v| v != "0")
 }
 
 /// What [`TcKernel::Auto`] decides on: the product's sizes, whether A's and B's rows

@@ -224,28 +224,6 @@ pub fn to_tf32(x: f32) -> u32 {
     }
 }
 
-/// An f32 rounded to TF32 to nearest, **ties to even** (`cvt.rn.tf32.f32`, sm_90 and
-/// newer), as a TMA load through a TF32 tensor map and cuBLAS round: f32 bits with the
-/// low 13 bits zero ([`crate::convert::tf32_rne_bits`] on the emulator). For kernels
-/// of the sm_90a module only: sm_80 has no such instruction (its module does not
-/// assemble with one).
-#[inline(always)]
-pub fn to_tf32_rne(x: f32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let r: u32;
-        // SAFETY: a conversion; no memory.
-        unsafe {
-            core::arch::asm!("cvt.rn.tf32.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
-        };
-        r
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        crate::convert::tf32_rne_bits(x)
-    }
-}
-
 #[cfg(target_arch = "nvptx64")]
 mod imp {
     use super::MmaKind;
