@@ -90,16 +90,15 @@ pub const fn piece(pos: usize, n: usize, lag: usize, grid: usize) -> (bool, usiz
 /// floats before the row's first element), and the columns `[start, end)` of that
 /// aligned row, the row's own from `lo`.
 #[inline(always)]
-fn chunk<const VV: usize>(p: &SoftmaxSplitParams, i: usize) -> (usize, *const f32, usize, usize, usize, usize) {
-    let chunk_cols = 4 * T * VV;
+fn chunk(p: &SoftmaxSplitParams, i: usize) -> (usize, *const f32, usize, usize, usize, usize) {
     let splits = p.splits as usize;
     // The row by a 32-bit division (rows·splits < 2^31, the contract).
     let r = (i as u32 / splits as u32) as usize;
     let j = i - r * splits;
     let xr = p.x.ptr.wrapping_add(r * p.x.ld as usize);
     let a = (xr as usize % 16) / 4;
-    let start = j * chunk_cols;
-    let end = (start + chunk_cols).min(p.x.cols as usize + a).max(start);
+    let start = j * CHUNK;
+    let end = (start + CHUNK).min(p.x.cols as usize + a).max(start);
     (r, xr.wrapping_sub(a), a, start, if j == 0 { a } else { start }, end)
 }
 
@@ -109,14 +108,10 @@ fn chunk<const VV: usize>(p: &SoftmaxSplitParams, i: usize) -> (usize, *const f3
 /// piece waiting for its row itself, no barrier) were slower: 16 warps poll the
 /// flags instead of one (measurements in docs/PERFORMANCE.md, session 15).
 ///
-/// With `PIPE`, a block also loads its next piece's chunk before it works on this
-/// one's: the loads of one chunk are in flight through the other's reductions,
-/// barriers and waits (one block of 512 threads per SM, two chunks in registers).
-///
 /// # Safety
 /// As [`softmax_stream()`].
 #[inline(always)]
-unsafe fn body<const PIPE: bool, const VV: usize>(p: SoftmaxSplitParams) {
+unsafe fn body(p: SoftmaxSplitParams) {
     // Two sets of (max scratch, sum scratch, row pair): piece k uses set k % 2. A warp
     // reaches piece k + 2's first write to a set only after every warp passed a
     // barrier of piece k + 1, so after every read of piece k's.
@@ -127,36 +122,16 @@ unsafe fn body<const PIPE: bool, const VV: usize>(p: SoftmaxSplitParams) {
     let n = p.x.rows as usize * splits;
     let grid = grid_dim().x as usize;
     let l = lag(grid, splits, n);
-    // The chunk of the piece at `pos`, loaded: a stats piece's from DRAM (it stays in
-    // L2); a write piece's again, from L2 (its stats piece read it about a grid of
-    // pieces ago), as its last use: evict-first, so L2 keeps the chunks still waiting.
-    // SAFETY (both loads): [lo, end) is inside row r, [start, lo) the bytes before it
-    // in x's 16-byte aligned allocation (contract); xv is aligned; x is global memory.
-    let fetch = |pos: usize| {
-        let (stats, i) = piece(pos, n, l, grid);
-        let (_, xv, _, start, lo, end) = chunk::<VV>(&p, i);
-        let s = if stats {
-            unsafe { Slice::<VV>::load_from::<true, false>(xv, start, lo, end, t, T, true) }
-        } else {
-            unsafe { Slice::<VV>::load_from::<true, true>(xv, start, lo, end, t, T, true) }
-        };
-        (stats, i, s)
-    };
     let mut pos = block_idx().x as usize;
     let mut set = 0;
-    let mut ahead = if PIPE && pos < 2 * n { Some(fetch(pos)) } else { None };
     while pos < 2 * n {
-        let (stats, i, mut s) = match ahead {
-            Some(cur) if PIPE => {
-                // The next piece's loads go out before this piece's reductions.
-                ahead = if pos + grid < 2 * n { Some(fetch(pos + grid)) } else { None };
-                cur
-            }
-            _ => fetch(pos),
-        };
-        let (r, _, a, start, lo, end) = chunk::<VV>(&p, i);
+        let (stats, i) = piece(pos, n, l, grid);
+        let (r, xv, a, start, lo, end) = chunk(&p, i);
         let (sc, mm_slot) = (scratch.add(64 * set), row_mm.add(2 * set));
         if stats {
+            // SAFETY: [lo, end) is inside row r, [start, lo) the bytes before it in x's
+            // 16-byte aligned allocation (contract); xv is aligned.
+            let mut s = unsafe { Slice::<V>::load_from::<true, false>(xv, start, lo, end, t, T, true) };
             // SAFETY: sc[0..32] and [32..64] are each reduced into once per piece; the
             // set alternates before they are written again.
             let m = unsafe { block_reduce_once(s.max(), sc, max_nan, f32::NEG_INFINITY) };
@@ -167,10 +142,13 @@ unsafe fn body<const PIPE: bool, const VV: usize>(p: SoftmaxSplitParams) {
             // SAFETY: i < rows·splits.
             unsafe { publish_pair(&p, i, m, sum, t) };
         } else {
+            // The chunk again, from L2 (its stats piece read it about a grid of pieces
+            // ago), as its last use: evict-first, so L2 keeps the chunks still waiting.
+            // SAFETY: as the stats load; x is in global memory.
+            let mut s = unsafe { Slice::<V>::load_from::<true, true>(xv, start, lo, end, t, T, true) };
             // SAFETY: every stats piece of row r sits at an earlier position, held by a
             // resident block that publishes without waiting on this one (the module
-            // doc; loading a later piece's chunk early waits on nothing); mm_slot is
-            // read again only after another piece's barrier.
+            // doc); mm_slot is read again only after another piece's barrier.
             let (mm, ss) = unsafe { wait_row(&p, r, mm_slot, t) };
             // exp(x - M) with the row's own maximum; a row of only -inf (M = -inf)
             // comes out NaN, as PyTorch's.
@@ -214,19 +192,6 @@ kernel! {
     #[launch(threads = SOFTMAX_STREAM_THREADS, min_blocks = SOFTMAX_STREAM_MIN_BLOCKS, cooperative = true)]
     pub unsafe fn softmax_stream(p: SoftmaxSplitParams) {
         // SAFETY: forwarded.
-        unsafe { body::<false, V>(p) }
-    }
-}
-
-kernel! {
-    /// Trial: [`softmax_stream()`] with the next piece's chunk loaded ahead, chunks of
-    /// 8192 columns (two in registers at 64 a thread, two blocks per SM).
-    ///
-    /// # Safety
-    /// As [`softmax_stream()`].
-    #[launch(threads = SOFTMAX_STREAM_THREADS, min_blocks = SOFTMAX_STREAM_MIN_BLOCKS, cooperative = true)]
-    pub unsafe fn softmax_stream_pipe(p: SoftmaxSplitParams) {
-        // SAFETY: forwarded.
-        unsafe { body::<true, { V / 2 }>(p) }
+        unsafe { body(p) }
     }
 }

@@ -584,9 +584,7 @@ pub fn softmax_with(
             }
         }
         SoftmaxKernel::Stream => {
-            let pipe = std::env::var("SIMT_STREAM_PIPE").map_or(false, |v| v == "1");
-            let chunk_cols = if pipe { SOFTMAX_STREAM_CHUNK / 2 } else { SOFTMAX_STREAM_CHUNK };
-            let splits = wide_cols(n, aligned).div_ceil(chunk_cols as usize);
+            let splits = wide_cols(n, aligned).div_ceil(SOFTMAX_STREAM_CHUNK as usize);
             let items = rows as usize * splits;
             if items >= 1 << 31 {
                 return Err(SimtError::TooLarge {
@@ -594,12 +592,7 @@ pub fn softmax_with(
                     detail: format!("{items} chunks of {SOFTMAX_STREAM_CHUNK} columns (at most 2^31-1); split the rows into several calls"),
                 });
             }
-            let resident = if pipe {
-                resident_blocks::<kst::softmax_stream_pipe>(gpu)?
-            } else {
-                stream_blocks(gpu)?
-            };
-            let grid = resident.min(items as u32).max(1);
+            let grid = stream_blocks(gpu)?.min(items as u32).max(1);
             let pairs = gpu.scratch_f32(SCRATCH_SOFTMAX_PAIRS, 2 * items)?;
             let (flags, epoch) = gpu.flags(items)?;
             let p = SoftmaxSplitParams {
@@ -616,14 +609,7 @@ pub fn softmax_with(
             // aligned); 2·items floats of scratch and items flags none of which holds
             // `epoch` (Gpu::flags); items < 2^31; grid at most what is resident
             // (checked again by the cooperative launch).
-            unsafe {
-                if pipe {
-                    let cfg = LaunchConfig::for_kernel::<kst::softmax_stream_pipe>(dim3(grid, 1, 1));
-                    gpu.launch::<kst::softmax_stream_pipe>(cfg, (p,))
-                } else {
-                    gpu.launch::<kst::softmax_stream>(cfg, (p,))
-                }
-            }
+            unsafe { gpu.launch::<kst::softmax_stream>(cfg, (p,)) }
         }
         SoftmaxKernel::Online => {
             // Enough chunks for about 4 blocks per SM in total, none shorter than 16
