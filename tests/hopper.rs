@@ -10,8 +10,8 @@ mod common;
 use common::*;
 use half::{bf16, f16};
 use kernels::hopper_probes::{
-    probe_cluster, probe_multicast, probe_tma, probe_tma_store, probe_wgmma, probe_wgmma_misuse,
-    PROBE_CLUSTER_THREADS, PROBE_MULTICAST_THREADS,
+    probe_cluster, probe_multicast, probe_setmaxnreg, probe_tma, probe_tma_store, probe_wgmma,
+    probe_wgmma_misuse, PROBE_CLUSTER_THREADS, PROBE_MULTICAST_THREADS,
 };
 use kernels::params::Epilogue;
 use kernels::simt_std::tma::swizzle_128b;
@@ -361,6 +361,39 @@ fn wgmma_case(g: &Gpu, trans_b: bool, mode: u32) {
                 "D({r}, {c}) with trans_b = {trans_b}"
             );
         }
+    }
+}
+
+/// One launch of [`probe_setmaxnreg`] in `mode`: what the threads wrote, or the error.
+fn setmaxnreg_case(g: &Gpu, mode: u32) -> Result<Vec<u32>, SimtError> {
+    let mut out = g.alloc::<u32>(384).unwrap();
+    // SAFETY: out holds 384 words; one block of 384 threads.
+    unsafe {
+        g.launch::<probe_setmaxnreg>(
+            LaunchConfig::new(dim3(1, 1, 1), dim3(384, 1, 1)),
+            (mode, out.ptr_mut()),
+        )?
+    };
+    Ok(g.download(&out).unwrap())
+}
+
+#[test]
+fn setmaxnreg_books_balance_and_misuse_is_caught() {
+    // 384 threads start with 168 registers each (64 K / 384, rounded down to 8); a
+    // producer at 40 frees 128 · 128, exactly what two consumers at 232 take.
+    let g = probe_device();
+    let got = setmaxnreg_case(&g, 0).unwrap();
+    assert!(got
+        .iter()
+        .enumerate()
+        .all(|(t, &v)| v == t as u32 / 128 + 1));
+    for (mode, says) in [
+        (1, "setmaxnreg.inc to 240 registers a thread for 9216 registers the block's pool never gets (it holds 7168)"),
+        (2, "setmaxnreg.inc was not reached by thread (200, 0, 0)"),
+        (3, "setmaxnreg.dec to 200 registers a thread, but the warpgroup holds 168"),
+    ] {
+        let e = setmaxnreg_case(&g, mode).unwrap_err().to_string();
+        assert!(e.contains(says) && e.contains("probe_setmaxnreg"), "mode {mode}: {e}");
     }
 }
 

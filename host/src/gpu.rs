@@ -426,6 +426,7 @@ impl Gpu {
                 emu,
                 cooperative: K::BOUNDS.cooperative,
                 cluster: K::BOUNDS.cluster,
+                min_blocks: K::BOUNDS.min_blocks_per_sm,
             };
             // SAFETY: forwarded from this function's contract; `args` outlives the call.
             unsafe { self.dev.backend.launch(&raw) }

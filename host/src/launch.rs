@@ -194,4 +194,7 @@ pub(crate) struct RawLaunch<'a> {
     pub cooperative: bool,
     /// Blocks per cluster along x (`#[launch(cluster = N)]`; 1: none).
     pub cluster: u32,
+    /// Blocks per SM of the launch bounds (0: none): with the block's threads, the
+    /// registers each thread starts with (`setmaxnreg`'s books on the emulator).
+    pub min_blocks: u32,
 }

@@ -374,3 +374,41 @@ kernel! {
         }
     }
 }
+
+kernel! {
+    /// `setmaxnreg` by the book, and against it for the emulator's checks (modes 1-3
+    /// hang or break the rules on a GPU: the emulator only). 384 threads start with 168
+    /// registers each; warpgroup 0 lowers its budget, warpgroups 1 and 2 raise theirs,
+    /// then every thread writes its warpgroup's number plus one to `out[thread]`.
+    /// * mode 0: 40 and 232, the books balance (`128 · 128 = 256 · 64`);
+    /// * mode 1: 40 and 240: the increases wait for registers the pool never gets;
+    /// * mode 2: thread 200 skips the increase: its warpgroup diverges;
+    /// * mode 3: warpgroup 0 "decreases" to 200, above the 168 it holds.
+    ///
+    /// # Safety
+    /// `out` holds 384 words; a launch of one block of 384 threads.
+    #[launch(threads = 384, min_blocks = 1, target = "sm_90a")]
+    pub unsafe fn probe_setmaxnreg(mode: u32, out: *mut u32) {
+        let t = thread_idx().x;
+        let wg = t / 128;
+        // SAFETY: each branch is taken by whole warpgroups, converged (mode 2 breaks
+        // this on purpose, mode 1 and 3 the books: the emulator's checks).
+        unsafe {
+            if wg == 0 {
+                if mode == 3 {
+                    wgmma::set_max_registers::<200, false>()
+                } else {
+                    wgmma::set_max_registers::<40, false>()
+                }
+            } else if !(mode == 2 && t == 200) {
+                if mode == 1 {
+                    wgmma::set_max_registers::<240, true>()
+                } else {
+                    wgmma::set_max_registers::<232, true>()
+                }
+            }
+            // SAFETY: t < 384 (the contract).
+            *out.add(t as usize) = wg + 1;
+        }
+    }
+}

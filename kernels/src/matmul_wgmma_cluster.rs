@@ -246,7 +246,8 @@ unsafe fn body<const KIND: u32>(p: MatmulParamsTma) {
     if wg == 0 {
         // The producer needs few registers: it hands them to the consumers, whose
         // 128 accumulators and the epilogue's addresses need more than the 168 an
-        // even split of 384 threads gives (40·128 + 232·256 <= 65536).
+        // even split of 384 threads gives. Increases draw only on what decreases
+        // release: 128·(168 - 40) = 256·(232 - 168) (the emulator keeps these books).
         // SAFETY: the whole warpgroup, converged (nothing diverged yet).
         unsafe { wgmma::set_max_registers::<40, false>() };
         // The producer: one thread; its warp-mates leave (`mbarrier`'s rule 4).

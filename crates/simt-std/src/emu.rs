@@ -140,6 +140,11 @@ pub trait ThreadEnv {
     /// shared memory (a panic naming the rule otherwise): after the first cluster
     /// barrier, to a block that has not exited, inside its shared arrays.
     fn cluster_access(&self, rank: u32, p: *const u8, bytes: usize);
+    /// `setmaxnreg.inc` / `.dec` to `regs` per thread for this thread's warpgroup:
+    /// every thread of the warpgroup must call it with the same arguments; an
+    /// increase waits until the block's pool (what decreases released) holds the
+    /// registers, and one that never can is a hang named as such.
+    fn set_max_registers(&self, regs: u32, inc: bool);
 }
 
 thread_local! {

@@ -136,6 +136,16 @@ pub const fn acc_coords(t: u32, i: u32) -> (u32, u32) {
 /// (`setmaxnreg`, a multiple of 8 in 24..=256): a producer warpgroup that only issues
 /// TMA copies gives registers back so the consumers' accumulators fit.
 ///
+/// The registers come from a per-block pool that only decreases fill: each thread
+/// starts with the launch's count (ptxas: 64 K / (threads · blocks per SM of the
+/// launch bounds), rounded down to a multiple of 8, at most 256 here), and an
+/// increase waits until the pool holds `128 · (REGS - current)`. So with 384
+/// threads (168 each) a producer at 40 gives two consumer warpgroups 232, and one
+/// at 56 only 224: `128 · (168 - P) >= 256 · (C - 168)`. The emulator keeps the
+/// same books: an increase that can never be served, a decrease that raises (or an
+/// increase that lowers), and a warpgroup whose threads disagree or do not all get
+/// there are errors naming the kernel, block and warpgroup.
+///
 /// # Safety
 /// All threads of the warpgroup execute it, converged; a decrease keeps the live
 /// registers within the new budget (ptxas plans for it).
@@ -156,4 +166,6 @@ pub unsafe fn set_max_registers<const REGS: u32, const INC: bool>() {
             core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 {r};", r = const REGS, options(nostack))
         }
     };
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::env().set_max_registers(REGS, INC);
 }

@@ -113,6 +113,7 @@ impl Backend for EmuBackend {
             entry: l.emu,
             cooperative: l.cooperative,
             cluster: l.cluster.max(1),
+            min_blocks: l.min_blocks,
         };
         // SAFETY: forwarded from `Gpu::launch`.
         let ran = unsafe { emulator::run(launch, &self.cfg) };

@@ -645,6 +645,130 @@ fn fields(d: u64, what: &str) -> Result<(u32, u32, u32), String> {
     Ok((start, lbo, sbo))
 }
 
+/// `setmaxnreg`'s books for one block: each warpgroup's registers per thread, and the
+/// pool that decreases fill and increases draw from (as the hardware's per-CTA pool).
+pub(crate) struct RegBooks {
+    /// Registers per thread of each warpgroup.
+    pub budget: Vec<u32>,
+    /// Registers released by decreases and not yet taken.
+    pub pool: u64,
+    /// What each thread started with.
+    pub entry: u32,
+}
+
+impl RegBooks {
+    /// A block of `threads` threads launched with `min_blocks` blocks per SM in its
+    /// launch bounds (0: none): each thread starts with what ptxas gives it, 64 K
+    /// registers over the threads of that many blocks, rounded down to a multiple of
+    /// 8 (at most 256).
+    pub(crate) fn new(threads: usize, min_blocks: u32) -> Self {
+        let all = (threads * min_blocks.max(1) as usize).max(1);
+        let entry = ((65536 / all) as u32 / 8 * 8).min(256);
+        RegBooks {
+            budget: vec![entry; threads.div_ceil(128)],
+            pool: 0,
+            entry,
+        }
+    }
+}
+
+/// Completes the `setmaxnreg`s whose warpgroup is all there (and, for an increase,
+/// whose registers the pool holds): the warpgroup's budget changes and its threads
+/// run on. Errors: a partial warpgroup, threads that disagree or are elsewhere, an
+/// increase that lowers or a decrease that raises.
+pub(crate) fn complete_setmaxnreg(
+    kernel: &'static str,
+    bid: Dim3,
+    ctxs: &[Ctx],
+    state: &mut [State],
+    books: &mut RegBooks,
+) -> Result<bool, EmuError> {
+    let n = state.len();
+    let mut progressed = false;
+    for wg in 0..n.div_ceil(128) {
+        let threads = wg * 128..((wg + 1) * 128).min(n);
+        let Some(first_at) = threads
+            .clone()
+            .find(|&t| matches!(state[t], State::SetMaxNreg(..)))
+        else {
+            continue;
+        };
+        let err = |detail: String| EmuError::ShuffleDivergence {
+            kernel,
+            block: bid,
+            warp: 4 * wg as u32,
+            detail: format!(
+                "warpgroup {wg} (warps {}..{}): {detail}",
+                4 * wg,
+                4 * wg + 3
+            ),
+        };
+        if threads.len() < 128 {
+            return Err(err(format!(
+                "setmaxnreg in a partial warpgroup of {} threads: it acts on whole warpgroups (the block needs a multiple of 128 threads)",
+                threads.len()
+            )));
+        }
+        // A thread still running, or in a wait it may leave, may yet arrive.
+        if threads.clone().any(|t| {
+            matches!(
+                state[t],
+                State::MbarWait(..) | State::FlagWait(..) | State::Run(_)
+            )
+        }) {
+            continue;
+        }
+        let State::SetMaxNreg(regs, inc) = state[first_at] else {
+            unreachable!()
+        };
+        let name = if inc { "inc" } else { "dec" };
+        for t in threads.clone() {
+            match state[t] {
+                State::SetMaxNreg(r, i) if (r, i) == (regs, inc) => {}
+                State::SetMaxNreg(r, i) => {
+                    return Err(err(format!(
+                        "threads of one warpgroup reached different setmaxnreg (.{name} to {regs} and .{} to {r}, thread {}): all 128 execute the same one, converged",
+                        if i { "inc" } else { "dec" },
+                        super::d(ctxs[t].tid)
+                    )))
+                }
+                other => {
+                    let why = match other {
+                        State::Done => "has exited",
+                        State::Barrier => "waits at sync_threads()",
+                        _ => "waits elsewhere",
+                    };
+                    return Err(err(format!(
+                        "setmaxnreg.{name} was not reached by thread {} (warpgroup thread {}), which {why}; all 128 threads must execute it, converged",
+                        super::d(ctxs[t].tid),
+                        t - threads.start
+                    )));
+                }
+            }
+        }
+        let cur = books.budget[wg];
+        if (inc && regs < cur) || (!inc && regs > cur) {
+            return Err(err(format!(
+                "setmaxnreg.{name} to {regs} registers a thread, but the warpgroup holds {cur}: .inc must not lower the budget, nor .dec raise it"
+            )));
+        }
+        if inc {
+            let need = 128 * (regs - cur) as u64;
+            if books.pool < need {
+                // Waits for other warpgroups' decreases (a hang if none comes).
+                continue;
+            }
+            books.pool -= need;
+        } else {
+            books.pool += 128 * (cur - regs) as u64;
+        }
+        books.budget[wg] = regs;
+        threads.for_each(|t| state[t] = State::Run(0));
+        progressed = true;
+    }
+    Ok(progressed)
+}
+
 /// Completes every warpgroup whose 128 threads all wait at a wgmma region.
 pub(crate) fn complete_wgmma(
     kernel: &'static str,

@@ -21,6 +21,8 @@ pub(crate) enum Event {
     FlagWait(usize, u32),
     /// `cluster::sync`.
     ClusterBarrier,
+    /// `setmaxnreg`: the new count per thread, and whether it increases.
+    SetMaxNreg(u32, bool),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -33,6 +35,7 @@ pub(crate) enum State {
     Wgmma(WgmmaOp),
     FlagWait(usize, u32),
     ClusterBarrier,
+    SetMaxNreg(u32, bool),
     Done,
 }
 
@@ -379,6 +382,9 @@ impl ThreadEnv for Ctx {
     }
     fn wgmma_wait(&self, pending: usize, acc: usize, n: u32) {
         self.wgmma_wait_impl(pending, acc, n)
+    }
+    fn set_max_registers(&self, regs: u32, inc: bool) {
+        self.suspend(Event::SetMaxNreg(regs, inc));
     }
     fn copy_wait(&self, pending: usize) {
         let mut c = self.copies.borrow_mut();

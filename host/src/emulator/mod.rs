@@ -262,6 +262,8 @@ pub(crate) struct EmuLaunch {
     /// Blocks per cluster along x (1: none); a cluster's blocks run together on one
     /// worker.
     pub cluster: u32,
+    /// Blocks per SM of the launch bounds (0: none), for `setmaxnreg`'s books.
+    pub min_blocks: u32,
 }
 
 /// Kernel entry and arguments moved to worker threads.

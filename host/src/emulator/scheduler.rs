@@ -70,6 +70,7 @@ fn doing(s: &State) -> &'static str {
         State::Done => "has exited without reaching it",
         State::Barrier => "waits at sync_threads()",
         State::ClusterBarrier => "waits at cluster::sync()",
+        State::SetMaxNreg(..) => "waits at setmaxnreg",
         _ => "waits at a warp or warpgroup collective (shuffle, mma, ldmatrix, wgmma)",
     }
 }
@@ -93,6 +94,7 @@ pub(super) unsafe fn run_cluster(
         block: bdim,
         shared_bytes,
         entry,
+        min_blocks,
         ..
     } = launch;
     let per = (bdim.x * bdim.y * bdim.z) as usize;
@@ -146,6 +148,9 @@ pub(super) unsafe fn run_cluster(
         )));
     }
     let mut state = vec![State::Run(0); n];
+    let mut books: Vec<hopper::RegBooks> = (0..csize)
+        .map(|_| hopper::RegBooks::new(per, min_blocks))
+        .collect();
     let mut order: Vec<usize> = (0..n).collect();
     if cfg.order == Order::Reversed {
         order.reverse();
@@ -203,6 +208,9 @@ pub(super) unsafe fn run_cluster(
                 Ok(CoroutineResult::Yield(Event::Wgmma(op))) => state[t] = State::Wgmma(op),
                 Ok(CoroutineResult::Yield(Event::FlagWait(f, v))) => {
                     state[t] = State::FlagWait(f, v)
+                }
+                Ok(CoroutineResult::Yield(Event::SetMaxNreg(r, i))) => {
+                    state[t] = State::SetMaxNreg(r, i)
                 }
                 Ok(CoroutineResult::Return(())) => {
                     let open = ctxs[t].bulk_finish();
@@ -297,7 +305,15 @@ pub(super) unsafe fn run_cluster(
                 mem,
                 &mut state[r.clone()],
             )?;
-            progressed |= hopper::complete_wgmma(kernel, bid, &ctxs[r.clone()], &mut state[r])?;
+            progressed |=
+                hopper::complete_wgmma(kernel, bid, &ctxs[r.clone()], &mut state[r.clone()])?;
+            progressed |= hopper::complete_setmaxnreg(
+                kernel,
+                bid,
+                &ctxs[r.clone()],
+                &mut state[r],
+                &mut books[b],
+            )?;
         }
         if progressed {
             flag_since = None;
@@ -344,6 +360,30 @@ pub(super) unsafe fn run_cluster(
         if released {
             flag_since = None;
             continue;
+        }
+        if let Some(t) = state
+            .iter()
+            .position(|s| matches!(s, State::SetMaxNreg(_, true)))
+        {
+            let State::SetMaxNreg(regs, _) = state[t] else {
+                unreachable!()
+            };
+            let book = &books[t / per];
+            let cur = book.budget[(t % per) / 128];
+            return Err(EmuError::Hang {
+                kernel,
+                block: ctxs[t].bid,
+                thread: ctxs[t].tid,
+                detail: format!(
+                    "waits in setmaxnreg.inc to {regs} registers a thread for {} registers the block's pool never gets (it holds {}): \
+                     each of the {per} threads started with {} (64 K over the threads of {} block(s) per SM, rounded down to 8), and only \
+                     decreases fill the pool; lower the increase, or give more back in another warpgroup's setmaxnreg.dec",
+                    128 * (regs - cur) as u64,
+                    book.pool,
+                    book.entry,
+                    min_blocks.max(1)
+                ),
+            });
         }
         if let Some(t) = state.iter().position(|s| matches!(s, State::MbarWait(..))) {
             let State::MbarWait(b, p) = state[t] else {
