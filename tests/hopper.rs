@@ -483,7 +483,7 @@ fn check_wgmma<T: TcInput>(
     )
     .unwrap();
     let got = dense_rows(&g.download(&c).unwrap(), m, n, ldc);
-    assert_close(
+    assert_matmul_close(
         &format!(
             "{stage:?} {} {m}x{n}x{k} lda {lda} ldb {ldb} ldc {ldc} relu {relu}",
             T::NAME
@@ -491,9 +491,7 @@ fn check_wgmma<T: TcInput>(
         seed,
         &got,
         &want,
-        1e-5,
-        matmul_atol(k),
-        1e-5,
+        k,
     );
 }
 
@@ -792,14 +790,12 @@ fn check_tf32(
     )
     .unwrap();
     let got = dense_rows(&g.download(&c).unwrap(), m, n, ldc);
-    assert_close(
+    assert_matmul_close(
         &format!("{stage:?} tf32 {m}x{n}x{k} lda {lda} ldb {ldb}"),
         seed,
         &got,
         &want,
-        1e-5,
-        matmul_atol(k),
-        1e-5,
+        k,
     );
 }
 

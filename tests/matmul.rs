@@ -68,15 +68,12 @@ fn check(m: usize, n: usize, k: usize, pad: usize, relu: bool) {
         .unwrap();
         let c = g.download(&c).unwrap();
         let got = dense_rows(&c, m, n, ldc);
-        let atol = matmul_atol(k);
-        assert_close(
+        assert_matmul_close(
             &format!("{kern:?} {m}x{n}x{k} pad {pad} relu {relu}"),
             seed,
             &got,
             &want,
-            1e-5,
-            atol,
-            1e-5,
+            k,
         );
         if pad > 0 && m > 1 {
             assert!(c[n].is_nan(), "{kern:?} wrote into C's row padding");
@@ -274,15 +271,7 @@ fn split_k_is_deterministic() {
         }
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&runs[0]), bits(&runs[1]), "{kern:?}: two runs differ");
-        assert_close(
-            &format!("{kern:?}"),
-            seed,
-            &runs[0],
-            &want,
-            1e-5,
-            matmul_atol(k),
-            1e-5,
-        );
+        assert_matmul_close(&format!("{kern:?}"), seed, &runs[0], &want, k);
     }
 }
 
@@ -350,14 +339,12 @@ fn cluster_split_k_matches_the_two_launch_split_bit_for_bit() {
                         split.label()
                     );
                     if epi == Epilogue::None {
-                        assert_close(
+                        assert_matmul_close(
                             &format!("{} {m}x{n}x{k}", cluster.label()),
                             seed,
                             &got,
                             &want,
-                            1e-5,
-                            matmul_atol(k),
-                            1e-5,
+                            k,
                         );
                     }
                 }

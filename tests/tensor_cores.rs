@@ -382,15 +382,12 @@ fn check_tc<T: TcInput>(stage: TcKernel, m: usize, n: usize, k: usize, pad: usiz
     let c = g.download(&c).unwrap();
     let got = dense_rows(&c, m, n, ldc);
     // Products of 16-bit inputs are exact; f32 sums of k terms in [-1, 1].
-    let atol = matmul_atol(k);
-    assert_close(
+    assert_matmul_close(
         &format!("{} {stage:?} {m}x{n}x{k} pad {pad} relu {relu}", T::NAME),
         seed,
         &got,
         &want,
-        1e-5,
-        atol,
-        1e-5,
+        k,
     );
     if pad > 0 && m > 1 {
         assert!(c[n].is_nan(), "wrote into C's row padding");
@@ -508,15 +505,7 @@ fn tf32_matmul_against_f64() {
         .unwrap();
         let c = g.download(&c).unwrap();
         let got = dense_rows(&c, m, n, ldc);
-        assert_close(
-            &format!("tf32 {m}x{n}x{k}"),
-            seed,
-            &got,
-            &want,
-            1e-5,
-            matmul_atol(k),
-            1e-5,
-        );
+        assert_matmul_close(&format!("tf32 {m}x{n}x{k}"), seed, &got, &want, k);
     }
     // Unaligned rows are a clear error, not a wrong answer.
     let a = g.upload(&vec![1.0f32; 64]).unwrap();

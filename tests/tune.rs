@@ -341,15 +341,7 @@ fn tune_times_every_candidate() {
     )
     .unwrap();
     let want = reference::matmul(&a, &b, m, n, k, k, n, true);
-    assert_close(
-        "tuned",
-        seed,
-        &g.download(&c).unwrap(),
-        &want,
-        1e-5,
-        matmul_atol(k),
-        1e-5,
-    );
+    assert_matmul_close("tuned", seed, &g.download(&c).unwrap(), &want, k);
 
     // A candidate that fails is left out; all failing is the first error.
     let bad = [
@@ -568,15 +560,7 @@ fn tensor_core_auto_picks_a_stage_that_runs_the_shape() {
         n,
         true,
     );
-    assert_close(
-        "matmul_tc Auto",
-        0,
-        &auto,
-        &want,
-        1e-5,
-        matmul_atol(k),
-        1e-5,
-    );
+    assert_matmul_close("matmul_tc Auto", 0, &auto, &want, k);
 }
 
 /// The heuristic as an H100 sees it (132 SMs, clusters), on an emulator of as many

@@ -170,8 +170,7 @@ impl<T: TmaElement> TensorMap<T> {
         let op = match (cu_type == CU_TYPE_TFLOAT32, shape) {
             (false, Shape::Tiles { .. }) => "TensorMap::tiled",
             (true, Shape::Tiles { .. }) => "TensorMap::tiled_tf32",
-            (false, Shape::Blocks { .. }) => "TensorMap::tiled_blocks",
-            (true, Shape::Blocks { .. }) => "TensorMap::tiled_blocks_tf32",
+            (_, Shape::Blocks { .. }) => "TensorMap::tiled_blocks",
         };
         gpu.check(op, "matrix", m.buffer())?;
         let eb = std::mem::size_of::<T>() as u64;
@@ -298,29 +297,6 @@ impl TensorMap<f32> {
             gpu,
             m,
             Shape::Tiles { box_rows, box_cols },
-            swizzle,
-            CU_TYPE_TFLOAT32,
-        )
-    }
-
-    /// [`TensorMap::tiled_blocks`] whose loads round to TF32, as
-    /// [`TensorMap::tiled_tf32`].
-    pub fn tiled_blocks_tf32(
-        gpu: &Gpu,
-        m: MatrixRef<'_, f32>,
-        box_rows: u32,
-        block_cols: u32,
-        box_blocks: u32,
-        swizzle: TmaSwizzle,
-    ) -> Result<TensorMap<f32>> {
-        Self::encode(
-            gpu,
-            m,
-            Shape::Blocks {
-                box_rows,
-                block_cols,
-                box_blocks,
-            },
             swizzle,
             CU_TYPE_TFLOAT32,
         )

@@ -144,3 +144,9 @@ pub fn dense_rows(buf: &[f32], rows: usize, cols: usize, ld: usize) -> Vec<f32> 
 pub fn matmul_atol(k: usize) -> f64 {
     1.2e-7 * k as f64 + 1e-6
 }
+
+/// [`assert_close`] with the matmul tolerances: relative 1e-5 per element and in norm,
+/// absolute [`matmul_atol`]`(k)` for a sum of `k` products.
+pub fn assert_matmul_close(what: &str, seed: u64, out: &[f32], reference: &[f64], k: usize) {
+    assert_close(what, seed, out, reference, 1e-5, matmul_atol(k), 1e-5);
+}

@@ -672,6 +672,82 @@ impl RegBooks {
     }
 }
 
+/// An error of warpgroup `wg`'s collective, naming its warps.
+fn wg_error(kernel: &'static str, bid: Dim3, wg: usize, detail: String) -> EmuError {
+    EmuError::ShuffleDivergence {
+        kernel,
+        block: bid,
+        warp: 4 * wg as u32,
+        detail: format!(
+            "warpgroup {wg} (warps {}..{}): {detail}",
+            4 * wg,
+            4 * wg + 3
+        ),
+    }
+}
+
+/// Warpgroup `wg`'s threads once a collective (`what`, e.g. `"wgmma"`) may complete:
+/// `None` while none of them waits at it (`at`) or one may still arrive (running,
+/// or in a wait it may leave). A partial warpgroup waiting at it is an error.
+fn wg_gathered(
+    kernel: &'static str,
+    bid: Dim3,
+    state: &[State],
+    wg: usize,
+    what: &str,
+    at: impl Fn(&State) -> bool,
+) -> Result<Option<std::ops::Range<usize>>, EmuError> {
+    let threads = wg * 128..((wg + 1) * 128).min(state.len());
+    if !threads.clone().any(|t| at(&state[t])) {
+        return Ok(None);
+    }
+    if threads.len() < 128 {
+        return Err(wg_error(
+            kernel,
+            bid,
+            wg,
+            format!(
+                "a {what} in a partial warpgroup of {} threads; blocks that use {what} need a multiple of 128 threads",
+                threads.len()
+            ),
+        ));
+    }
+    let pending = threads.clone().any(|t| {
+        matches!(
+            state[t],
+            State::MbarWait(..) | State::FlagWait(..) | State::Run(_)
+        )
+    });
+    Ok((!pending).then_some(threads))
+}
+
+/// The error for thread `t` of warpgroup `wg` (first thread `first`), in `state`
+/// instead of at the collective `what` the others wait at.
+fn wg_absent(
+    kernel: &'static str,
+    bid: Dim3,
+    ctxs: &[Ctx],
+    (wg, first, t): (usize, usize, usize),
+    state: State,
+    what: &str,
+) -> EmuError {
+    let why = match state {
+        State::Done => "has exited",
+        State::Barrier => "waits at sync_threads()",
+        _ => "waits elsewhere",
+    };
+    wg_error(
+        kernel,
+        bid,
+        wg,
+        format!(
+            "{what} was not reached by thread {} (warpgroup thread {}), which {why}; all 128 threads must execute it, converged",
+            super::d(ctxs[t].tid),
+            t - first
+        ),
+    )
+}
+
 /// Completes the `setmaxnreg`s whose warpgroup is all there (and, for an increase,
 /// whose registers the pool holds): the warpgroup's budget changes and its threads
 /// run on. Errors: a partial warpgroup, threads that disagree or are elsewhere, an
@@ -683,42 +759,14 @@ pub(crate) fn complete_setmaxnreg(
     state: &mut [State],
     books: &mut RegBooks,
 ) -> Result<bool, EmuError> {
-    let n = state.len();
     let mut progressed = false;
-    for wg in 0..n.div_ceil(128) {
-        let threads = wg * 128..((wg + 1) * 128).min(n);
-        let Some(first_at) = threads
-            .clone()
-            .find(|&t| matches!(state[t], State::SetMaxNreg(..)))
-        else {
+    for wg in 0..state.len().div_ceil(128) {
+        let at = |s: &State| matches!(s, State::SetMaxNreg(..));
+        let Some(threads) = wg_gathered(kernel, bid, state, wg, "setmaxnreg", at)? else {
             continue;
         };
-        let err = |detail: String| EmuError::ShuffleDivergence {
-            kernel,
-            block: bid,
-            warp: 4 * wg as u32,
-            detail: format!(
-                "warpgroup {wg} (warps {}..{}): {detail}",
-                4 * wg,
-                4 * wg + 3
-            ),
-        };
-        if threads.len() < 128 {
-            return Err(err(format!(
-                "setmaxnreg in a partial warpgroup of {} threads: it acts on whole warpgroups (the block needs a multiple of 128 threads)",
-                threads.len()
-            )));
-        }
-        // A thread still running, or in a wait it may leave, may yet arrive.
-        if threads.clone().any(|t| {
-            matches!(
-                state[t],
-                State::MbarWait(..) | State::FlagWait(..) | State::Run(_)
-            )
-        }) {
-            continue;
-        }
-        let State::SetMaxNreg(regs, inc) = state[first_at] else {
+        let err = |detail: String| wg_error(kernel, bid, wg, detail);
+        let Some(State::SetMaxNreg(regs, inc)) = threads.clone().map(|t| state[t]).find(at) else {
             unreachable!()
         };
         let name = if inc { "inc" } else { "dec" };
@@ -733,16 +781,9 @@ pub(crate) fn complete_setmaxnreg(
                     )))
                 }
                 other => {
-                    let why = match other {
-                        State::Done => "has exited",
-                        State::Barrier => "waits at sync_threads()",
-                        _ => "waits elsewhere",
-                    };
-                    return Err(err(format!(
-                        "setmaxnreg.{name} was not reached by thread {} (warpgroup thread {}), which {why}; all 128 threads must execute it, converged",
-                        super::d(ctxs[t].tid),
-                        t - threads.start
-                    )));
+                    let what = format!("setmaxnreg.{name}");
+                    let at = (wg, threads.start, t);
+                    return Err(wg_absent(kernel, bid, ctxs, at, other, &what));
                 }
             }
         }
@@ -776,46 +817,15 @@ pub(crate) fn complete_wgmma(
     ctxs: &[Ctx],
     state: &mut [State],
 ) -> Result<bool, EmuError> {
-    let n = state.len();
     let mut progressed = false;
-    let groups = n.div_ceil(128);
-    for wg in 0..groups {
-        let threads = wg * 128..((wg + 1) * 128).min(n);
-        if !threads.clone().any(|t| matches!(state[t], State::Wgmma(_))) {
+    for wg in 0..state.len().div_ceil(128) {
+        let at = |s: &State| matches!(s, State::Wgmma(_));
+        let Some(threads) = wg_gathered(kernel, bid, state, wg, "wgmma", at)? else {
             continue;
-        }
-        let err = |detail: String| EmuError::ShuffleDivergence {
-            kernel,
-            block: bid,
-            warp: 4 * wg as u32,
-            detail: format!(
-                "warpgroup {wg} (warps {}..{}): {detail}",
-                4 * wg,
-                4 * wg + 3
-            ),
         };
-        if threads.len() < 128 {
-            return Err(err(format!(
-                "a wgmma in a partial warpgroup of {} threads; blocks that use wgmma need a multiple of 128 threads",
-                threads.len()
-            )));
-        }
-        // A thread still in an mbarrier wait, or just released from one, may yet arrive.
-        if threads.clone().any(|t| {
-            matches!(
-                state[t],
-                State::MbarWait(..) | State::FlagWait(..) | State::Run(_)
-            )
-        }) {
-            continue;
-        }
+        let err = |detail: String| wg_error(kernel, bid, wg, detail);
         let first = threads.start;
-        let State::Wgmma(op0) = threads
-            .clone()
-            .map(|t| state[t])
-            .find(|s| matches!(s, State::Wgmma(_)))
-            .unwrap()
-        else {
+        let Some(State::Wgmma(op0)) = threads.clone().map(|t| state[t]).find(at) else {
             unreachable!()
         };
         for t in threads.clone() {
@@ -828,16 +838,8 @@ pub(crate) fn complete_wgmma(
                     )))
                 }
                 other => {
-                    let why = match other {
-                        State::Done => "has exited",
-                        State::Barrier => "waits at sync_threads()",
-                        _ => "waits elsewhere",
-                    };
-                    return Err(err(format!(
-                        "a wgmma was not reached by thread {} (warpgroup thread {}), which {why}; all 128 threads must execute it, converged",
-                        super::d(ctxs[t].tid),
-                        t - first
-                    )));
+                    let at = (wg, first, t);
+                    return Err(wg_absent(kernel, bid, ctxs, at, other, "a wgmma"));
                 }
             }
         }
