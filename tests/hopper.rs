@@ -885,6 +885,104 @@ fn wgmma_tf32_matmul_any_strides() {
     assert!(matches!(e, Err(SimtError::Unsupported(_))), "{e:?}");
 }
 
+/// Stage 6k's split of tiles into data-parallel waves and a stream-K tail, pinned
+/// (the numbers of `kernels::matmul_mma_streamk`'s module docs).
+#[test]
+fn stream_k_split_leaves_no_partial_wave() {
+    use kernels::matmul_mma_streamk::{sk_start, streamk_split};
+    // 4096^3 on an H100/H200 (132 SMs): 512 tiles of 128x256, 3.88 waves.
+    assert_eq!(streamk_split(512, 132), (264, 248));
+    let iters = 248u64 * 128;
+    assert_eq!(iters, 31744);
+    let share =
+        |b: u32, iters: u64, grid: u32| sk_start(b + 1, iters, grid) - sk_start(b, iters, grid);
+    assert!((0..132).all(|b| matches!(share(b, iters, 132), 240 | 241)));
+    assert_eq!(sk_start(132, iters, 132), iters);
+    // 8192^3: 2048 tiles, 15.52 waves: 14 data-parallel waves, then the tail.
+    assert_eq!(streamk_split(2048, 132), (1848, 200));
+    // Whole waves, or less than one: stage 6t as it is.
+    assert_eq!(streamk_split(264, 132), (264, 0));
+    assert_eq!(streamk_split(100, 132), (100, 0));
+    assert_eq!(streamk_split(5, 0), (5, 0));
+    // Every block's share is at least one tile: a tile has two segments at most.
+    for grid in 1..40u32 {
+        for tiles in grid + 1..4 * grid {
+            let (dp, sk) = streamk_split(tiles, grid);
+            assert_eq!((dp % grid, dp + sk), (0, tiles), "{tiles} tiles on {grid}");
+            for kt in [1u64, 3, 128] {
+                let iters = sk as u64 * kt;
+                assert!(sk == 0 || (0..grid).all(|b| share(b, iters, grid) >= kt));
+            }
+        }
+    }
+}
+
+/// Stage 6k (stage 6t's TF32 kernel with a stream-K tail) against float64, on
+/// emulated devices of 2 and 3 SMs where the tiles are not a whole number of waves:
+/// tiles shared by two blocks (one writes its partial and its flag, the other adds
+/// it), segments of one K step, ragged edges, data-parallel tiles before the tail,
+/// under every thread order. The fix-up adds in a fixed order, so a second run gives
+/// the same bits.
+#[test]
+fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
+    use rust_simt::ops::matmul_tc::matmul_tf32_with;
+    let (mut r, seed) = rng("matmul_streamk_tf32");
+    let mut cases = vec![
+        // 3 tiles on 2 SMs: tile 1 split after 2 of its 4 K steps.
+        (2, Order::InOrder, (384usize, 256usize, 100usize, 100usize, 260usize)),
+        // 10 tiles on 3: 6 data-parallel, then 4 as 8 K steps; tile 2 split 1 + 1.
+        (3, Order::Reversed, (640, 300, 37, 37, 301)),
+        // 9 tiles on 2, ragged in m and n; tile 1 split 1 + 2.
+        (2, Order::Random(5), (257, 520, 72, 72, 520)),
+    ];
+    let g = gpu();
+    if on_gpu(&g) {
+        // 17 x 9 = 153 tiles on 132 SMs: all stream-K.
+        cases = vec![(0, Order::InOrder, (2176, 2050, 1100, 1100, 2052))];
+    }
+    for (workers, order, (m, n, k, lda, ldb)) in cases {
+        let g = if workers == 0 {
+            gpu()
+        } else {
+            let g = Gpu::emulator(EmuConfig {
+                workers,
+                order,
+                ..EmuConfig::default()
+            });
+            rust_simt::ptx::load(&g).unwrap();
+            g
+        };
+        if !hopper(&g) {
+            return;
+        }
+        let tiles = (m.div_ceil(128) * n.div_ceil(256)) as u32;
+        assert!(kernels::matmul_mma_streamk::streamk_split(tiles, g.props().sms).1 > 0);
+        check_tf32(&g, &mut r, seed, TcKernel::MmaTma, (m, n, k, lda, ldb));
+        // The same product twice: the same bits.
+        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
+        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
+        let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+        let run = || {
+            let mut c = poisoned(&g, m * n);
+            matmul_tf32_with(
+                &g,
+                TcKernel::MmaTma,
+                ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
+                bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
+                c.matrix_mut(m, n).unwrap(),
+                Epilogue::None,
+            )
+            .unwrap();
+            g.download(&c).unwrap()
+        };
+        let (x, y) = (run(), run());
+        assert!(
+            x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()),
+            "{m}x{n}x{k} on {workers} SMs: two runs differ (seed {seed})"
+        );
+    }
+}
+
 #[test]
 fn every_tf32_stage_rounds_ties_as_it_says() {
     use rust_simt::ops::matmul_tc::matmul_tf32_with;

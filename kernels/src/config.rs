@@ -196,6 +196,12 @@ pub const TC6T_TF32_SMEM_BYTES: u32 =
     TC6T_TF32_STAGES * TC6T_TF32_STAGE_BYTES + 8 * 2 * TC6T_TF32_STAGES + 1024;
 const _: () = assert!(TC6T_TF32_SMEM_BYTES + 1024 <= 228 * 1024);
 
+/// Stage 6k (stage 6t's TF32 kernel with a stream-K tail): floats of one block's
+/// partial tile in the workspace, the `TC_BM x TC6T_TF32_BN` accumulators of a tile
+/// whose K steps it shares with the block that finishes the tile. The host allocates
+/// one per block of the launch.
+pub const TC6K_PARTIAL_FLOATS: u32 = TC_BM * TC6T_TF32_BN;
+
 /// Hopper matmul (stage 7, `wgmma` + TMA): rows of C per tile (two consumer
 /// warpgroups of 64 rows).
 pub const WG_BM: u32 = 128;

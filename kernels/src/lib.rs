@@ -93,6 +93,7 @@ portable!(
 hopper!(
     hopper_probes,
     matmul_cluster_splitk,
+    matmul_mma_streamk,
     matmul_mma_tma,
     matmul_wgmma,
     matmul_wgmma_cluster,

@@ -94,29 +94,33 @@ pub const fn b_offset(kr: u32, c: u32) -> u32 {
 
 /// Stage 6t's ring: `S` stages of `SB` bytes, each A `[128][128 bytes]`, then B's
 /// boxes (or `Bᵀ`'s tile for TF32), and a full and an empty barrier per stage.
-type Ring<const S: u32, const SB: u32> = crate::matmul_wgmma::Ring<S, SB>;
+pub(crate) type Ring<const S: u32, const SB: u32> = crate::matmul_wgmma::Ring<S, SB>;
 
-/// Issues K step `kt`'s copies into stage `kt % S` of a block `BN` columns wide (after
-/// the stage's last readers released it, for a refill): warp 0 calls it, converged;
-/// its lane 0 issues.
+/// Issues the copies of K step `kt` of the tile at `(row0, col0)`, `BN` columns wide,
+/// as the block's ring step `g`: into stage `g % S`, after the stage's readers of step
+/// `g - S` released it (a refill). Stage 6t's blocks have one tile, so `g = kt`; the
+/// stream-K blocks of stage 6k ([`crate::matmul_mma_streamk`]) run the ring on across
+/// their tiles. Warp 0 calls it, converged; its lane 0 issues.
 ///
 /// # Safety
 /// Warp 0, all lanes, after the barriers' initialisation, with the kernel's maps;
-/// `kt < ceil(k / bk)`.
+/// `kt < ceil(k / bk)`; every ring step before `g` was issued, and is or will be
+/// released by every warp.
 #[inline(always)]
-unsafe fn refill<const KIND: u32, const BN: u32, const S: u32, const SB: u32>(
+pub(crate) unsafe fn refill<const KIND: u32, const BN: u32, const S: u32, const SB: u32>(
     p: &MatmulParamsTma,
     ring: Ring<S, SB>,
+    g: u32,
     kt: u32,
     row0: u32,
     col0: u32,
 ) {
     let bk = if KIND == TF32 { TC6_BK_TF32 } else { TC6_BK };
-    let (s, round) = (kt % S, kt / S);
+    let (s, round) = (g % S, g / S);
     let (st, full) = (ring.stage(s), ring.full(s));
     if round > 0 {
         // SAFETY: an initialised barrier; its phase completes once every warp has read
-        // step kt - S (each arrives once).
+        // ring step g - S (each arrives once).
         unsafe { mbarrier::wait(ring.empty(s), (round - 1) & 1) };
     }
     if lane_id() == 0 {
@@ -152,7 +156,7 @@ unsafe fn refill<const KIND: u32, const BN: u32, const S: u32, const SB: u32>(
 /// `st` is a stage whose copies landed and were published to this warp (its full
 /// barrier); the whole warp calls it.
 #[inline(always)]
-unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2]; NT] {
+pub(crate) unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2]; NT] {
     let (lr, lc) = ldmatrix_row_addr(lane_id());
     let b = st.add(A_BYTES as usize);
     let mut bf = [[0u32; 2]; NT];
@@ -189,7 +193,7 @@ unsafe fn b_frags<const KIND: u32>(st: Smem<u8>, wn: u32, kk: u32) -> [[u32; 2];
 /// (docs/PERFORMANCE.md session 16): after the first or the second, 4096^3 and
 /// 8192^3 ran 1-2% faster than before the first, after the third 2-5% slower; bf16
 /// after its second k16 step ran level with before the first, so it keeps 0.
-const TF32_REFILL_AT: u32 = 1;
+pub(crate) const TF32_REFILL_AT: u32 = 1;
 
 /// The kernel for `KIND` ([`BF16`], [`F16`] or [`TF32`]) on blocks of `128 x BN`
 /// (`BN / 32` warps of 64x64) with an `S`-stage ring of `SB`-byte stages, warp 0
@@ -249,7 +253,7 @@ unsafe fn body<
         let mut kt = 0;
         while kt < S - 1 && kt < ktiles {
             // SAFETY: warp 0, converged, barriers initialised; kt < ktiles.
-            unsafe { refill::<KIND, BN, S, SB>(&p, ring, kt, row0, col0) };
+            unsafe { refill::<KIND, BN, S, SB>(&p, ring, kt, kt, row0, col0) };
             kt += 1;
         }
     }
@@ -282,7 +286,7 @@ unsafe fn body<
         if REFILL_AT == 0 && w == 0 && next < ktiles {
             // Into the stage step kt - 1 used: warp 0 waits until all warps read it.
             // SAFETY: warp 0, converged; next < ktiles.
-            unsafe { refill::<KIND, BN, S, SB>(&p, ring, next, row0, col0) };
+            unsafe { refill::<KIND, BN, S, SB>(&p, ring, next, next, row0, col0) };
         }
         let st = ring.stage(kt % S);
         unroll!(4, KK => {
@@ -295,7 +299,7 @@ unsafe fn body<
                     // Later in the K step: by then the other warps have most likely
                     // released the stage, so warp 0 does not wait for the slowest.
                     // SAFETY: warp 0, converged; next < ktiles.
-                    unsafe { refill::<KIND, BN, S, SB>(&p, ring, next, row0, col0) };
+                    unsafe { refill::<KIND, BN, S, SB>(&p, ring, next, next, row0, col0) };
                 }
             }
         });

@@ -87,6 +87,20 @@ kernel_params! {
         /// C's element type.
         pub c_type: OutType,
     }
+
+    /// Stage 6k ([`crate::matmul_mma_streamk`]): stage 6t's TF32 product with a
+    /// stream-K tail. The first `dp_tiles` tiles (in grouped order) are whole, the last
+    /// `sk_tiles` are shared along K; a block that holds part of a tile but not its
+    /// first K step writes its partial sums to its slot of `partials` (`grid x
+    /// TC6K_PARTIAL_FLOATS` floats) and then sets `flags[block] = epoch`.
+    pub struct MatmulParamsStreamK {
+        pub mm: MatmulParamsTma,
+        pub dp_tiles: u32,
+        pub sk_tiles: u32,
+        pub partials: *mut f32,
+        pub flags: *mut u32,
+        pub epoch: u32,
+    }
 }
 
 /// What the matmul applies to each accumulated output before storing it.

@@ -26,15 +26,17 @@
 //! nothing, `k = 0` writes `epilogue(0) = 0`.
 use cust::memory::DeviceCopy;
 pub use half::{bf16, f16};
-use kernels::config::{TC6T_B_BOX_COLS, TC6T_TF32_BN, TC6_BK, TC6_BK_TF32, TC_BM, TC_BN};
+use kernels::config::{
+    TC6K_PARTIAL_FLOATS, TC6T_B_BOX_COLS, TC6T_TF32_BN, TC6_BK, TC6_BK_TF32, TC_BM, TC_BN,
+};
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
-    Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsTma, OutType,
-    Tf32CopyParams,
+    Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsStreamK,
+    MatmulParamsTma, OutType, Tf32CopyParams,
 };
 use kernels::{
-    convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_mma_tma as s6t,
-    matmul_wgmma as s7, matmul_wgmma_cluster as s8,
+    convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_mma_streamk as s6k,
+    matmul_mma_tma as s6t, matmul_wgmma as s7, matmul_wgmma_cluster as s8,
 };
 use simt::{
     dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, TensorMap,
@@ -622,7 +624,35 @@ pub fn matmul_tf32_with(
     match stage {
         TcKernel::MmaTma => {
             let grid = tile_grid("matmul_tf32", p.m, p.n, TC_BM, TC6T_TF32_BN)?;
-            go::<s6t::matmul_mma_tma_tf32, _>(gpu, grid, p)
+            // Tiles that are not a whole number of waves: stage 6k, one persistent
+            // block per SM with a stream-K tail.
+            let blocks = gpu.props().sms;
+            let (dp_tiles, sk_tiles) = s6k::streamk_split(grid.x * grid.y, blocks);
+            if sk_tiles == 0 || std::env::var_os("SIMT_6T_SK").is_some_and(|v| v == "0") {
+                return go::<s6t::matmul_mma_tma_tf32, _>(gpu, grid, p);
+            }
+            let partials = gpu.scratch_f32(
+                super::SCRATCH_STREAMK,
+                blocks as usize * TC6K_PARTIAL_FLOATS as usize,
+            )?;
+            let (flags, epoch) = gpu.flags(blocks as usize)?;
+            let sp = MatmulParamsStreamK {
+                mm: p,
+                dp_tiles,
+                sk_tiles,
+                partials: partials.ptr() as *mut f32,
+                flags: flags.ptr() as *mut u32,
+                epoch,
+            };
+            type K = s6k::matmul_mma_streamk_tf32;
+            // SAFETY: the maps and C as for stage 6t (above); dp_tiles + sk_tiles are
+            // C's tiles, dp_tiles whole waves of `blocks` and sk_tiles more than
+            // `blocks` (streamk_split); the workspace holds `blocks` slots (a device
+            // allocation, 16-byte aligned) and `blocks` flags none of which holds
+            // `epoch` (Gpu::flags), both used by launches on this Gpu's queue only, in
+            // order; one block per SM is resident (checked again by the cooperative
+            // launch).
+            unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(blocks, 1, 1)), (sp,)) }
         }
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),

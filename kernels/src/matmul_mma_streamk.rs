@@ -1,0 +1,354 @@
+//! Matmul + ReLU, stage 6k: stage 6t's TF32 kernel with a **stream-K** tail
+//! (sm_90a only).
+//!
+//! **Wave quantisation.** Stage 6t runs one block of 8 warps per SM, one 128x256
+//! tile of C each. At 4096^3 that is 512 tiles on 132 SMs: three full waves, then a
+//! fourth in which 116 SMs work and 16 wait, so the GPU spends 4 tile-times on 3.88
+//! tile-times of work (3% idle); 8192^3 is 15.52 waves in 16 (3%). Smaller tiles do
+//! not help: the last wave's fraction stays whatever `tiles % SMs` makes it.
+//!
+//! **Stream-K** (Osama, Merrill, Cecka, Garland, Owens, PPoPP 2023) cuts the work
+//! finer than a tile: along K. One persistent block per SM; the tiles are counted in
+//! [`grouped_tile`] order and split in two parts by [`streamk_split`]:
+//! * the first `dp_tiles` (a whole number of waves) are **data-parallel**: block `b`
+//!   takes tiles `b, b + grid, …` whole, as stage 6t would;
+//! * the last `sk_tiles` (the partial wave plus one full wave, so that every block's
+//!   share is at least one tile and a tile is split between at most two blocks) form
+//!   one line of `sk_tiles · ceil(k / 32)` K steps ("iterations"), and block `b`
+//!   takes iterations `[⌊b·I/grid⌋, ⌊(b+1)·I/grid⌋)` ([`sk_start`]): every block the
+//!   same work to within one K step.
+//!
+//! A block's range cuts its tiles into *segments*. The segment that holds a tile's
+//! first K step (the **head**) finishes the tile: it waits for the other segments'
+//! partial sums, adds them and writes `epilogue(C)`. Any other segment can only be
+//! its block's first one (every later segment starts at a tile boundary), so a block
+//! writes at most one partial, into its own slot of the workspace
+//! (`grid x` [`TC6K_PARTIAL_FLOATS`] floats), and publishes its flag
+//! ([`simt_std::flag`]). At 4096^3 on 132 SMs: 264 data-parallel tiles (two waves)
+//! and 248 tiles as 31744 iterations, 240 or 241 per block.
+//!
+//! **Why this cannot deadlock.** A block publishes its partial before it waits for
+//! anything (its first segment, or no partial at all), and waits only for blocks of
+//! larger index, whose first segments hold the rest of the tile it finishes. The
+//! launch is cooperative, so every block is resident.
+//!
+//! **The partial in fragment order.** Writer and reader of a slot are the same
+//! thread of two blocks with the same warp layout, so the slot holds each thread's
+//! 128 accumulators as 32 vectors of 16 bytes, vector `j` of all 256 threads
+//! consecutive: every store and load is coalesced and no shuffle is needed.
+//!
+//! **The ring runs on.** The blocks keep one TMA/mbarrier ring (stage 6t's) for all
+//! their segments: ring step `g` counts every K step the block issued, so stage `g %
+//! S` and its parities stay consistent across tiles, and warp 0 primes a segment's
+//! first stages while the other warps may still finish the previous one.
+//!
+//! The host sends only what stage 6t takes (TF32, A and `Bᵀ` as maps, compute
+//! capability 9.0, f32 C), and only products with more tiles than the grid that are
+//! not a whole number of waves; the others run stage 6t itself.
+use crate::config::{
+    TC6K_PARTIAL_FLOATS, TC6T_TF32_BN, TC6T_TF32_SMEM_BYTES, TC6T_TF32_STAGES,
+    TC6T_TF32_STAGE_BYTES, TC6T_TF32_THREADS, TC6_BK_TF32, TC6_WARP_N, TC_BM, TC_WARP_M,
+};
+use crate::matmul_mma::write_c;
+use crate::matmul_mma_pipelined::{a_frags, mma_tile, GROUP_M, KSTEPS, NT, TF32};
+use crate::matmul_mma_tma::{b_frags, refill, Ring, TF32_REFILL_AT};
+use crate::params::{MatmulParamsStreamK, MatmulParamsTma};
+use simt_std::flag::{publish, wait_eq};
+use simt_std::mbarrier;
+use simt_std::memory::{load4, store4, F32x4};
+use simt_std::shared::Smem;
+use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
+use simt_std::tma;
+use simt_std::warp::{lane_id, warp_id};
+use simt_std::{kernel, unroll};
+
+const BN: u32 = TC6T_TF32_BN;
+const S: u32 = TC6T_TF32_STAGES;
+const SB: u32 = TC6T_TF32_STAGE_BYTES;
+const THREADS: u32 = TC6T_TF32_THREADS;
+const _: () = assert!(
+    TC6K_PARTIAL_FLOATS == THREADS * 4 * NT as u32 * 4 && TC_BM == 2 * TC_WARP_M && NT == 8
+);
+
+type Acc = [[[f32; 4]; NT]; 4];
+
+/// How a product of `tiles` tiles splits over `grid` persistent blocks: `(dp_tiles,
+/// sk_tiles)`. No stream-K where the tiles are a whole number of waves or fewer than
+/// one (`(tiles, 0)`); otherwise the partial wave plus one full wave, so each block's
+/// share is at least one tile (and a tile has at most two segments: one fix-up).
+#[inline(always)]
+pub const fn streamk_split(tiles: u32, grid: u32) -> (u32, u32) {
+    if grid == 0 || tiles <= grid || tiles % grid == 0 {
+        return (tiles, 0);
+    }
+    let sk = tiles % grid + grid;
+    (tiles - sk, sk)
+}
+
+/// The first stream-K iteration of block `b` of `grid`, over `iters` iterations: the
+/// blocks' shares differ by one at most. `sk_start(grid, ..) == iters`.
+#[inline(always)]
+pub const fn sk_start(b: u32, iters: u64, grid: u32) -> u64 {
+    b as u64 * iters / grid as u64
+}
+
+/// K steps `kt0 .. kt1` (`kt0 < kt1`) of the tile at `(row0, col0)`, as the block's
+/// ring steps `g0 ..`: warp 0 issues the copies (the first `S - 1` now, the others
+/// as stage 6t does, after the first k8 step of the K step that frees their stage),
+/// every warp multiplies its 64x64 part. Returns this thread's accumulators.
+///
+/// # Safety
+/// Every thread of the block calls it with the same arguments, after the ring's
+/// barriers were initialised; `kt1 <= ceil(k / 32)`; the block issued ring steps
+/// `0 .. g0` before, and every warp released them.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn k_range(
+    p: &MatmulParamsTma,
+    ring: Ring<S, SB>,
+    g0: u32,
+    kt0: u32,
+    kt1: u32,
+    row0: u32,
+    col0: u32,
+    (wm, wn): (u32, u32),
+) -> Acc {
+    let (w, lane) = (warp_id(), lane_id());
+    let len = kt1 - kt0;
+    if w == 0 {
+        let mut j = 0;
+        while j < S - 1 && j < len {
+            // SAFETY: warp 0, converged; K step kt0 + j < kt1 exists; ring steps
+            // before g0 + j were issued (earlier segments, the loop).
+            unsafe { refill::<TF32, BN, S, SB>(p, ring, g0 + j, kt0 + j, row0, col0) };
+            j += 1;
+        }
+    }
+    // SAFETY (the three closures): the stage landed and was published to this warp
+    // by its full barrier; the whole warp calls them; barriers initialised.
+    let frags = |st: Smem<u8>, kk: u32| unsafe {
+        (a_frags(st, wm, kk, false), b_frags::<TF32>(st, wn, kk))
+    };
+    let wait_full = |g: u32| unsafe { mbarrier::wait(ring.full(g % S), (g / S) & 1) };
+    let release = |g: u32| {
+        simt_std::warp::sync();
+        if lane == 0 {
+            // SAFETY: an initialised barrier expecting one arrival per warp.
+            unsafe { mbarrier::arrive(ring.empty(g % S)) };
+        }
+    };
+    let mut acc = [[[0f32; 4]; NT]; 4];
+    wait_full(g0);
+    let mut cur = frags(ring.stage(g0 % S), 0);
+    let mut j = 0;
+    while j < len {
+        let g = g0 + j;
+        let next = j + S - 1;
+        let st = ring.stage(g % S);
+        unroll!(4, KK => {
+            if (KK as u32) + 1 < KSTEPS {
+                let nxt = frags(st, KK as u32 + 1);
+                // SAFETY: the whole warp is here, converged.
+                unsafe { mma_tile::<TF32>(&mut acc, &cur.0, &cur.1) };
+                cur = nxt;
+                if TF32_REFILL_AT == KK as u32 + 1 && w == 0 && next < len {
+                    // Into the stage ring step g - 1 used (its warps most likely
+                    // released it by now; refill waits for the slowest).
+                    // SAFETY: warp 0, converged; K step kt0 + next < kt1.
+                    unsafe { refill::<TF32, BN, S, SB>(p, ring, g0 + next, kt0 + next, row0, col0) };
+                }
+            }
+        });
+        release(g);
+        let last = cur;
+        if j + 1 < len {
+            wait_full(g + 1);
+            cur = frags(ring.stage((g + 1) % S), 0);
+        }
+        // SAFETY: as above.
+        unsafe { mma_tile::<TF32>(&mut acc, &last.0, &last.1) };
+        j += 1;
+    }
+    acc
+}
+
+/// Where this thread's vector `j` (0..32) of a block's partial lies: slot `b`, then
+/// vector `j` of every thread, consecutive.
+#[inline(always)]
+fn partial_at(partials: *mut f32, b: u32, j: u32, t: u32) -> *mut f32 {
+    partials.wrapping_add((b * TC6K_PARTIAL_FLOATS + (j * THREADS + t) * 4) as usize)
+}
+
+/// The kernel.
+///
+/// # Safety
+/// As [`matmul_mma_streamk_tf32()`].
+#[inline(always)]
+unsafe fn body(sp: MatmulParamsStreamK) {
+    let p = sp.mm;
+    let warps = THREADS / 32;
+    let ring = Ring::<S, SB>::new();
+    let t = thread_idx().x;
+    if t == 0 {
+        let mut s = 0;
+        while s < S {
+            // SAFETY: 8-byte aligned barrier slots inside the dynamic shared memory
+            // (the launch's bytes count them), used by no thread before the barrier below.
+            unsafe {
+                mbarrier::init(ring.full(s), 1);
+                mbarrier::init(ring.empty(s), warps);
+            }
+            s += 1;
+        }
+        mbarrier::fence_init();
+        // SAFETY: the host made both maps (64-byte aligned, in global memory).
+        unsafe {
+            tma::prefetch(p.a_map);
+            tma::prefetch(p.b_map);
+        }
+    }
+    sync_threads();
+    let (w, lane) = (warp_id(), lane_id());
+    let warps_n = BN / TC6_WARP_N;
+    let wtile = (w / warps_n * TC_WARP_M, w % warps_n * TC6_WARP_N);
+    let ktiles = p.k.div_ceil(TC6_BK_TF32);
+    let (tiles_m, tiles_n) = (p.m.div_ceil(TC_BM), p.n.div_ceil(BN));
+    let (b, grid) = (block_idx().x, grid_dim().x);
+    let origin = |tile: u32| {
+        let (pm, pn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
+        (pm * TC_BM, pn * BN)
+    };
+    let (c, ldc) = (p.c.ptr, p.c.ld);
+    let relu = p.epilogue as u32 != 0;
+    // SAFETY: the kernel's contract for C; the warp's part of the tile at `o`.
+    let store = |acc: &Acc, o: (u32, u32)| unsafe {
+        write_c(
+            acc,
+            c,
+            p.m as usize,
+            p.n as usize,
+            ldc as usize,
+            (o.0 + wtile.0) as usize,
+            (o.1 + wtile.1) as usize,
+            lane,
+            relu,
+        )
+    };
+    let mut g = 0;
+    // Data-parallel tiles, whole.
+    let mut tile = b;
+    while tile < sp.dp_tiles {
+        let o = origin(tile);
+        // SAFETY: every thread, same arguments; ring steps 0..g issued and released.
+        let acc = unsafe { k_range(&p, ring, g, 0, ktiles, o.0, o.1, wtile) };
+        g += ktiles;
+        store(&acc, o);
+        tile += grid;
+    }
+    // Stream-K: this block's iterations [lo, hi) of the last sk_tiles tiles.
+    let iters = sp.sk_tiles as u64 * ktiles as u64;
+    let (lo, hi) = (sk_start(b, iters, grid), sk_start(b + 1, iters, grid));
+    let mut it = lo;
+    while it < hi {
+        let sk_tile = (it / ktiles as u64) as u32;
+        let tile_lo = sk_tile as u64 * ktiles as u64;
+        let kt0 = (it - tile_lo) as u32;
+        let kt1 = if hi - tile_lo < ktiles as u64 {
+            (hi - tile_lo) as u32
+        } else {
+            ktiles
+        };
+        let o = origin(sp.dp_tiles + sk_tile);
+        // SAFETY: as above; kt0 < kt1 <= ktiles.
+        let mut acc = unsafe { k_range(&p, ring, g, kt0, kt1, o.0, o.1, wtile) };
+        g += kt1 - kt0;
+        if kt0 > 0 {
+            // Not the head: this block's first segment. Its partial goes to slot b,
+            // then the flag (every thread's stores before the barrier, then thread
+            // 0's release).
+            unroll!(4, MI => {
+                unroll!(8, NJ => {
+                    let j = (MI * NT + NJ) as u32;
+                    // SAFETY: slot b of the workspace (grid slots, the contract),
+                    // 16-byte aligned (its start is, and every vector is 16 bytes).
+                    unsafe { store4(partial_at(sp.partials, b, j, t), F32x4::from_array(acc[MI][NJ])) };
+                });
+            });
+            sync_threads();
+            if t == 0 {
+                // SAFETY: flag b exists (grid flags); no block publishes it but this one.
+                unsafe { publish(sp.flags.add(b as usize), sp.epoch) };
+            }
+        } else {
+            // The head: the blocks after this one whose ranges start inside the
+            // tile hold its other segments, each as its first one.
+            let tile_hi = tile_lo + ktiles as u64;
+            if kt1 < ktiles {
+                if t == 0 {
+                    let mut bb = b + 1;
+                    while bb < grid && sk_start(bb, iters, grid) < tile_hi {
+                        // SAFETY: flag bb exists; its block is resident (cooperative
+                        // launch) and publishes before it waits for anything.
+                        unsafe { wait_eq(sp.flags.add(bb as usize), sp.epoch) };
+                        bb += 1;
+                    }
+                }
+                // Thread 0's acquires, then the barrier: every thread's loads below
+                // see the partials.
+                sync_threads();
+                let mut bb = b + 1;
+                while bb < grid && sk_start(bb, iters, grid) < tile_hi {
+                    unroll!(4, MI => {
+                        unroll!(8, NJ => {
+                            let j = (MI * NT + NJ) as u32;
+                            // SAFETY: slot bb, written and published before its flag,
+                            // acquired above.
+                            let v = unsafe { load4(partial_at(sp.partials, bb, j, t)) }.to_array();
+                            unroll!(4, E => { acc[MI][NJ][E] += v[E]; });
+                        });
+                    });
+                    bb += 1;
+                }
+            }
+            store(&acc, o);
+        }
+        it = tile_lo + kt1 as u64;
+    }
+}
+
+kernel! {
+    /// `C = epilogue(A · B)` in TF32 on tensor cores with `mma.sync`, as
+    /// [`matmul_mma_tma_tf32()`](crate::matmul_mma_tma::matmul_mma_tma_tf32), its
+    /// tiles split over persistent blocks by stream-K (module docs).
+    ///
+    /// # Safety
+    /// `p.mm` as for `matmul_mma_tma_tf32` (`a_map`: A `m x k`, boxes of 128 rows x 32
+    /// columns; `b_map`: `Bᵀ` `n x k`, boxes of 256 rows x 32 columns; both f32 rounded
+    /// to TF32, 128-byte swizzled; C f32 not overlapping them); `p.dp_tiles +
+    /// p.sk_tiles` is the number of 128x256 tiles of C, `p.dp_tiles` a multiple of the
+    /// grid and `p.sk_tiles · ceil(k / 32)` at least the grid (every block has
+    /// stream-K iterations); `p.partials` holds `grid x TC6K_PARTIAL_FLOATS` floats,
+    /// 16-byte aligned, and `p.flags` `grid` flags, none holding `p.epoch`, both used
+    /// by no other launch running at the same time; the launch is cooperative (every
+    /// block resident).
+    ///
+    /// # Parameters
+    /// One [`MatmulParamsStreamK`]: `mm` (the maps, `c`: `[m, n]` row-major f32, the
+    /// sizes, `epilogue`), `dp_tiles` and `sk_tiles` ([`streamk_split`]), the
+    /// workspace `partials`, `flags` and this launch's `epoch` ([`simt_std::flag`]).
+    ///
+    /// # Tiling
+    /// As `matmul_mma_tma_tf32`: block tile 128x256, K steps of 32, 4 stages of 48
+    /// KiB; warp tile 64x64 = 4x8 `mma.m16n8k8`. A block walks its data-parallel
+    /// tiles, then its stream-K segments, one ring for all.
+    ///
+    /// # Thread Mapping
+    /// 256 threads = 8 warps, warp `w` at rows `64·(w/4)`, columns `64·(w%4)` of each
+    /// tile; warp 0's first thread also issues the copies. A 1-D grid of at most one
+    /// block per SM.
+    #[launch(threads = TC6T_TF32_THREADS, min_blocks = 1, shared = TC6T_TF32_SMEM_BYTES, target = "sm_90a", cooperative = true)]
+    pub unsafe fn matmul_mma_streamk_tf32(p: MatmulParamsStreamK) {
+        // SAFETY: forwarded.
+        unsafe { body(p) }
+    }
+}
