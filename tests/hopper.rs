@@ -892,10 +892,10 @@ fn stream_k_split_leaves_no_partial_wave() {
     use kernels::matmul_mma_streamk::{sk_start, streamk_split};
     // 4096^3 on an H100/H200 (132 SMs): 512 tiles of 128x256, 3.88 waves.
     assert_eq!(streamk_split(512, 132), (264, 248));
-    let iters = 248u64 * 128;
+    let iters = 248 * 128;
     assert_eq!(iters, 31744);
     let share =
-        |b: u32, iters: u64, grid: u32| sk_start(b + 1, iters, grid) - sk_start(b, iters, grid);
+        |b: u32, iters: u32, grid: u32| sk_start(b + 1, iters, grid) - sk_start(b, iters, grid);
     assert!((0..132).all(|b| matches!(share(b, iters, 132), 240 | 241)));
     assert_eq!(sk_start(132, iters, 132), iters);
     // 8192^3: 2048 tiles, 15.52 waves: 14 data-parallel waves, then the tail.
@@ -909,8 +909,8 @@ fn stream_k_split_leaves_no_partial_wave() {
         for tiles in grid + 1..4 * grid {
             let (dp, sk) = streamk_split(tiles, grid);
             assert_eq!((dp % grid, dp + sk), (0, tiles), "{tiles} tiles on {grid}");
-            for kt in [1u64, 3, 128] {
-                let iters = sk as u64 * kt;
+            for kt in [1, 3, 128] {
+                let iters = sk * kt;
                 assert!(sk == 0 || (0..grid).all(|b| share(b, iters, grid) >= kt));
             }
         }
@@ -929,7 +929,11 @@ fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
     let (mut r, seed) = rng("matmul_streamk_tf32");
     let mut cases = vec![
         // 3 tiles on 2 SMs: tile 1 split after 2 of its 4 K steps.
-        (2, Order::InOrder, (384usize, 256usize, 100usize, 100usize, 260usize)),
+        (
+            2,
+            Order::InOrder,
+            (384usize, 256usize, 100usize, 100usize, 260usize),
+        ),
         // 10 tiles on 3: 6 data-parallel, then 4 as 8 K steps; tile 2 split 1 + 1.
         (3, Order::Reversed, (640, 300, 37, 37, 301)),
         // 9 tiles on 2, ragged in m and n; tile 1 split 1 + 2.

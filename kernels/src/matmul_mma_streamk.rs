@@ -18,18 +18,28 @@
 //!   takes iterations `[⌊b·I/grid⌋, ⌊(b+1)·I/grid⌋)` ([`sk_start`]): every block the
 //!   same work to within one K step.
 //!
-//! A block's range cuts its tiles into *segments*. The segment that holds a tile's
-//! first K step (the **head**) finishes the tile: it waits for the other segments'
-//! partial sums, adds them and writes `epilogue(C)`. Any other segment can only be
-//! its block's first one (every later segment starts at a tile boundary), so a block
-//! writes at most one partial, into its own slot of the workspace
-//! (`grid x` [`TC6K_PARTIAL_FLOATS`] floats), and publishes its flag
-//! ([`simt_std::flag`]). At 4096^3 on 132 SMs: 264 data-parallel tiles (two waves)
-//! and 248 tiles as 31744 iterations, 240 or 241 per block.
+//! A block's range cuts its tiles into *segments*: a **tail** (the last K steps of
+//! the tile where the range starts, unless it starts a tile), whole tiles, and a
+//! **head** (the first K steps of the tile where it ends, unless it ends one). As
+//! every share is at least one tile, a tile is either whole in one block, or a head
+//! in block `b - 1` and a tail in block `b`. A block writes at most one partial, its
+//! head's, into its own slot of the workspace (`grid x` [`TC6K_PARTIAL_FLOATS`]
+//! floats), and publishes its flag ([`simt_std::flag`]); the tail's block waits for
+//! it, adds it and writes `epilogue(C)`. At 4096^3 on 132 SMs: 264 data-parallel
+//! tiles (two waves) and 248 tiles as 31744 iterations, 240 or 241 per block.
 //!
-//! **Why this cannot deadlock.** A block publishes its partial before it waits for
-//! anything (its first segment, or no partial at all), and waits only for blocks of
-//! larger index, whose first segments hold the rest of the tile it finishes. The
+//! **The order keeps the blocks in step along K.** A block runs its whole tiles
+//! first (the data-parallel ones, then its stream-K ones), then its head, then its
+//! tail. Whole tiles and heads start at K step 0 at the same moment in every block,
+//! so the blocks read the same slabs of A and `Bᵀ` at about the same time and share
+//! them in L2, as stage 6t's waves do; the tails all start `-q mod kt` K steps ahead
+//! of that (a share of `q` K steps, `kt` per tile), in step with each other. Walked
+//! in range order, the blocks' K offsets were spread over the whole of K: on the
+//! H200 the stream-K part then missed L2 (DRAM 50% busy against stage 6t's 17%) and
+//! the kernel ran 8% slower than stage 6t at 4096^3 (docs/PERFORMANCE.md, session 21).
+//!
+//! **Why this cannot deadlock.** A block publishes its head before it waits for
+//! anything (the tail comes last), and waits only for block `b - 1`'s head. The
 //! launch is cooperative, so every block is resident.
 //!
 //! **The partial in fragment order.** Writer and reader of a slot are the same
@@ -88,8 +98,8 @@ pub const fn streamk_split(tiles: u32, grid: u32) -> (u32, u32) {
 /// The first stream-K iteration of block `b` of `grid`, over `iters` iterations: the
 /// blocks' shares differ by one at most. `sk_start(grid, ..) == iters`.
 #[inline(always)]
-pub const fn sk_start(b: u32, iters: u64, grid: u32) -> u64 {
-    b as u64 * iters / grid as u64
+pub const fn sk_start(b: u32, iters: u32, grid: u32) -> u32 {
+    (b as u64 * iters as u64 / grid as u64) as u32
 }
 
 /// K steps `kt0 .. kt1` (`kt0 < kt1`) of the tile at `(row0, col0)`, as the block's
@@ -234,38 +244,50 @@ unsafe fn body(sp: MatmulParamsStreamK) {
             relu,
         )
     };
-    let mut g = 0;
-    // Data-parallel tiles, whole.
-    let mut tile = b;
-    while tile < sp.dp_tiles {
-        let o = origin(tile);
-        // SAFETY: every thread, same arguments; ring steps 0..g issued and released.
-        let acc = unsafe { k_range(&p, ring, g, 0, ktiles, o.0, o.1, wtile) };
-        g += ktiles;
-        store(&acc, o);
-        tile += grid;
-    }
-    // Stream-K: this block's iterations [lo, hi) of the last sk_tiles tiles.
-    let iters = sp.sk_tiles as u64 * ktiles as u64;
+    // This block's stream-K iterations [lo, hi) of the last sk_tiles tiles: a tail
+    // [lo, first_end) of the tile where lo falls (unless lo starts a tile), whole
+    // tiles up to head_lo, a head [head_lo, hi) (unless hi ends a tile). A share of
+    // at least one tile (the contract) keeps them in that order.
+    let kt = ktiles;
+    let iters = sp.sk_tiles * kt;
     let (lo, hi) = (sk_start(b, iters, grid), sk_start(b + 1, iters, grid));
-    let mut it = lo;
-    while it < hi {
-        let sk_tile = (it / ktiles as u64) as u32;
-        let tile_lo = sk_tile as u64 * ktiles as u64;
-        let kt0 = (it - tile_lo) as u32;
-        let kt1 = if hi - tile_lo < ktiles as u64 {
-            (hi - tile_lo) as u32
+    let first_end = lo.div_ceil(kt) * kt;
+    let head_lo = hi / kt * kt;
+    let dp_mine = sp.dp_tiles / grid;
+    let whole = dp_mine + (head_lo - first_end) / kt;
+    let has_head = head_lo < hi;
+    let segments = whole + has_head as u32 + (lo < first_end) as u32;
+    // Whole tiles (the data-parallel ones first), the head, the tail: module docs.
+    let mut g = 0;
+    let mut i = 0;
+    while i < segments {
+        let (tile, kt0, kt1) = if i < dp_mine {
+            (b + i * grid, 0, ktiles)
         } else {
-            ktiles
+            let (s0, s1) = if i < whole {
+                let s0 = first_end + (i - dp_mine) * kt;
+                (s0, s0 + kt)
+            } else if i == whole && has_head {
+                (head_lo, hi)
+            } else {
+                (lo, first_end)
+            };
+            let sk_tile = s0 / kt;
+            let t0 = sk_tile * kt;
+            (
+                sp.dp_tiles + sk_tile as u32,
+                (s0 - t0) as u32,
+                (s1 - t0) as u32,
+            )
         };
-        let o = origin(sp.dp_tiles + sk_tile);
-        // SAFETY: as above; kt0 < kt1 <= ktiles.
+        let o = origin(tile);
+        // SAFETY: every thread, same arguments; ring steps 0..g issued and released;
+        // kt0 < kt1 <= ktiles.
         let mut acc = unsafe { k_range(&p, ring, g, kt0, kt1, o.0, o.1, wtile) };
         g += kt1 - kt0;
-        if kt0 > 0 {
-            // Not the head: this block's first segment. Its partial goes to slot b,
-            // then the flag (every thread's stores before the barrier, then thread
-            // 0's release).
+        if kt0 == 0 && kt1 < ktiles {
+            // A head: its partial goes to slot b, then the flag (every thread's
+            // stores before the barrier, then thread 0's release).
             unroll!(4, MI => {
                 unroll!(8, NJ => {
                     let j = (MI * NT + NJ) as u32;
@@ -280,39 +302,30 @@ unsafe fn body(sp: MatmulParamsStreamK) {
                 unsafe { publish(sp.flags.add(b as usize), sp.epoch) };
             }
         } else {
-            // The head: the blocks after this one whose ranges start inside the
-            // tile hold its other segments, each as its first one.
-            let tile_hi = tile_lo + ktiles as u64;
-            if kt1 < ktiles {
+            if kt0 > 0 {
+                // A tail: block b - 1 (b > 0: block 0 starts at 0) holds the tile's
+                // first kt0 K steps as its head.
                 if t == 0 {
-                    let mut bb = b + 1;
-                    while bb < grid && sk_start(bb, iters, grid) < tile_hi {
-                        // SAFETY: flag bb exists; its block is resident (cooperative
-                        // launch) and publishes before it waits for anything.
-                        unsafe { wait_eq(sp.flags.add(bb as usize), sp.epoch) };
-                        bb += 1;
-                    }
+                    // SAFETY: flag b - 1 exists; its block is resident (cooperative
+                    // launch) and publishes it before it waits for anything.
+                    unsafe { wait_eq(sp.flags.add(b as usize - 1), sp.epoch) };
                 }
-                // Thread 0's acquires, then the barrier: every thread's loads below
-                // see the partials.
+                // Thread 0's acquire, then the barrier: every thread's loads below
+                // see the partial.
                 sync_threads();
-                let mut bb = b + 1;
-                while bb < grid && sk_start(bb, iters, grid) < tile_hi {
-                    unroll!(4, MI => {
-                        unroll!(8, NJ => {
-                            let j = (MI * NT + NJ) as u32;
-                            // SAFETY: slot bb, written and published before its flag,
-                            // acquired above.
-                            let v = unsafe { load4(partial_at(sp.partials, bb, j, t)) }.to_array();
-                            unroll!(4, E => { acc[MI][NJ][E] += v[E]; });
-                        });
+                unroll!(4, MI => {
+                    unroll!(8, NJ => {
+                        let j = (MI * NT + NJ) as u32;
+                        // SAFETY: slot b - 1, written and published before its flag,
+                        // acquired above.
+                        let v = unsafe { load4(partial_at(sp.partials, b - 1, j, t)) }.to_array();
+                        unroll!(4, E => { acc[MI][NJ][E] += v[E]; });
                     });
-                    bb += 1;
-                }
+                });
             }
             store(&acc, o);
         }
-        it = tile_lo + kt1 as u64;
+        i += 1;
     }
 }
 
@@ -326,8 +339,8 @@ kernel! {
     /// columns; `b_map`: `Bᵀ` `n x k`, boxes of 256 rows x 32 columns; both f32 rounded
     /// to TF32, 128-byte swizzled; C f32 not overlapping them); `p.dp_tiles +
     /// p.sk_tiles` is the number of 128x256 tiles of C, `p.dp_tiles` a multiple of the
-    /// grid and `p.sk_tiles · ceil(k / 32)` at least the grid (every block has
-    /// stream-K iterations); `p.partials` holds `grid x TC6K_PARTIAL_FLOATS` floats,
+    /// grid, `p.sk_tiles` zero or at least the grid (every block's share at least one
+    /// tile: [`streamk_split`]) and `p.sk_tiles · ceil(k / 32) < 2^32`; `p.partials` holds `grid x TC6K_PARTIAL_FLOATS` floats,
     /// 16-byte aligned, and `p.flags` `grid` flags, none holding `p.epoch`, both used
     /// by no other launch running at the same time; the launch is cooperative (every
     /// block resident).

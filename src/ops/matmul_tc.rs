@@ -628,7 +628,11 @@ pub fn matmul_tf32_with(
             // block per SM with a stream-K tail.
             let blocks = gpu.props().sms;
             let (dp_tiles, sk_tiles) = s6k::streamk_split(grid.x * grid.y, blocks);
-            if sk_tiles == 0 || std::env::var_os("SIMT_6T_SK").is_some_and(|v| v == "0") {
+            let iters = sk_tiles as u64 * p.k.div_ceil(TC6_BK_TF32) as u64;
+            if sk_tiles == 0
+                || iters > u32::MAX as u64
+                || std::env::var_os("SIMT_6T_SK").is_some_and(|v| v == "0")
+            {
                 return go::<s6t::matmul_mma_tma_tf32, _>(gpu, grid, p);
             }
             let partials = gpu.scratch_f32(
@@ -647,7 +651,7 @@ pub fn matmul_tf32_with(
             type K = s6k::matmul_mma_streamk_tf32;
             // SAFETY: the maps and C as for stage 6t (above); dp_tiles + sk_tiles are
             // C's tiles, dp_tiles whole waves of `blocks` and sk_tiles more than
-            // `blocks` (streamk_split); the workspace holds `blocks` slots (a device
+            // `blocks` (streamk_split), their K steps fewer than 2^32; the workspace holds `blocks` slots (a device
             // allocation, 16-byte aligned) and `blocks` flags none of which holds
             // `epoch` (Gpu::flags), both used by launches on this Gpu's queue only, in
             // order; one block per SM is resident (checked again by the cooperative
