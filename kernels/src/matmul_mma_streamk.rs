@@ -103,17 +103,19 @@ pub const fn sk_start(b: u32, iters: u32, grid: u32) -> u32 {
 }
 
 /// K steps `kt0 .. kt1` (`kt0 < kt1`) of the tile at `(row0, col0)`, as the block's
-/// ring steps `g0 ..`: warp 0 issues the copies (the first `S - 1` now, the others
-/// as stage 6t does, after the first k8 step of the K step that frees their stage),
-/// every warp multiplies its 64x64 part. Returns this thread's accumulators.
+/// ring steps `g0 ..`: with `REFILL`, warp 0 issues the copies (the first `S - 1`
+/// now, the others as stage 6t does, after the first k8 step of the K step that
+/// frees their stage); every warp multiplies its 64x64 part. Returns this thread's
+/// accumulators.
 ///
 /// # Safety
-/// Every thread of the block calls it with the same arguments, after the ring's
-/// barriers were initialised; `kt1 <= ceil(k / 32)`; the block issued ring steps
-/// `0 .. g0` before, and every warp released them.
+/// Every multiplying thread of the block calls it with the same arguments, after
+/// the ring's barriers were initialised; `kt1 <= ceil(k / 32)`; ring steps `0 .. g0`
+/// were issued before and released by every warp; without `REFILL`, another warp
+/// issues steps `g0 ..` (stage 6kt's producer).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn k_range(
+pub(crate) unsafe fn k_range<const REFILL: bool>(
     p: &MatmulParamsTma,
     ring: Ring<S, SB>,
     g0: u32,
@@ -125,7 +127,7 @@ unsafe fn k_range(
 ) -> Acc {
     let (w, lane) = (warp_id(), lane_id());
     let len = kt1 - kt0;
-    if w == 0 {
+    if REFILL && w == 0 {
         let mut j = 0;
         while j < S - 1 && j < len {
             // SAFETY: warp 0, converged; K step kt0 + j < kt1 exists; ring steps
@@ -161,7 +163,7 @@ unsafe fn k_range(
                 // SAFETY: the whole warp is here, converged.
                 unsafe { mma_tile::<TF32>(&mut acc, &cur.0, &cur.1) };
                 cur = nxt;
-                if TF32_REFILL_AT == KK as u32 + 1 && w == 0 && next < len {
+                if REFILL && TF32_REFILL_AT == KK as u32 + 1 && w == 0 && next < len {
                     // Into the stage ring step g - 1 used (its warps most likely
                     // released it by now; refill waits for the slowest).
                     // SAFETY: warp 0, converged; K step kt0 + next < kt1.
@@ -182,10 +184,80 @@ unsafe fn k_range(
     acc
 }
 
+/// Block `b`'s work: its data-parallel tiles, then its stream-K iterations `[lo, hi)`
+/// of the last `sk_tiles` tiles, cut into a tail `[lo, first_end)` of the tile
+/// where `lo` falls (unless `lo` starts a tile), whole tiles up to `head_lo` and a
+/// head `[head_lo, hi)` (unless `hi` ends a tile). A share of at least one tile (the
+/// kernels' contract) keeps them in that order.
+#[derive(Clone, Copy)]
+pub(crate) struct Plan {
+    b: u32,
+    grid: u32,
+    kt: u32,
+    dp_tiles: u32,
+    dp_mine: u32,
+    lo: u32,
+    hi: u32,
+    first_end: u32,
+    head_lo: u32,
+    whole: u32,
+    has_head: bool,
+    /// How many segments the block runs.
+    pub(crate) segments: u32,
+}
+
+impl Plan {
+    /// The plan of block `b` of `grid`, with `kt` K steps per tile.
+    #[inline(always)]
+    pub(crate) fn new(sp: &MatmulParamsStreamK, kt: u32, b: u32, grid: u32) -> Plan {
+        let iters = sp.sk_tiles * kt;
+        let (lo, hi) = (sk_start(b, iters, grid), sk_start(b + 1, iters, grid));
+        let first_end = lo.div_ceil(kt) * kt;
+        let head_lo = hi / kt * kt;
+        let dp_mine = sp.dp_tiles / grid;
+        let whole = dp_mine + (head_lo - first_end) / kt;
+        let has_head = head_lo < hi;
+        Plan {
+            b,
+            grid,
+            kt,
+            dp_tiles: sp.dp_tiles,
+            dp_mine,
+            lo,
+            hi,
+            first_end,
+            head_lo,
+            whole,
+            has_head,
+            segments: whole + has_head as u32 + (lo < first_end) as u32,
+        }
+    }
+
+    /// Segment `i` (`< segments`) in the order the block runs them, whole tiles (the
+    /// data-parallel ones first), the head, the tail: `(tile, kt0, kt1)`, the tile's
+    /// index in grouped order and its K steps `kt0 .. kt1`.
+    #[inline(always)]
+    pub(crate) fn segment(&self, i: u32) -> (u32, u32, u32) {
+        if i < self.dp_mine {
+            return (self.b + i * self.grid, 0, self.kt);
+        }
+        let (s0, s1) = if i < self.whole {
+            let s0 = self.first_end + (i - self.dp_mine) * self.kt;
+            (s0, s0 + self.kt)
+        } else if i == self.whole && self.has_head {
+            (self.head_lo, self.hi)
+        } else {
+            (self.lo, self.first_end)
+        };
+        let t0 = s0 / self.kt * self.kt;
+        (self.dp_tiles + s0 / self.kt, s0 - t0, s1 - t0)
+    }
+}
+
 /// Where this thread's vector `j` (0..32) of a block's partial lies: slot `b`, then
 /// vector `j` of every thread, consecutive.
 #[inline(always)]
-fn partial_at(partials: *mut f32, b: u32, j: u32, t: u32) -> *mut f32 {
+pub(crate) fn partial_at(partials: *mut f32, b: u32, j: u32, t: u32) -> *mut f32 {
     partials.wrapping_add((b * TC6K_PARTIAL_FLOATS + (j * THREADS + t) * 4) as usize)
 }
 
@@ -244,46 +316,16 @@ unsafe fn body(sp: MatmulParamsStreamK) {
             relu,
         )
     };
-    // This block's stream-K iterations [lo, hi) of the last sk_tiles tiles: a tail
-    // [lo, first_end) of the tile where lo falls (unless lo starts a tile), whole
-    // tiles up to head_lo, a head [head_lo, hi) (unless hi ends a tile). A share of
-    // at least one tile (the contract) keeps them in that order.
-    let kt = ktiles;
-    let iters = sp.sk_tiles * kt;
-    let (lo, hi) = (sk_start(b, iters, grid), sk_start(b + 1, iters, grid));
-    let first_end = lo.div_ceil(kt) * kt;
-    let head_lo = hi / kt * kt;
-    let dp_mine = sp.dp_tiles / grid;
-    let whole = dp_mine + (head_lo - first_end) / kt;
-    let has_head = head_lo < hi;
-    let segments = whole + has_head as u32 + (lo < first_end) as u32;
+    let plan = Plan::new(&sp, ktiles, b, grid);
     // Whole tiles (the data-parallel ones first), the head, the tail: module docs.
     let mut g = 0;
     let mut i = 0;
-    while i < segments {
-        let (tile, kt0, kt1) = if i < dp_mine {
-            (b + i * grid, 0, ktiles)
-        } else {
-            let (s0, s1) = if i < whole {
-                let s0 = first_end + (i - dp_mine) * kt;
-                (s0, s0 + kt)
-            } else if i == whole && has_head {
-                (head_lo, hi)
-            } else {
-                (lo, first_end)
-            };
-            let sk_tile = s0 / kt;
-            let t0 = sk_tile * kt;
-            (
-                sp.dp_tiles + sk_tile as u32,
-                (s0 - t0) as u32,
-                (s1 - t0) as u32,
-            )
-        };
+    while i < plan.segments {
+        let (tile, kt0, kt1) = plan.segment(i);
         let o = origin(tile);
         // SAFETY: every thread, same arguments; ring steps 0..g issued and released;
         // kt0 < kt1 <= ktiles.
-        let mut acc = unsafe { k_range(&p, ring, g, kt0, kt1, o.0, o.1, wtile) };
+        let mut acc = unsafe { k_range::<true>(&p, ring, g, kt0, kt1, o.0, o.1, wtile) };
         g += kt1 - kt0;
         if kt0 == 0 && kt1 < ktiles {
             // A head: its partial goes to slot b, then the flag (every thread's
