@@ -65,7 +65,7 @@ use crate::matmul_mma_tma::{b_frags, refill, Ring, TF32_REFILL_AT};
 use crate::params::{MatmulParamsStreamK, MatmulParamsTma};
 use simt_std::flag::{publish, wait_eq};
 use simt_std::mbarrier;
-use simt_std::memory::{load4, store4, F32x4};
+use simt_std::memory::{compiler_barrier, load4, opaque_ptr, store4, F32x4};
 use simt_std::shared::Smem;
 use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
 use simt_std::tma;
@@ -195,13 +195,8 @@ pub(crate) struct Plan {
     grid: u32,
     kt: u32,
     dp_tiles: u32,
-    dp_mine: u32,
     lo: u32,
     hi: u32,
-    first_end: u32,
-    head_lo: u32,
-    whole: u32,
-    has_head: bool,
     /// How many segments the block runs.
     pub(crate) segments: u32,
 }
@@ -212,25 +207,34 @@ impl Plan {
     pub(crate) fn new(sp: &MatmulParamsStreamK, kt: u32, b: u32, grid: u32) -> Plan {
         let iters = sp.sk_tiles * kt;
         let (lo, hi) = (sk_start(b, iters, grid), sk_start(b + 1, iters, grid));
-        let first_end = lo.div_ceil(kt) * kt;
-        let head_lo = hi / kt * kt;
-        let dp_mine = sp.dp_tiles / grid;
-        let whole = dp_mine + (head_lo - first_end) / kt;
-        let has_head = head_lo < hi;
-        Plan {
+        let plan = Plan {
             b,
             grid,
             kt,
             dp_tiles: sp.dp_tiles,
-            dp_mine,
             lo,
             hi,
-            first_end,
-            head_lo,
-            whole,
-            has_head,
+            segments: 0,
+        };
+        let (whole, has_head, first_end) = plan.cuts();
+        Plan {
             segments: whole + has_head as u32 + (lo < first_end) as u32,
+            ..plan
         }
+    }
+
+    /// `(whole, has_head, first_end)`: how many whole tiles, whether there is a head,
+    /// where the tail ends. Recomputed per segment rather than kept: registers are
+    /// short across the K loop (kept, ptxas spilled).
+    #[inline(always)]
+    fn cuts(&self) -> (u32, bool, u32) {
+        let first_end = self.lo.div_ceil(self.kt) * self.kt;
+        let head_lo = self.hi / self.kt * self.kt;
+        (
+            self.dp_tiles / self.grid + (head_lo - first_end) / self.kt,
+            head_lo < self.hi,
+            first_end,
+        )
     }
 
     /// Segment `i` (`< segments`) in the order the block runs them, whole tiles (the
@@ -238,16 +242,18 @@ impl Plan {
     /// index in grouped order and its K steps `kt0 .. kt1`.
     #[inline(always)]
     pub(crate) fn segment(&self, i: u32) -> (u32, u32, u32) {
-        if i < self.dp_mine {
+        let dp_mine = self.dp_tiles / self.grid;
+        if i < dp_mine {
             return (self.b + i * self.grid, 0, self.kt);
         }
-        let (s0, s1) = if i < self.whole {
-            let s0 = self.first_end + (i - self.dp_mine) * self.kt;
+        let (whole, has_head, first_end) = self.cuts();
+        let (s0, s1) = if i < whole {
+            let s0 = first_end + (i - dp_mine) * self.kt;
             (s0, s0 + self.kt)
-        } else if i == self.whole && self.has_head {
-            (self.head_lo, self.hi)
+        } else if i == whole && has_head {
+            (self.hi / self.kt * self.kt, self.hi)
         } else {
-            (self.lo, self.first_end)
+            (self.lo, first_end)
         };
         let t0 = s0 / self.kt * self.kt;
         (self.dp_tiles + s0 / self.kt, s0 - t0, s1 - t0)
@@ -259,6 +265,17 @@ impl Plan {
 #[inline(always)]
 pub(crate) fn partial_at(partials: *mut f32, b: u32, j: u32, t: u32) -> *mut f32 {
     partials.wrapping_add((b * TC6K_PARTIAL_FLOATS + (j * THREADS + t) * 4) as usize)
+}
+
+/// Floats from one of a thread's vectors in a slot to its next.
+pub(crate) const SLOT_VEC: usize = (THREADS * 4) as usize;
+
+/// Slot `b`'s first vector of thread `t`, computed where it is used (the 32
+/// addresses of a slot, hoisted out of the block's segment loop, stayed live across
+/// the K loop and spilled).
+#[inline(always)]
+pub(crate) fn slot_at(partials: *mut f32, b: u32, t: u32) -> *mut f32 {
+    opaque_ptr(partial_at(partials, b, 0, t))
 }
 
 /// The kernel.
@@ -330,12 +347,13 @@ unsafe fn body(sp: MatmulParamsStreamK) {
         if kt0 == 0 && kt1 < ktiles {
             // A head: its partial goes to slot b, then the flag (every thread's
             // stores before the barrier, then thread 0's release).
+            let slot = slot_at(sp.partials, b, t);
             unroll!(4, MI => {
                 unroll!(8, NJ => {
-                    let j = (MI * NT + NJ) as u32;
+                    let j = MI * NT + NJ;
                     // SAFETY: slot b of the workspace (grid slots, the contract),
                     // 16-byte aligned (its start is, and every vector is 16 bytes).
-                    unsafe { store4(partial_at(sp.partials, b, j, t), F32x4::from_array(acc[MI][NJ])) };
+                    unsafe { store4(slot.wrapping_add(j * SLOT_VEC), F32x4::from_array(acc[MI][NJ])) };
                 });
             });
             sync_threads();
@@ -355,13 +373,17 @@ unsafe fn body(sp: MatmulParamsStreamK) {
                 // Thread 0's acquire, then the barrier: every thread's loads below
                 // see the partial.
                 sync_threads();
+                let slot = slot_at(sp.partials, b - 1, t);
                 unroll!(4, MI => {
                     unroll!(8, NJ => {
-                        let j = (MI * NT + NJ) as u32;
+                        let j = MI * NT + NJ;
                         // SAFETY: slot b - 1, written and published before its flag,
                         // acquired above.
-                        let v = unsafe { load4(partial_at(sp.partials, b - 1, j, t)) }.to_array();
+                        let v = unsafe { load4(slot.wrapping_add(j * SLOT_VEC)) }.to_array();
                         unroll!(4, E => { acc[MI][NJ][E] += v[E]; });
+                        // One vector at a time: loaded all at once, 32 vectors
+                        // beside the 128 accumulators spilled.
+                        compiler_barrier();
                     });
                 });
             }

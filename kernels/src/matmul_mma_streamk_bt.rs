@@ -55,13 +55,13 @@ use crate::config::{
 };
 use crate::matmul_mma::write_c;
 use crate::matmul_mma_pipelined::{A_BYTES, GROUP_M, NT};
-use crate::matmul_mma_streamk::{k_range, partial_at, Plan};
+use crate::matmul_mma_streamk::{k_range, slot_at, Plan, SLOT_VEC};
 use crate::matmul_mma_tma::Ring;
 use crate::params::MatmulParamsStreamKBt;
 use simt_std::atomic::{atomic_add_acq_rel_u32, atomic_store_relaxed_u32};
 use simt_std::flag::{publish, wait_eq};
 use simt_std::mbarrier;
-use simt_std::memory::{load4, store4, F32x4};
+use simt_std::memory::{compiler_barrier, load4, store4, F32x4};
 use simt_std::shared::Smem;
 use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
 use simt_std::tma::{self, fence_proxy_async, fence_proxy_async_global};
@@ -333,11 +333,12 @@ unsafe fn body(q: MatmulParamsStreamKBt) {
         g += kt1 - kt0;
         if kt0 == 0 && kt1 < ktiles {
             // A head: this warp's part of the partial into slot b, then its flag.
+            let slot = slot_at(sp.partials, b, t);
             unroll!(4, MI => {
                 unroll!(8, NJ => {
-                    let j = (MI * NT + NJ) as u32;
+                    let j = MI * NT + NJ;
                     // SAFETY: slot b of the workspace, 16-byte aligned (stage 6k's layout).
-                    unsafe { store4(partial_at(sp.partials, b, j, t), F32x4::from_array(acc[MI][NJ])) };
+                    unsafe { store4(slot.wrapping_add(j * SLOT_VEC), F32x4::from_array(acc[MI][NJ])) };
                 });
             });
             warp::sync();
@@ -355,12 +356,16 @@ unsafe fn body(q: MatmulParamsStreamKBt) {
                     unsafe { wait_eq(my_flag(b - 1), sp.epoch) };
                 }
                 warp::sync();
+                let slot = slot_at(sp.partials, b - 1, t);
                 unroll!(4, MI => {
                     unroll!(8, NJ => {
-                        let j = (MI * NT + NJ) as u32;
+                        let j = MI * NT + NJ;
                         // SAFETY: slot b - 1, published before its flag, acquired above.
-                        let v = unsafe { load4(partial_at(sp.partials, b - 1, j, t)) }.to_array();
+                        let v = unsafe { load4(slot.wrapping_add(j * SLOT_VEC)) }.to_array();
                         unroll!(4, E => { acc[MI][NJ][E] += v[E]; });
+                        // One vector at a time: loaded all at once, 32 vectors
+                        // beside the 128 accumulators spilled.
+                        compiler_barrier();
                     });
                 });
             }
