@@ -202,31 +202,6 @@ const _: () = assert!(TC6T_TF32_SMEM_BYTES + 1024 <= 228 * 1024);
 /// one per block of the launch.
 pub const TC6K_PARTIAL_FLOATS: u32 = TC_BM * TC6T_TF32_BN;
 
-/// Stage 6kt (stage 6k with `Bᵀ` made inside the kernel, once): threads per block, a
-/// warpgroup per 64 rows of the 128x256 tile (8 multiplying warps, as stage 6t's)
-/// and a producer warpgroup (one warp issues the ring's copies, three transpose B).
-pub const TC6KT_THREADS: u32 = TC6T_TF32_THREADS + 128;
-/// Stage 6kt: the multiplying warpgroups' registers after `setmaxnreg`, and the
-/// producer's: 384 threads launch with 168, and `128 · (168 - 40) = 256 · (232 -
-/// 168)`: the most the producer can give.
-pub const TC6KT_CONSUMER_REGS: u32 = 232;
-/// Stage 6kt: the producer warpgroup's registers.
-pub const TC6KT_PRODUCER_REGS: u32 = 40;
-/// Stage 6kt: warps of the producer warpgroup that transpose B.
-pub const TC6KT_TRANSPOSERS: u32 = 3;
-/// Stage 6kt: one transposition item, a box of B of `TC6KT_ITEM` k-rows x
-/// `TC6KT_ITEM` columns (f32: 128-byte rows, one K step of one 32-column block).
-pub const TC6KT_ITEM: u32 = 32;
-/// Stage 6kt: dynamic shared memory: stage 6t's ring (4 stages of 48 KiB) and its
-/// barriers in the next KiB, two item buffers of 4 KiB per transposing warp, their
-/// barriers, and 1 KiB of alignment slack.
-pub const TC6KT_SMEM_BYTES: u32 = TC6T_TF32_STAGES * TC6T_TF32_STAGE_BYTES
-    + 1024
-    + TC6KT_TRANSPOSERS * 2 * TC6KT_ITEM * TC6KT_ITEM * 4
-    + 64
-    + 1024;
-const _: () = assert!(TC6KT_SMEM_BYTES <= 227 * 1024);
-
 /// Hopper matmul (stage 7, `wgmma` + TMA): rows of C per tile (two consumer
 /// warpgroups of 64 rows).
 pub const WG_BM: u32 = 128;

@@ -94,7 +94,6 @@ hopper!(
     hopper_probes,
     matmul_cluster_splitk,
     matmul_mma_streamk,
-    matmul_mma_streamk_bt,
     matmul_mma_tma,
     matmul_wgmma,
     matmul_wgmma_cluster,

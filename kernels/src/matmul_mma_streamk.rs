@@ -103,19 +103,17 @@ pub const fn sk_start(b: u32, iters: u32, grid: u32) -> u32 {
 }
 
 /// K steps `kt0 .. kt1` (`kt0 < kt1`) of the tile at `(row0, col0)`, as the block's
-/// ring steps `g0 ..`: with `REFILL`, warp 0 issues the copies (the first `S - 1`
-/// now, the others as stage 6t does, after the first k8 step of the K step that
-/// frees their stage); every warp multiplies its 64x64 part. Returns this thread's
-/// accumulators.
+/// ring steps `g0 ..`: warp 0 issues the copies (the first `S - 1` now, the others
+/// as stage 6t does, after the first k8 step of the K step that frees their stage),
+/// every warp multiplies its 64x64 part. Returns this thread's accumulators.
 ///
 /// # Safety
-/// Every multiplying thread of the block calls it with the same arguments, after
-/// the ring's barriers were initialised; `kt1 <= ceil(k / 32)`; ring steps `0 .. g0`
-/// were issued before and released by every warp; without `REFILL`, another warp
-/// issues steps `g0 ..` (stage 6kt's producer).
+/// Every thread of the block calls it with the same arguments, after the ring's
+/// barriers were initialised; `kt1 <= ceil(k / 32)`; the block issued ring steps
+/// `0 .. g0` before, and every warp released them.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn k_range<const REFILL: bool>(
+unsafe fn k_range(
     p: &MatmulParamsTma,
     ring: Ring<S, SB>,
     g0: u32,
@@ -127,7 +125,7 @@ pub(crate) unsafe fn k_range<const REFILL: bool>(
 ) -> Acc {
     let (w, lane) = (warp_id(), lane_id());
     let len = kt1 - kt0;
-    if REFILL && w == 0 {
+    if w == 0 {
         let mut j = 0;
         while j < S - 1 && j < len {
             // SAFETY: warp 0, converged; K step kt0 + j < kt1 exists; ring steps
@@ -163,7 +161,7 @@ pub(crate) unsafe fn k_range<const REFILL: bool>(
                 // SAFETY: the whole warp is here, converged.
                 unsafe { mma_tile::<TF32>(&mut acc, &cur.0, &cur.1) };
                 cur = nxt;
-                if REFILL && TF32_REFILL_AT == KK as u32 + 1 && w == 0 && next < len {
+                if TF32_REFILL_AT == KK as u32 + 1 && w == 0 && next < len {
                     // Into the stage ring step g - 1 used (its warps most likely
                     // released it by now; refill waits for the slowest).
                     // SAFETY: warp 0, converged; K step kt0 + next < kt1.
@@ -190,7 +188,7 @@ pub(crate) unsafe fn k_range<const REFILL: bool>(
 /// head `[head_lo, hi)` (unless `hi` ends a tile). A share of at least one tile (the
 /// kernels' contract) keeps them in that order.
 #[derive(Clone, Copy)]
-pub(crate) struct Plan {
+struct Plan {
     b: u32,
     grid: u32,
     kt: u32,
@@ -198,13 +196,13 @@ pub(crate) struct Plan {
     lo: u32,
     hi: u32,
     /// How many segments the block runs.
-    pub(crate) segments: u32,
+    segments: u32,
 }
 
 impl Plan {
     /// The plan of block `b` of `grid`, with `kt` K steps per tile.
     #[inline(always)]
-    pub(crate) fn new(sp: &MatmulParamsStreamK, kt: u32, b: u32, grid: u32) -> Plan {
+    fn new(sp: &MatmulParamsStreamK, kt: u32, b: u32, grid: u32) -> Plan {
         let iters = sp.sk_tiles * kt;
         let (lo, hi) = (sk_start(b, iters, grid), sk_start(b + 1, iters, grid));
         let plan = Plan {
@@ -241,7 +239,7 @@ impl Plan {
     /// data-parallel ones first), the head, the tail: `(tile, kt0, kt1)`, the tile's
     /// index in grouped order and its K steps `kt0 .. kt1`.
     #[inline(always)]
-    pub(crate) fn segment(&self, i: u32) -> (u32, u32, u32) {
+    fn segment(&self, i: u32) -> (u32, u32, u32) {
         let dp_mine = self.dp_tiles / self.grid;
         if i < dp_mine {
             return (self.b + i * self.grid, 0, self.kt);
@@ -263,18 +261,18 @@ impl Plan {
 /// Where this thread's vector `j` (0..32) of a block's partial lies: slot `b`, then
 /// vector `j` of every thread, consecutive.
 #[inline(always)]
-pub(crate) fn partial_at(partials: *mut f32, b: u32, j: u32, t: u32) -> *mut f32 {
+fn partial_at(partials: *mut f32, b: u32, j: u32, t: u32) -> *mut f32 {
     partials.wrapping_add((b * TC6K_PARTIAL_FLOATS + (j * THREADS + t) * 4) as usize)
 }
 
 /// Floats from one of a thread's vectors in a slot to its next.
-pub(crate) const SLOT_VEC: usize = (THREADS * 4) as usize;
+const SLOT_VEC: usize = (THREADS * 4) as usize;
 
 /// Slot `b`'s first vector of thread `t`, computed where it is used (the 32
 /// addresses of a slot, hoisted out of the block's segment loop, stayed live across
 /// the K loop and spilled).
 #[inline(always)]
-pub(crate) fn slot_at(partials: *mut f32, b: u32, t: u32) -> *mut f32 {
+fn slot_at(partials: *mut f32, b: u32, t: u32) -> *mut f32 {
     opaque_ptr(partial_at(partials, b, 0, t))
 }
 
@@ -342,7 +340,7 @@ unsafe fn body(sp: MatmulParamsStreamK) {
         let o = origin(tile);
         // SAFETY: every thread, same arguments; ring steps 0..g issued and released;
         // kt0 < kt1 <= ktiles.
-        let mut acc = unsafe { k_range::<true>(&p, ring, g, kt0, kt1, o.0, o.1, wtile) };
+        let mut acc = unsafe { k_range(&p, ring, g, kt0, kt1, o.0, o.1, wtile) };
         g += kt1 - kt0;
         if kt0 == 0 && kt1 < ktiles {
             // A head: its partial goes to slot b, then the flag (every thread's

@@ -101,20 +101,6 @@ kernel_params! {
         pub flags: *mut u32,
         pub epoch: u32,
     }
-
-    /// Stage 6kt ([`crate::matmul_mma_streamk_bt`]): stage 6k, with `Bᵀ` written by
-    /// the kernel itself from `b_src` (a TF32 map of B as it lies, `k x n`, boxes of
-    /// 32 x 32, 128-byte swizzled) into `bt` (`n` rows of `ldbt` floats), which
-    /// `sk.mm.b_map` describes. `sk.flags` holds `grid · 8` flags (one per
-    /// multiplying warp's partial) and then one per K step of 32 (its rows of `Bᵀ`
-    /// written); `counts` one count per K step, zero at the launch and left zero.
-    pub struct MatmulParamsStreamKBt {
-        pub sk: MatmulParamsStreamK,
-        pub b_src: *const TensorMap,
-        pub bt: *mut f32,
-        pub ldbt: u32,
-        pub counts: *mut u32,
-    }
 }
 
 /// What the matmul applies to each accumulated output before storing it.

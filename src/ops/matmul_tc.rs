@@ -27,18 +27,16 @@
 use cust::memory::DeviceCopy;
 pub use half::{bf16, f16};
 use kernels::config::{
-    TC6KT_ITEM, TC6K_PARTIAL_FLOATS, TC6T_B_BOX_COLS, TC6T_TF32_BN, TC6T_TF32_THREADS, TC6_BK,
-    TC6_BK_TF32, TC_BM, TC_BN,
+    TC6K_PARTIAL_FLOATS, TC6T_B_BOX_COLS, TC6T_TF32_BN, TC6_BK, TC6_BK_TF32, TC_BM, TC_BN,
 };
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
     Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsStreamK,
-    MatmulParamsStreamKBt, MatmulParamsTma, OutType, Tf32CopyParams,
+    MatmulParamsTma, OutType, Tf32CopyParams,
 };
 use kernels::{
     convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_mma_streamk as s6k,
-    matmul_mma_streamk_bt as s6kt, matmul_mma_tma as s6t, matmul_wgmma as s7,
-    matmul_wgmma_cluster as s8,
+    matmul_mma_tma as s6t, matmul_wgmma as s7, matmul_wgmma_cluster as s8,
 };
 use simt::{
     dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, TensorMap,
@@ -58,8 +56,11 @@ pub enum TcKernel {
     MmaPipelined,
     /// Stage 6t (Hopper, compute capability 9.0 only): stage 6's `mma.sync` warps fed
     /// by TMA copies through an mbarrier ring (one thread issues them), f32 C. TF32
-    /// reads its operands as stage 7 does. Views whose rows are not 16-byte
-    /// aligned run stage 5; another device is [`SimtError::Unsupported`].
+    /// reads its operands as stage 7 does, and where its 128x256 tiles are not a
+    /// whole number of waves (one block per SM) runs as stage 6k: persistent blocks
+    /// with a stream-K tail ([`kernels::matmul_mma_streamk`]; `SIMT_STREAMK=0` keeps
+    /// the one-tile-per-block grid, for comparisons). Views whose rows are not
+    /// 16-byte aligned run stage 5; another device is [`SimtError::Unsupported`].
     MmaTma,
     /// Stage 7 (Hopper, compute capability 9.0 only): `wgmma` from shared memory,
     /// TMA copies, an mbarrier ring, a producer and two consumer warpgroups. Views
@@ -553,19 +554,17 @@ pub fn matmul_tf32_with(
     let kp = (k as usize).next_multiple_of(4);
     let a_in_place = rows_aligned(&a);
     // Stage 6t's TF32 product where its tiles are not whole waves of one block per
-    // SM: stage 6k (a stream-K tail), and where B's rows are 16-byte aligned, stage
-    // 6kt, which writes `Bᵀ` itself under the product (no copy of B first).
+    // SM: stage 6k, with a stream-K tail (`SIMT_STREAMK=0` keeps stage 6t, for
+    // comparisons).
     let sms = gpu.props().sms;
     let (dp_tiles, sk_tiles) = if stage == TcKernel::MmaTma {
         s6k::streamk_split(m.div_ceil(TC_BM) * n.div_ceil(TC6T_TF32_BN), sms)
     } else {
         (0, 0)
     };
-    let knob = |name: &str| std::env::var_os(name).is_some_and(|v| v == "0");
     let streamk = sk_tiles > 0
         && sk_tiles as u64 * k.div_ceil(TC6_BK_TF32) as u64 <= u32::MAX as u64
-        && !knob("SIMT_STREAMK");
-    let bt_in_kernel = streamk && rows_aligned(&b) && !knob("SIMT_BT_IN_KERNEL");
+        && std::env::var_os("SIMT_STREAMK").is_none_or(|v| v != "0");
     for (what, rows, copied) in [("A", m as usize, !a_in_place), ("B", n as usize, true)] {
         if copied && (rows * kp * 4) as u64 > u32::MAX as u64 {
             return Err(SimtError::TooLarge {
@@ -596,15 +595,13 @@ pub fn matmul_tf32_with(
         transpose,
     };
     let pb = job(&b, &bt, 1);
-    let (p0, p1, copies) = match (&ar, bt_in_kernel) {
-        (Some(ar), false) => (pb, job(&a, ar, 0), 2),
-        (Some(ar), true) => (job(&a, ar, 0), job(&a, ar, 0), 1),
-        (None, false) => (pb, pb, 1),
-        (None, true) => (pb, pb, 0),
+    let (p1, copies) = match &ar {
+        Some(ar) => (job(&a, ar, 0), 2),
+        None => (pb, 1),
     };
     let grid = dim3(
-        p0.src.cols.max(p1.src.cols).div_ceil(region),
-        p0.src.rows.max(p1.src.rows).div_ceil(region),
+        pb.src.cols.max(p1.src.cols).div_ceil(region),
+        pb.src.rows.max(p1.src.rows).div_ceil(region),
         copies,
     );
     // SAFETY: both sources are checked views of this Gpu; each dst is this Gpu's
@@ -612,9 +609,7 @@ pub fn matmul_tf32_with(
     // this launch only (the queue orders it before the matmul that reads it and after
     // any earlier user of the slot); the grid covers the copies it runs (grid.z) with
     // the kernel's block (blocks past one's edges exit).
-    if copies > 0 {
-        unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (p0, p1))? };
-    }
+    unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (pb, p1))? };
     // Boxes of one 128-byte row of K (32 f32) for every stage; rows: A 128, Bᵀ a
     // stage's columns of C per copy.
     const _: () = assert!(TC_BM == WG_BM && TC6_BK_TF32 == WG_BK / 2);
@@ -647,13 +642,11 @@ pub fn matmul_tf32_with(
             if !streamk {
                 return go::<s6t::matmul_mma_tma_tf32, _>(gpu, grid, p);
             }
-            let ktiles = k.div_ceil(TC6_BK_TF32) as usize;
             let partials = gpu.scratch_f32(
                 super::SCRATCH_STREAMK,
                 sms as usize * TC6K_PARTIAL_FLOATS as usize,
             )?;
-            let cwarps = (TC6T_TF32_THREADS / 32) as usize;
-            let (flags, epoch) = gpu.flags(sms as usize * cwarps + ktiles)?;
+            let (flags, epoch) = gpu.flags(sms as usize)?;
             let sp = MatmulParamsStreamK {
                 mm: p,
                 dp_tiles,
@@ -662,35 +655,15 @@ pub fn matmul_tf32_with(
                 flags: flags.ptr() as *mut u32,
                 epoch,
             };
-            let cfg = |kernel_grid| dim3(kernel_grid, 1, 1);
-            if !bt_in_kernel {
-                type K = s6k::matmul_mma_streamk_tf32;
-                // SAFETY: the maps and C as for stage 6t (above); dp_tiles + sk_tiles
-                // are C's tiles, dp_tiles whole waves of `sms` and sk_tiles more than
-                // `sms` (streamk_split), their K steps fewer than 2^32; the workspace
-                // holds `sms` slots (a device allocation, 16-byte aligned) and at
-                // least `sms` flags none of which holds `epoch` (Gpu::flags), both
-                // used by launches on this Gpu's queue only, in order; one block per
-                // SM is resident (checked again by the cooperative launch).
-                return unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(cfg(sms)), (sp,)) };
-            }
-            let b_src = TensorMap::tiled_tf32(gpu, b, TC6KT_ITEM, TC6KT_ITEM, TmaSwizzle::B128)?;
-            let counts = gpu.zero_counts(ktiles)?;
-            let q = MatmulParamsStreamKBt {
-                sk: sp,
-                b_src: b_src.ptr(),
-                bt: bt.ptr() as *mut f32,
-                ldbt: kp as u32,
-                counts: counts.ptr() as *mut u32,
-            };
-            type K = s6kt::matmul_mma_streamk_bt_tf32;
-            // SAFETY: as stage 6k above, with `sms · 8 + ktiles` flags; b_src maps B
-            // (a checked view, rows 16-byte aligned) in boxes of 32 x 32, 128-byte
-            // swizzled; bt is this Gpu's scratch of n x kp floats (kp >= k, a multiple
-            // of 4, 16-byte aligned), which the map of Bᵀ describes and nothing else
-            // reads during the launch (queue order); `ktiles` counts that are zero
-            // (Gpu::zero_counts, left zero by the kernel).
-            unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(cfg(sms)), (q,)) }
+            type K = s6k::matmul_mma_streamk_tf32;
+            // SAFETY: the maps and C as for stage 6t (above); dp_tiles + sk_tiles are
+            // C's tiles, dp_tiles whole waves of `sms` and sk_tiles more than `sms`
+            // (streamk_split), their K steps fewer than 2^32; the workspace holds
+            // `sms` slots (a device allocation, 16-byte aligned) and `sms` flags none
+            // of which holds `epoch` (Gpu::flags), both used by launches on this Gpu's
+            // queue only, in order; one block per SM is resident (checked again by
+            // the cooperative launch).
+            unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(sms, 1, 1)), (sp,)) }
         }
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
