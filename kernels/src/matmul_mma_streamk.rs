@@ -65,7 +65,7 @@ use crate::matmul_mma_tma::{b_frags, refill, Ring, TF32_REFILL_AT};
 use crate::params::{MatmulParamsStreamK, MatmulParamsTma};
 use simt_std::flag::{publish, wait_eq};
 use simt_std::mbarrier;
-use simt_std::memory::{compiler_barrier, load4, opaque_ptr, store4, F32x4};
+use simt_std::memory::{load4, opaque_ptr, store4, F32x4};
 use simt_std::shared::Smem;
 use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
 use simt_std::tma;
@@ -379,9 +379,6 @@ unsafe fn body(sp: MatmulParamsStreamK) {
                         // acquired above.
                         let v = unsafe { load4(slot.wrapping_add(j * SLOT_VEC)) }.to_array();
                         unroll!(4, E => { acc[MI][NJ][E] += v[E]; });
-                        // One vector at a time: loaded all at once, 32 vectors
-                        // beside the 128 accumulators spilled.
-                        compiler_barrier();
                     });
                 });
             }
