@@ -41,6 +41,7 @@
 #![allow(clippy::missing_safety_doc)] // each kernel's `# Safety` lives in its doc template
 
 pub mod config;
+pub mod spill_allowance;
 pub mod params;
 pub mod softmax_parts;
 // The tile kernels' K loops serve both modules: their kernels are portable (each

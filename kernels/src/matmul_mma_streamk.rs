@@ -65,7 +65,7 @@ use crate::matmul_mma_tma::{b_frags, refill, Ring, TF32_REFILL_AT};
 use crate::params::{MatmulParamsStreamK, MatmulParamsTma};
 use simt_std::flag::{publish, wait_eq};
 use simt_std::mbarrier;
-use simt_std::memory::{load4, opaque_ptr, store4, F32x4};
+use simt_std::memory::{load4, store4, F32x4};
 use simt_std::shared::Smem;
 use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
 use simt_std::tma;
@@ -182,98 +182,11 @@ unsafe fn k_range(
     acc
 }
 
-/// Block `b`'s work: its data-parallel tiles, then its stream-K iterations `[lo, hi)`
-/// of the last `sk_tiles` tiles, cut into a tail `[lo, first_end)` of the tile
-/// where `lo` falls (unless `lo` starts a tile), whole tiles up to `head_lo` and a
-/// head `[head_lo, hi)` (unless `hi` ends a tile). A share of at least one tile (the
-/// kernels' contract) keeps them in that order.
-#[derive(Clone, Copy)]
-struct Plan {
-    b: u32,
-    grid: u32,
-    kt: u32,
-    dp_tiles: u32,
-    lo: u32,
-    hi: u32,
-    /// How many segments the block runs.
-    segments: u32,
-}
-
-impl Plan {
-    /// The plan of block `b` of `grid`, with `kt` K steps per tile.
-    #[inline(always)]
-    fn new(sp: &MatmulParamsStreamK, kt: u32, b: u32, grid: u32) -> Plan {
-        let iters = sp.sk_tiles * kt;
-        let (lo, hi) = (sk_start(b, iters, grid), sk_start(b + 1, iters, grid));
-        let plan = Plan {
-            b,
-            grid,
-            kt,
-            dp_tiles: sp.dp_tiles,
-            lo,
-            hi,
-            segments: 0,
-        };
-        let (whole, has_head, first_end) = plan.cuts();
-        Plan {
-            segments: whole + has_head as u32 + (lo < first_end) as u32,
-            ..plan
-        }
-    }
-
-    /// `(whole, has_head, first_end)`: how many whole tiles, whether there is a head,
-    /// where the tail ends. Recomputed per segment rather than kept: registers are
-    /// short across the K loop (kept, ptxas spilled).
-    #[inline(always)]
-    fn cuts(&self) -> (u32, bool, u32) {
-        let first_end = self.lo.div_ceil(self.kt) * self.kt;
-        let head_lo = self.hi / self.kt * self.kt;
-        (
-            self.dp_tiles / self.grid + (head_lo - first_end) / self.kt,
-            head_lo < self.hi,
-            first_end,
-        )
-    }
-
-    /// Segment `i` (`< segments`) in the order the block runs them, whole tiles (the
-    /// data-parallel ones first), the head, the tail: `(tile, kt0, kt1)`, the tile's
-    /// index in grouped order and its K steps `kt0 .. kt1`.
-    #[inline(always)]
-    fn segment(&self, i: u32) -> (u32, u32, u32) {
-        let dp_mine = self.dp_tiles / self.grid;
-        if i < dp_mine {
-            return (self.b + i * self.grid, 0, self.kt);
-        }
-        let (whole, has_head, first_end) = self.cuts();
-        let (s0, s1) = if i < whole {
-            let s0 = first_end + (i - dp_mine) * self.kt;
-            (s0, s0 + self.kt)
-        } else if i == whole && has_head {
-            (self.hi / self.kt * self.kt, self.hi)
-        } else {
-            (self.lo, first_end)
-        };
-        let t0 = s0 / self.kt * self.kt;
-        (self.dp_tiles + s0 / self.kt, s0 - t0, s1 - t0)
-    }
-}
-
 /// Where this thread's vector `j` (0..32) of a block's partial lies: slot `b`, then
 /// vector `j` of every thread, consecutive.
 #[inline(always)]
 fn partial_at(partials: *mut f32, b: u32, j: u32, t: u32) -> *mut f32 {
     partials.wrapping_add((b * TC6K_PARTIAL_FLOATS + (j * THREADS + t) * 4) as usize)
-}
-
-/// Floats from one of a thread's vectors in a slot to its next.
-const SLOT_VEC: usize = (THREADS * 4) as usize;
-
-/// Slot `b`'s first vector of thread `t`, computed where it is used (the 32
-/// addresses of a slot, hoisted out of the block's segment loop, stayed live across
-/// the K loop and spilled).
-#[inline(always)]
-fn slot_at(partials: *mut f32, b: u32, t: u32) -> *mut f32 {
-    opaque_ptr(partial_at(partials, b, 0, t))
 }
 
 /// The kernel.
@@ -331,12 +244,42 @@ unsafe fn body(sp: MatmulParamsStreamK) {
             relu,
         )
     };
-    let plan = Plan::new(&sp, ktiles, b, grid);
+    // This block's stream-K iterations [lo, hi) of the last sk_tiles tiles: a tail
+    // [lo, first_end) of the tile where lo falls (unless lo starts a tile), whole
+    // tiles up to head_lo, a head [head_lo, hi) (unless hi ends a tile). A share of
+    // at least one tile (the contract) keeps them in that order.
+    let kt = ktiles;
+    let iters = sp.sk_tiles * kt;
+    let (lo, hi) = (sk_start(b, iters, grid), sk_start(b + 1, iters, grid));
+    let first_end = lo.div_ceil(kt) * kt;
+    let head_lo = hi / kt * kt;
+    let dp_mine = sp.dp_tiles / grid;
+    let whole = dp_mine + (head_lo - first_end) / kt;
+    let has_head = head_lo < hi;
+    let segments = whole + has_head as u32 + (lo < first_end) as u32;
     // Whole tiles (the data-parallel ones first), the head, the tail: module docs.
     let mut g = 0;
     let mut i = 0;
-    while i < plan.segments {
-        let (tile, kt0, kt1) = plan.segment(i);
+    while i < segments {
+        let (tile, kt0, kt1) = if i < dp_mine {
+            (b + i * grid, 0, ktiles)
+        } else {
+            let (s0, s1) = if i < whole {
+                let s0 = first_end + (i - dp_mine) * kt;
+                (s0, s0 + kt)
+            } else if i == whole && has_head {
+                (head_lo, hi)
+            } else {
+                (lo, first_end)
+            };
+            let sk_tile = s0 / kt;
+            let t0 = sk_tile * kt;
+            (
+                sp.dp_tiles + sk_tile as u32,
+                (s0 - t0) as u32,
+                (s1 - t0) as u32,
+            )
+        };
         let o = origin(tile);
         // SAFETY: every thread, same arguments; ring steps 0..g issued and released;
         // kt0 < kt1 <= ktiles.
@@ -345,13 +288,12 @@ unsafe fn body(sp: MatmulParamsStreamK) {
         if kt0 == 0 && kt1 < ktiles {
             // A head: its partial goes to slot b, then the flag (every thread's
             // stores before the barrier, then thread 0's release).
-            let slot = slot_at(sp.partials, b, t);
             unroll!(4, MI => {
                 unroll!(8, NJ => {
-                    let j = MI * NT + NJ;
+                    let j = (MI * NT + NJ) as u32;
                     // SAFETY: slot b of the workspace (grid slots, the contract),
                     // 16-byte aligned (its start is, and every vector is 16 bytes).
-                    unsafe { store4(slot.wrapping_add(j * SLOT_VEC), F32x4::from_array(acc[MI][NJ])) };
+                    unsafe { store4(partial_at(sp.partials, b, j, t), F32x4::from_array(acc[MI][NJ])) };
                 });
             });
             sync_threads();
@@ -371,13 +313,12 @@ unsafe fn body(sp: MatmulParamsStreamK) {
                 // Thread 0's acquire, then the barrier: every thread's loads below
                 // see the partial.
                 sync_threads();
-                let slot = slot_at(sp.partials, b - 1, t);
                 unroll!(4, MI => {
                     unroll!(8, NJ => {
-                        let j = MI * NT + NJ;
+                        let j = (MI * NT + NJ) as u32;
                         // SAFETY: slot b - 1, written and published before its flag,
                         // acquired above.
-                        let v = unsafe { load4(slot.wrapping_add(j * SLOT_VEC)) }.to_array();
+                        let v = unsafe { load4(partial_at(sp.partials, b - 1, j, t)) }.to_array();
                         unroll!(4, E => { acc[MI][NJ][E] += v[E]; });
                     });
                 });
