@@ -384,22 +384,3 @@ pub fn compiler_barrier() {
     #[cfg(not(target_arch = "nvptx64"))]
     core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
 }
-
-/// `p`, as a value the compiler cannot see through: address arithmetic on the result
-/// stays where it is written instead of being hoisted out of loops, where the
-/// hoisted addresses would stay live (in registers, or spilled) across them. Costs
-/// one `mov`.
-#[inline(always)]
-pub fn opaque_ptr<T>(p: *mut T) -> *mut T {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let q: *mut T;
-        // SAFETY: a register move; not `pure`, so it is neither hoisted nor merged.
-        unsafe {
-            core::arch::asm!("mov.b64 {q}, {p};", q = out(reg64) q, p = in(reg64) p, options(nostack, nomem, preserves_flags))
-        };
-        q
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    core::hint::black_box(p)
-}
