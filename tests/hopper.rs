@@ -925,7 +925,9 @@ fn stream_k_split_leaves_no_partial_wave() {
 /// the same bits.
 #[test]
 fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
+    use kernels::matmul_mma_streamk::matmul_mma_streamk_tf32 as Stage6k;
     use rust_simt::ops::matmul_tc::matmul_tf32_with;
+    use rust_simt::Kernel;
     let (mut r, seed) = rng("matmul_streamk_tf32");
     let mut cases = vec![
         // 3 tiles on 2 SMs: tile 1 split after 2 of its 4 K steps.
@@ -938,6 +940,11 @@ fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
         (3, Order::Reversed, (640, 300, 37, 37, 301)),
         // 9 tiles on 2, ragged in m and n; tile 1 split 1 + 2.
         (2, Order::Random(5), (257, 520, 72, 72, 520)),
+        // 4 tiles on 3 as 16 K steps: block 1 runs a tail (tile 1's last 3 K steps)
+        // after its head (tile 2's first 2), the ring running on between them.
+        (3, Order::Random(9), (512, 256, 100, 100, 256)),
+        // One K step per tile (k <= 32): every stream-K share is whole tiles.
+        (2, Order::Reversed, (384, 256, 20, 20, 260)),
     ];
     let g = gpu();
     if on_gpu(&g) {
@@ -968,15 +975,23 @@ fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
         let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
         let run = || {
             let mut c = poisoned(&g, m * n);
-            matmul_tf32_with(
-                &g,
-                TcKernel::MmaTma,
-                ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
-                bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
-                c.matrix_mut(m, n).unwrap(),
-                Epilogue::None,
-            )
-            .unwrap();
+            let (_, launches) = g
+                .profile(|| {
+                    matmul_tf32_with(
+                        &g,
+                        TcKernel::MmaTma,
+                        ab.matrix_strided(Layout::strided(m, k, lda))?,
+                        bb.matrix_strided(Layout::strided(k, n, ldb))?,
+                        c.matrix_mut(m, n)?,
+                        Epilogue::None,
+                    )
+                })
+                .unwrap();
+            // Stage 6k itself ran, not stage 6t (SIMT_STREAMK=0 would make this fail).
+            assert!(
+                launches.iter().any(|l| l.kernel == Stage6k::NAME),
+                "{m}x{n}x{k}: {launches:?}"
+            );
             g.download(&c).unwrap()
         };
         let (x, y) = (run(), run());

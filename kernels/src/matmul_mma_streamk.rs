@@ -54,7 +54,9 @@
 //!
 //! The host sends only what stage 6t takes (TF32, A and `Bᵀ` as maps, compute
 //! capability 9.0, f32 C), and only products with more tiles than the grid that are
-//! not a whole number of waves; the others run stage 6t itself.
+//! not a whole number of waves, with fewer than 2^32 stream-K K steps; the others run
+//! stage 6t itself, as does everything when `SIMT_STREAMK=0`. The grid is as many
+//! blocks as the device holds at once, one per SM on the H100 and H200.
 use crate::config::{
     TC6K_PARTIAL_FLOATS, TC6T_TF32_BN, TC6T_TF32_SMEM_BYTES, TC6T_TF32_STAGES,
     TC6T_TF32_STAGE_BYTES, TC6T_TF32_THREADS, TC6_BK_TF32, TC6_WARP_N, TC_BM, TC_WARP_M,
@@ -110,7 +112,8 @@ pub const fn sk_start(b: u32, iters: u32, grid: u32) -> u32 {
 /// # Safety
 /// Every thread of the block calls it with the same arguments, after the ring's
 /// barriers were initialised; `kt1 <= ceil(k / 32)`; the block issued ring steps
-/// `0 .. g0` before, and every warp released them.
+/// `0 .. g0` before, and every warp has released them or will (warp 0's refills wait
+/// for that: another warp may still be in the block's previous segment).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn k_range(
@@ -281,7 +284,8 @@ unsafe fn body(sp: MatmulParamsStreamK) {
             )
         };
         let o = origin(tile);
-        // SAFETY: every thread, same arguments; ring steps 0..g issued and released;
+        // SAFETY: every thread, same arguments; ring steps 0..g issued (and released,
+        // or about to be, by every warp);
         // kt0 < kt1 <= ktiles.
         let mut acc = unsafe { k_range(&p, ring, g, kt0, kt1, o.0, o.1, wtile) };
         g += kt1 - kt0;
@@ -340,7 +344,9 @@ kernel! {
     /// to TF32, 128-byte swizzled; C f32 not overlapping them); `p.dp_tiles +
     /// p.sk_tiles` is the number of 128x256 tiles of C, `p.dp_tiles` a multiple of the
     /// grid, `p.sk_tiles` zero or at least the grid (every block's share at least one
-    /// tile: [`streamk_split`]) and `p.sk_tiles · ceil(k / 32) < 2^32`; `p.partials` holds `grid x TC6K_PARTIAL_FLOATS` floats,
+    /// tile: [`streamk_split`]) and `p.sk_tiles · ceil(k / 32) < 2^32`; `p.k >= 1`, and
+    /// a block's K steps in all (its data-parallel tiles' and its share) below 2^32;
+    /// `p.partials` holds `grid x TC6K_PARTIAL_FLOATS` floats,
     /// 16-byte aligned, and `p.flags` `grid` flags, none holding `p.epoch`, both used
     /// by no other launch running at the same time; the launch is cooperative (every
     /// block resident).

@@ -90,9 +90,10 @@ kernel_params! {
 
     /// Stage 6k ([`crate::matmul_mma_streamk`]): stage 6t's TF32 product with a
     /// stream-K tail. The first `dp_tiles` tiles (in grouped order) are whole, the last
-    /// `sk_tiles` are shared along K; a block that holds part of a tile but not its
-    /// first K step writes its partial sums to its slot of `partials` (`grid x
-    /// TC6K_PARTIAL_FLOATS` floats) and then sets `flags[block] = epoch`.
+    /// `sk_tiles` are shared along K; a block that holds a tile's first K steps but
+    /// not all of them (the tile's head) writes its partial sums to its slot of
+    /// `partials` (`grid x TC6K_PARTIAL_FLOATS` floats) and then sets `flags[block] =
+    /// epoch`; the next block, which holds the rest, waits for it and finishes the tile.
     pub struct MatmulParamsStreamK {
         pub mm: MatmulParamsTma,
         pub dp_tiles: u32,

@@ -556,7 +556,13 @@ pub fn matmul_tf32_with(
     // Stage 6t's TF32 product where its tiles are not whole waves of one block per
     // SM: stage 6k, with a stream-K tail (`SIMT_STREAMK=0` keeps stage 6t, for
     // comparisons).
-    let sms = gpu.props().sms;
+    // The grid: one block per SM, or fewer if fewer are resident at once (another
+    // context on the device, say): the cooperative launch needs all of them.
+    let sms = if stage == TcKernel::MmaTma {
+        gpu.props().sms.min(resident_streamk_blocks(gpu)?)
+    } else {
+        0
+    };
     let (dp_tiles, sk_tiles) = if stage == TcKernel::MmaTma {
         s6k::streamk_split(m.div_ceil(TC_BM) * n.div_ceil(TC6T_TF32_BN), sms)
     } else {
@@ -668,6 +674,39 @@ pub fn matmul_tf32_with(
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
     }
+}
+
+/// How many blocks of stage 6k the device holds at once (the occupancy answer is
+/// cached per kernel), 0 where its module is not loaded.
+fn resident_streamk_blocks(gpu: &Gpu) -> Result<u32> {
+    type K = s6k::matmul_mma_streamk_tf32;
+    if !gpu.can_load(&ptx::sm90a::MODULE) {
+        return Ok(0);
+    }
+    let probe = MatmulParamsStreamK {
+        mm: MatmulParamsTma {
+            a_map: std::ptr::null(),
+            b_map: std::ptr::null(),
+            c_map: std::ptr::null(),
+            c: MatMut {
+                ptr: std::ptr::null_mut(),
+                rows: 0,
+                cols: 0,
+                ld: 0,
+            },
+            m: 0,
+            n: 0,
+            k: 0,
+            epilogue: Epilogue::None,
+            c_type: OutType::F32,
+        },
+        dp_tiles: 0,
+        sk_tiles: 0,
+        partials: std::ptr::null_mut(),
+        flags: std::ptr::null_mut(),
+        epoch: 0,
+    };
+    gpu.max_resident_blocks::<K>(&(probe,))
 }
 
 /// What [`TcKernel::Auto`] decides on: the product's sizes, whether A's and B's rows
