@@ -203,17 +203,9 @@ unsafe fn body(sp: MatmulParamsStreamK) {
     let ring = Ring::<S, SB>::new();
     let t = thread_idx().x;
     if t == 0 {
-        let mut s = 0;
-        while s < S {
-            // SAFETY: 8-byte aligned barrier slots inside the dynamic shared memory
-            // (the launch's bytes count them), used by no thread before the barrier below.
-            unsafe {
-                mbarrier::init(ring.full(s), 1);
-                mbarrier::init(ring.empty(s), warps);
-            }
-            s += 1;
-        }
-        mbarrier::fence_init();
+        // SAFETY: thread 0 alone, before the barrier below; the launch's bytes count
+        // the barriers.
+        unsafe { ring.init_barriers(warps) };
         // SAFETY: the host made both maps (64-byte aligned, in global memory).
         unsafe {
             tma::prefetch(p.a_map);

@@ -225,17 +225,9 @@ unsafe fn body<
     let warps = (TC_BM / TC_WARP_M) * warps_n;
     let ring = Ring::<S, SB>::new();
     if thread_idx().x == 0 {
-        let mut s = 0;
-        while s < S {
-            // SAFETY: 8-byte aligned barrier slots inside the dynamic shared memory
-            // (the launch's bytes count them), used by no thread before the barrier below.
-            unsafe {
-                mbarrier::init(ring.full(s), 1);
-                mbarrier::init(ring.empty(s), warps);
-            }
-            s += 1;
-        }
-        mbarrier::fence_init();
+        // SAFETY: thread 0 alone, before the barrier below; the launch's bytes count
+        // the barriers.
+        unsafe { ring.init_barriers(warps) };
     }
     sync_threads();
     let (row0, col0) = block_origin_n(BN);

@@ -105,6 +105,27 @@ impl<const STAGES: u32, const STAGE_BYTES: u32> Ring<STAGES, STAGE_BYTES> {
     pub(crate) fn empty(self, s: u32) -> Smem<u64> {
         self.stage(STAGES).cast::<u64>().add((STAGES + s) as usize)
     }
+    /// Initialises every stage's barriers, a full one for one arrival (the copying
+    /// thread's, with the copies' bytes) and an empty one for `readers` (one per
+    /// warp that reads the stage), then fences them for the asynchronous proxy.
+    ///
+    /// # Safety
+    /// One thread of the block, before any thread uses the barriers (a block
+    /// barrier after it), with the launch's dynamic shared memory counting them.
+    #[inline(always)]
+    pub(crate) unsafe fn init_barriers(self, readers: u32) {
+        let mut s = 0;
+        while s < STAGES {
+            // SAFETY: 8-byte aligned barrier slots inside the dynamic shared memory,
+            // used by no thread yet (the caller's contract).
+            unsafe {
+                mbarrier::init(self.full(s), 1);
+                mbarrier::init(self.empty(s), readers);
+            }
+            s += 1;
+        }
+        mbarrier::fence_init();
+    }
 }
 
 /// Multiplies one stage into consumer `c`'s accumulators: rows `64·c ..` of A's

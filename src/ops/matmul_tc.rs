@@ -553,24 +553,6 @@ pub fn matmul_tf32_with(
     // (boxes past k arrive as zeros).
     let kp = (k as usize).next_multiple_of(4);
     let a_in_place = rows_aligned(&a);
-    // Stage 6t's TF32 product where its tiles are not whole waves of one block per
-    // SM: stage 6k, with a stream-K tail (`SIMT_STREAMK=0` keeps stage 6t, for
-    // comparisons).
-    // The grid: one block per SM, or fewer if fewer are resident at once (another
-    // context on the device, say): the cooperative launch needs all of them.
-    let sms = if stage == TcKernel::MmaTma {
-        gpu.props().sms.min(resident_streamk_blocks(gpu)?)
-    } else {
-        0
-    };
-    let (dp_tiles, sk_tiles) = if stage == TcKernel::MmaTma {
-        s6k::streamk_split(m.div_ceil(TC_BM) * n.div_ceil(TC6T_TF32_BN), sms)
-    } else {
-        (0, 0)
-    };
-    let streamk = sk_tiles > 0
-        && sk_tiles as u64 * k.div_ceil(TC6_BK_TF32) as u64 <= u32::MAX as u64
-        && std::env::var_os("SIMT_STREAMK").is_none_or(|v| v != "0");
     for (what, rows, copied) in [("A", m as usize, !a_in_place), ("B", n as usize, true)] {
         if copied && (rows * kp * 4) as u64 > u32::MAX as u64 {
             return Err(SimtError::TooLarge {
@@ -645,6 +627,13 @@ pub fn matmul_tf32_with(
     match stage {
         TcKernel::MmaTma => {
             let grid = tile_grid("matmul_tf32", p.m, p.n, TC_BM, TC6T_TF32_BN)?;
+            // Tiles that are not whole waves of one block per SM: stage 6k, with a
+            // stream-K tail (`SIMT_STREAMK=0` keeps stage 6t, for comparisons).
+            let sms = gpu.props().sms;
+            let (dp_tiles, sk_tiles) = s6k::streamk_split(grid.x * grid.y, sms);
+            let streamk = sk_tiles > 0
+                && sk_tiles as u64 * k.div_ceil(TC6_BK_TF32) as u64 <= u32::MAX as u64
+                && std::env::var_os("SIMT_STREAMK").is_none_or(|v| v != "0");
             if !streamk {
                 return go::<s6t::matmul_mma_tma_tf32, _>(gpu, grid, p);
             }
@@ -674,39 +663,6 @@ pub fn matmul_tf32_with(
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
     }
-}
-
-/// How many blocks of stage 6k the device holds at once (the occupancy answer is
-/// cached per kernel), 0 where its module is not loaded.
-fn resident_streamk_blocks(gpu: &Gpu) -> Result<u32> {
-    type K = s6k::matmul_mma_streamk_tf32;
-    if !gpu.can_load(&ptx::sm90a::MODULE) {
-        return Ok(0);
-    }
-    let probe = MatmulParamsStreamK {
-        mm: MatmulParamsTma {
-            a_map: std::ptr::null(),
-            b_map: std::ptr::null(),
-            c_map: std::ptr::null(),
-            c: MatMut {
-                ptr: std::ptr::null_mut(),
-                rows: 0,
-                cols: 0,
-                ld: 0,
-            },
-            m: 0,
-            n: 0,
-            k: 0,
-            epilogue: Epilogue::None,
-            c_type: OutType::F32,
-        },
-        dp_tiles: 0,
-        sk_tiles: 0,
-        partials: std::ptr::null_mut(),
-        flags: std::ptr::null_mut(),
-        epoch: 0,
-    };
-    gpu.max_resident_blocks::<K>(&(probe,))
 }
 
 /// What [`TcKernel::Auto`] decides on: the product's sizes, whether A's and B's rows
