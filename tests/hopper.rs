@@ -1003,6 +1003,86 @@ fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
     }
 }
 
+/// Stage 6kb (stage 6k on all but a few blocks, which write `Bᵀ` during the
+/// product) against float64, on emulated devices of 8 and 9 SMs (one transposing
+/// block): strips of `Bᵀ` made by the host's copy and by the kernel, a ragged last
+/// strip whose last boxes lie wholly past n, a stream-K tail, whole waves, a strip
+/// set that the copy makes alone; under every thread order; twice, for the same bits.
+#[test]
+fn stream_k_with_transposing_blocks_matches_float64_and_repeats_bit_for_bit() {
+    use kernels::matmul_mma_streamk_tb::matmul_mma_streamk_tb_tf32 as Stage6kb;
+    use rust_simt::ops::matmul_tc::matmul_tf32_with;
+    use rust_simt::Kernel;
+    let (mut r, seed) = rng("matmul_streamk_tb_tf32");
+    let mut cases = vec![
+        // 5 x 3 = 15 tiles on 7 multiplying blocks: 7 data-parallel, 8 stream-K;
+        // strips 0-1 copied, strip 2 (columns 512-699) transposed by block 0.
+        (
+            8,
+            Order::Random(3),
+            (640usize, 700usize, 100usize, 103usize, 700usize),
+        ),
+        // 8 x 2 = 16 tiles on 8: two whole waves; strip 1 transposed.
+        (9, Order::Reversed, (1024, 512, 64, 64, 516)),
+        // 14 tiles, one strip: the copy makes it all, the transposing block idles.
+        (8, Order::InOrder, (1792, 256, 40, 40, 256)),
+    ];
+    let g = gpu();
+    if on_gpu(&g) {
+        // 17 x 16 = 272 tiles on 128 multiplying blocks (132 SMs): a data-parallel
+        // wave, then stream-K; strips 0-7 copied, 8-15 transposed; ragged m, n, k.
+        cases = vec![(0, Order::InOrder, (2100, 4000, 333, 333, 4004))];
+    }
+    for (workers, order, (m, n, k, lda, ldb)) in cases {
+        let g = if workers == 0 {
+            gpu()
+        } else {
+            let g = Gpu::emulator(EmuConfig {
+                workers,
+                order,
+                ..EmuConfig::default()
+            });
+            rust_simt::ptx::load(&g).unwrap();
+            g
+        };
+        if !hopper(&g) {
+            return;
+        }
+        check_tf32(&g, &mut r, seed, TcKernel::MmaTma, (m, n, k, lda, ldb));
+        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
+        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
+        let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+        let run = || {
+            let mut c = poisoned(&g, m * n);
+            let (_, launches) = g
+                .profile(|| {
+                    matmul_tf32_with(
+                        &g,
+                        TcKernel::MmaTma,
+                        ab.matrix_strided(Layout::strided(m, k, lda))?,
+                        bb.matrix_strided(Layout::strided(k, n, ldb))?,
+                        c.matrix_mut(m, n)?,
+                        Epilogue::None,
+                    )
+                })
+                .unwrap();
+            let off = ["SIMT_STREAMK", "SIMT_STREAMK_TB"]
+                .iter()
+                .any(|v| std::env::var_os(v).is_some_and(|v| v == "0"));
+            assert!(
+                off || launches.iter().any(|l| l.kernel == Stage6kb::NAME),
+                "{m}x{n}x{k}: {launches:?}"
+            );
+            g.download(&c).unwrap()
+        };
+        let (x, y) = (run(), run());
+        assert!(
+            x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()),
+            "{m}x{n}x{k} on {workers} SMs: two runs differ (seed {seed})"
+        );
+    }
+}
+
 #[test]
 fn every_tf32_stage_rounds_ties_as_it_says() {
     use rust_simt::ops::matmul_tc::matmul_tf32_with;

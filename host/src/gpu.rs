@@ -77,6 +77,8 @@ pub struct Gpu {
     /// Flags for blocks that wait on each other, and the last epoch handed out
     /// ([`Gpu::flags`]).
     flags: RefCell<Option<(Arc<Buffer<u32>>, u32)>>,
+    /// Counts that kernels leave at zero ([`Gpu::zero_counts`]).
+    counts: RefCell<Option<Arc<Buffer<u32>>>>,
     /// Tensor maps in device memory, most recent last (see `tensor_map`).
     tensor_maps: RefCell<Vec<(crate::tensor_map::TensorMapDesc, Arc<Buffer<u64>>)>>,
     /// Occupancy answers by (module, target, kernel, threads, shared bytes, cluster size): the
@@ -100,6 +102,7 @@ impl Gpu {
             occupancy: RefCell::new(Vec::new()),
             scratch: RefCell::new(Vec::new()),
             flags: RefCell::new(None),
+            counts: RefCell::new(None),
         }
     }
 
@@ -510,6 +513,24 @@ impl Gpu {
         let b = Arc::new(self.upload(&vec![0u32; len.max(1)])?);
         *f = Some((b.clone(), 1));
         Ok((b, 1))
+    }
+
+    /// At least `len` counts (`u32` in device memory) that are zero at every launch
+    /// that uses them: zeroed when (re)allocated, and every kernel that counts in
+    /// them must leave them at zero (the one that completes a count resets it), so
+    /// no clearing launch is needed. Launches that use them run in order on this
+    /// `Gpu`.
+    pub fn zero_counts(&self, len: usize) -> Result<Arc<Buffer<u32>>> {
+        let mut c = self.counts.borrow_mut();
+        if let Some(b) = c.as_ref() {
+            if b.len() >= len {
+                return Ok(b.clone());
+            }
+        }
+        *c = None; // free the old one first
+        let b = Arc::new(self.upload(&vec![0u32; len.max(1)])?);
+        *c = Some(b.clone());
+        Ok(b)
     }
 
     /// A tensor map in device memory, from the cache or encoded and uploaded now.

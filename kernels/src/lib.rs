@@ -95,6 +95,7 @@ hopper!(
     hopper_probes,
     matmul_cluster_splitk,
     matmul_mma_streamk,
+    matmul_mma_streamk_tb,
     matmul_mma_tma,
     matmul_wgmma,
     matmul_wgmma_cluster,

@@ -70,7 +70,7 @@ use simt_std::mbarrier;
 use simt_std::memory::{load4, store4, F32x4};
 use simt_std::shared::Smem;
 use simt_std::thread::{block_idx, grid_dim, grouped_tile, sync_threads, thread_idx};
-use simt_std::tma;
+use simt_std::tma::{self, fence_proxy_async_global};
 use simt_std::warp::{lane_id, warp_id};
 use simt_std::{kernel, unroll};
 
@@ -192,12 +192,35 @@ fn partial_at(partials: *mut f32, b: u32, j: u32, t: u32) -> *mut f32 {
     partials.wrapping_add((b * TC6K_PARTIAL_FLOATS + (j * THREADS + t) * 4) as usize)
 }
 
-/// The kernel.
+/// What stage 6kb ([`crate::matmul_mma_streamk_tb`]) changes in the multiplying
+/// blocks: they follow `blocks` transposing blocks in the grid, walk the tiles
+/// column strip by column strip (so the first waves need few strips of `Bᵀ`), and
+/// before a segment of a strip from `first_strip` on, the copying thread waits for
+/// the strip's flag (its rows of `Bᵀ` written).
+#[derive(Clone, Copy)]
+pub(crate) struct Transposed {
+    pub(crate) blocks: u32,
+    pub(crate) first_strip: u32,
+    pub(crate) strip_flags: *const u32,
+}
+
+impl Transposed {
+    /// Stage 6k: no transposing blocks.
+    pub(crate) const NONE: Transposed = Transposed {
+        blocks: 0,
+        first_strip: u32::MAX,
+        strip_flags: core::ptr::null(),
+    };
+}
+
+/// The multiplying blocks' kernel: stage 6k's, or with `TB` stage 6kb's (`tb`).
 ///
 /// # Safety
-/// As [`matmul_mma_streamk_tf32()`].
+/// As [`matmul_mma_streamk_tf32()`]; with `TB`, as
+/// [`matmul_mma_streamk_tb_tf32()`](crate::matmul_mma_streamk_tb::matmul_mma_streamk_tb_tf32)
+/// on a block from `tb.blocks` on, the grid and block index counted from there.
 #[inline(always)]
-unsafe fn body(sp: MatmulParamsStreamK) {
+pub(crate) unsafe fn body<const TB: bool>(sp: MatmulParamsStreamK, tb: Transposed) {
     let p = sp.mm;
     let warps = THREADS / 32;
     let ring = Ring::<S, SB>::new();
@@ -218,9 +241,18 @@ unsafe fn body(sp: MatmulParamsStreamK) {
     let wtile = (w / warps_n * TC_WARP_M, w % warps_n * TC6_WARP_N);
     let ktiles = p.k.div_ceil(TC6_BK_TF32);
     let (tiles_m, tiles_n) = (p.m.div_ceil(TC_BM), p.n.div_ceil(BN));
-    let (b, grid) = (block_idx().x, grid_dim().x);
+    let (b, grid) = if TB {
+        (block_idx().x - tb.blocks, grid_dim().x - tb.blocks)
+    } else {
+        (block_idx().x, grid_dim().x)
+    };
     let origin = |tile: u32| {
-        let (pm, pn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
+        let (pm, pn) = if TB {
+            // Stage 6kb: every tile-row of a strip before the next strip.
+            (tile % tiles_m, tile / tiles_m)
+        } else {
+            grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
+        };
         (pm * TC_BM, pn * BN)
     };
     let (c, ldc) = (p.c.ptr, p.c.ld);
@@ -276,6 +308,16 @@ unsafe fn body(sp: MatmulParamsStreamK) {
             )
         };
         let o = origin(tile);
+        if TB && w == 0 && o.1 / BN >= tb.first_strip {
+            if lane == 0 {
+                // SAFETY: the strip's flag exists (one per strip); the transposing
+                // blocks publish it without waiting for anything (cooperative launch).
+                unsafe { wait_eq(tb.strip_flags.add((o.1 / BN) as usize), sp.epoch) };
+                // The acquired stores of Bᵀ, before this thread's copies read them.
+                fence_proxy_async_global();
+            }
+            simt_std::warp::sync();
+        }
         // SAFETY: every thread, same arguments; ring steps 0..g issued (and released,
         // or about to be, by every warp);
         // kt0 < kt1 <= ktiles.
@@ -360,6 +402,6 @@ kernel! {
     #[launch(threads = TC6T_TF32_THREADS, min_blocks = 1, shared = TC6T_TF32_SMEM_BYTES, target = "sm_90a", cooperative = true)]
     pub unsafe fn matmul_mma_streamk_tf32(p: MatmulParamsStreamK) {
         // SAFETY: forwarded.
-        unsafe { body(p) }
+        unsafe { body::<false>(p, Transposed::NONE) }
     }
 }

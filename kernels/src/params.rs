@@ -102,6 +102,24 @@ kernel_params! {
         pub flags: *mut u32,
         pub epoch: u32,
     }
+
+    /// Stage 6kb ([`crate::matmul_mma_streamk_tb`]): stage 6k on the blocks from
+    /// `blocks` on, while blocks `0 .. blocks` write `Bᵀ` from B: column strips
+    /// `first_strip ..` of `TC6T_TF32_BN` columns (the host's copy made the strips
+    /// before it), read through `b_src` (a TF32 map of B as it lies, `k x n`, boxes
+    /// of 32 x 32, 128-byte swizzled) into `bt` (`n` rows of `ldbt` floats, which
+    /// `sk.mm.b_map` describes). `sk.flags` holds one flag per block of the grid (the
+    /// heads' partials), then one per strip (its rows of `Bᵀ` written); `counts` one
+    /// count per strip, zero at the launch and left zero.
+    pub struct MatmulParamsStreamKTb {
+        pub sk: MatmulParamsStreamK,
+        pub b_src: *const TensorMap,
+        pub bt: *mut f32,
+        pub ldbt: u32,
+        pub counts: *mut u32,
+        pub blocks: u32,
+        pub first_strip: u32,
+    }
 }
 
 /// What the matmul applies to each accumulated output before storing it.

@@ -27,16 +27,18 @@
 use cust::memory::DeviceCopy;
 pub use half::{bf16, f16};
 use kernels::config::{
-    TC6K_PARTIAL_FLOATS, TC6T_B_BOX_COLS, TC6T_TF32_BN, TC6_BK, TC6_BK_TF32, TC_BM, TC_BN,
+    tc6kb_blocks, TC6KB_ITEM, TC6K_PARTIAL_FLOATS, TC6T_B_BOX_COLS, TC6T_TF32_BN, TC6_BK,
+    TC6_BK_TF32, TC_BM, TC_BN,
 };
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
     Epilogue, MatMut, MatRef, MatRef16, MatmulParams, MatmulParams16, MatmulParamsStreamK,
-    MatmulParamsTma, OutType, Tf32CopyParams,
+    MatmulParamsStreamKTb, MatmulParamsTma, OutType, Tf32CopyParams,
 };
 use kernels::{
     convert as cv, matmul_mma as s5, matmul_mma_pipelined as s6, matmul_mma_streamk as s6k,
-    matmul_mma_tma as s6t, matmul_wgmma as s7, matmul_wgmma_cluster as s8,
+    matmul_mma_streamk_tb as s6kb, matmul_mma_tma as s6t, matmul_wgmma as s7,
+    matmul_wgmma_cluster as s8,
 };
 use simt::{
     dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, TensorMap,
@@ -553,6 +555,11 @@ pub fn matmul_tf32_with(
     // (boxes past k arrive as zeros).
     let kp = (k as usize).next_multiple_of(4);
     let a_in_place = rows_aligned(&a);
+    let plan = if stage == TcKernel::MmaTma {
+        plan_6k(gpu.props().sms, m, n, k, rows_aligned(&b))
+    } else {
+        Plan6k::Tiles
+    };
     for (what, rows, copied) in [("A", m as usize, !a_in_place), ("B", n as usize, true)] {
         if copied && (rows * kp * 4) as u64 > u32::MAX as u64 {
             return Err(SimtError::TooLarge {
@@ -582,7 +589,17 @@ pub fn matmul_tf32_with(
         ld_dst: kp as u32,
         transpose,
     };
-    let pb = job(&b, &bt, 1);
+    // Stage 6kb's transposing blocks write Bᵀ's strips from `first_strip` on: the
+    // copy makes only those before.
+    let pb = match plan {
+        Plan6k::Transposed { first_strip, .. } => {
+            let cols = (first_strip * TC6T_TF32_BN).min(n);
+            let mut pb = job(&b, &bt, 1);
+            pb.src.cols = cols;
+            pb
+        }
+        _ => job(&b, &bt, 1),
+    };
     let (p1, copies) = match &ar {
         Some(ar) => (job(&a, ar, 0), 2),
         None => (pb, 1),
@@ -627,21 +644,22 @@ pub fn matmul_tf32_with(
     match stage {
         TcKernel::MmaTma => {
             let grid = tile_grid("matmul_tf32", p.m, p.n, TC_BM, TC6T_TF32_BN)?;
-            // Tiles that are not whole waves of one block per SM: stage 6k, with a
-            // stream-K tail (`SIMT_STREAMK=0` keeps stage 6t, for comparisons).
             let sms = gpu.props().sms;
-            let (dp_tiles, sk_tiles) = s6k::streamk_split(grid.x * grid.y, sms);
-            let streamk = sk_tiles > 0
-                && sk_tiles as u64 * k.div_ceil(TC6_BK_TF32) as u64 <= u32::MAX as u64
-                && std::env::var_os("SIMT_STREAMK").is_none_or(|v| v != "0");
-            if !streamk {
-                return go::<s6t::matmul_mma_tma_tf32, _>(gpu, grid, p);
-            }
+            let (blocks, first_strip, mul) = match plan {
+                Plan6k::Tiles => return go::<s6t::matmul_mma_tma_tf32, _>(gpu, grid, p),
+                Plan6k::StreamK => (0, 0, sms),
+                Plan6k::Transposed {
+                    blocks,
+                    first_strip,
+                } => (blocks, first_strip, sms - blocks),
+            };
+            let (dp_tiles, sk_tiles) = s6k::streamk_split(grid.x * grid.y, mul);
             let partials = gpu.scratch_f32(
                 super::SCRATCH_STREAMK,
                 sms as usize * TC6K_PARTIAL_FLOATS as usize,
             )?;
-            let (flags, epoch) = gpu.flags(sms as usize)?;
+            let strips = n.div_ceil(TC6T_TF32_BN);
+            let (flags, epoch) = gpu.flags(sms as usize + strips as usize)?;
             let sp = MatmulParamsStreamK {
                 mm: p,
                 dp_tiles,
@@ -650,18 +668,96 @@ pub fn matmul_tf32_with(
                 flags: flags.ptr() as *mut u32,
                 epoch,
             };
-            type K = s6k::matmul_mma_streamk_tf32;
-            // SAFETY: the maps and C as for stage 6t (above); dp_tiles + sk_tiles are
-            // C's tiles, dp_tiles whole waves of `sms` and sk_tiles more than `sms`
-            // (streamk_split), their K steps fewer than 2^32; the workspace holds
-            // `sms` slots (a device allocation, 16-byte aligned) and `sms` flags none
-            // of which holds `epoch` (Gpu::flags), both used by launches on this Gpu's
-            // queue only, in order; one block per SM is resident (checked again by
-            // the cooperative launch).
-            unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(sms, 1, 1)), (sp,)) }
+            let cfg = LaunchConfig::for_kernel::<s6k::matmul_mma_streamk_tf32>(dim3(sms, 1, 1));
+            if blocks == 0 {
+                type K = s6k::matmul_mma_streamk_tf32;
+                // SAFETY: the maps and C as for stage 6t (above); dp_tiles + sk_tiles
+                // are C's tiles, dp_tiles whole waves of `sms` and sk_tiles zero or
+                // more than `sms` (streamk_split), their K steps fewer than 2^32
+                // (plan_6k); the workspace holds `sms` slots (a device allocation,
+                // 16-byte aligned) and at least `sms` flags none of which holds
+                // `epoch` (Gpu::flags), both used by launches on this Gpu's queue
+                // only, in order; one block per SM is resident (checked again by the
+                // cooperative launch).
+                return unsafe { gpu.launch::<K>(cfg, (sp,)) };
+            }
+            let b_src = TensorMap::tiled_tf32(gpu, b, TC6KB_ITEM, TC6KB_ITEM, TmaSwizzle::B128)?;
+            let counts = gpu.zero_counts(strips as usize)?;
+            let q = MatmulParamsStreamKTb {
+                sk: sp,
+                b_src: b_src.ptr(),
+                bt: bt.ptr() as *mut f32,
+                ldbt: kp as u32,
+                counts: counts.ptr() as *mut u32,
+                blocks,
+                first_strip,
+            };
+            type K = s6kb::matmul_mma_streamk_tb_tf32;
+            // SAFETY: as stage 6k above, on the `sms - blocks` multiplying blocks
+            // (0 < blocks < sms: plan_6k), with `sms` flags then one per strip;
+            // b_src maps B (a checked view, rows 16-byte aligned: plan_6k) in boxes of
+            // 32 x 32, 128-byte swizzled; bt is this Gpu's scratch of n x kp floats
+            // (kp >= k, a multiple of 4, 16-byte aligned), which the map of Bᵀ
+            // describes, its strips before first_strip written by the copy above
+            // (queue order), read by nothing else during the launch; one count per
+            // strip, zero (Gpu::zero_counts, left zero by the kernel).
+            unsafe { gpu.launch::<K>(cfg, (q,)) }
         }
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
+    }
+}
+
+/// How [`TcKernel::MmaTma`] runs a TF32 product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan6k {
+    /// Stage 6t: one block per tile.
+    Tiles,
+    /// Stage 6k: one persistent block per SM, a stream-K tail.
+    StreamK,
+    /// Stage 6kb: stage 6k on all but `blocks` SMs, which write `Bᵀ`'s strips from
+    /// `first_strip` on during the product.
+    Transposed { blocks: u32, first_strip: u32 },
+}
+
+/// Stage 6kb where the product is at least two waves of tiles on the multiplying
+/// blocks (the transposing blocks then have a wave's time to stay ahead), B's rows
+/// start 16-byte aligned (its TMA map) and the device has at least 8 SMs; stage 6k where the tiles are not whole
+/// waves of one block per SM; stage 6t otherwise, or where stream-K's K steps would
+/// not fit in 32 bits. `SIMT_STREAMK_TB=0` turns stage 6kb off and `SIMT_STREAMK=0`
+/// both, for comparisons.
+fn plan_6k(sms: u32, m: u32, n: u32, k: u32, b_aligned: bool) -> Plan6k {
+    let off = |name: &str| std::env::var_os(name).is_some_and(|v| v == "0");
+    if off("SIMT_STREAMK") {
+        return Plan6k::Tiles;
+    }
+    let (tiles_m, strips) = (m.div_ceil(TC_BM), n.div_ceil(TC6T_TF32_BN));
+    let tiles = tiles_m as u64 * strips as u64;
+    let ktiles = k.div_ceil(TC6_BK_TF32) as u64;
+    let fits = |grid: u32| {
+        let (_, sk) = s6k::streamk_split(tiles.min(u32::MAX as u64) as u32, grid);
+        tiles <= u32::MAX as u64 && sk as u64 * ktiles <= u32::MAX as u64
+    };
+    // At most an eighth of the SMs transpose (so no emulated device of fewer than 8).
+    let blocks = tc6kb_blocks(sms);
+    if 8 * blocks <= sms
+        && b_aligned
+        && tiles >= 2 * (sms - blocks) as u64
+        && fits(sms - blocks)
+        && !off("SIMT_STREAMK_TB")
+    {
+        // The strips the first wave's tiles (column-major) need.
+        let first_strip = ((sms - blocks - 1) / tiles_m + 1).min(strips);
+        return Plan6k::Transposed {
+            blocks,
+            first_strip,
+        };
+    }
+    let (_, sk) = s6k::streamk_split(tiles.min(u32::MAX as u64) as u32, sms);
+    if sk > 0 && fits(sms) {
+        Plan6k::StreamK
+    } else {
+        Plan6k::Tiles
     }
 }
 

@@ -281,3 +281,18 @@ pub fn fence_proxy_async() {
         core::arch::asm!("fence.proxy.async.shared::cta;", options(nostack))
     };
 }
+
+/// Orders this thread's ordinary global-memory accesses before its later accesses
+/// through the asynchronous proxy (TMA loads), and makes them visible to it, at GPU
+/// scope (`fence.proxy.async.global`). A kernel that writes global memory with
+/// ordinary stores and reads it back by TMA in another block puts it after the
+/// stores, before the release that publishes them, and after the acquire, before the
+/// copy. (The emulator has one proxy: there the fence orders nothing more.)
+#[inline(always)]
+pub fn fence_proxy_async_global() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a fence; no operands.
+    unsafe {
+        core::arch::asm!("fence.proxy.async.global;", options(nostack))
+    };
+}

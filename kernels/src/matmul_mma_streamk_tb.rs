@@ -1,0 +1,263 @@
+//! Matmul + ReLU, stage 6kb: stage 6k (TF32 `mma.sync`, stream-K tail) with `Bᵀ`
+//! written under the product by a few **dedicated blocks** (sm_90a only).
+//!
+//! **Why.** A TF32 `mma` wants both operands K-major and `ldmatrix` cannot
+//! transpose 32-bit elements, so stages 6t and 6k read `Bᵀ`, which the host makes
+//! with a rounding copy first: 33 us of 0.55 ms at 4096^3 on the H200, during which
+//! the tensor cores idle, while the product itself keeps DRAM only 19% busy.
+//! Stage 6kt (session 21, reverted) had three extra warps in every block transpose
+//! B: the multiplying warps, squeezed to 232 registers by `setmaxnreg`, spilled, and
+//! it lost 5-16%.
+//!
+//! **Blocks, not warps.** Here blocks `0 .. T` of the cooperative grid transpose
+//! (`T` = [`tc6kb_blocks`](crate::config::tc6kb_blocks), 4 on the H100 and H200)
+//! and the other blocks run stage 6k's code unchanged, on `grid - T` blocks (128:
+//! the 512 tiles of 4096^3 are then four whole waves). The multiplying blocks walk
+//! the tiles strip by strip (a strip: the `TC6T_TF32_BN` columns of C one tile
+//! wide, all tile-rows down), so the first wave needs only the first few strips of
+//! `Bᵀ`. The host's copy makes those strips before the launch, at the whole GPU's
+//! bandwidth (a quarter of the copy at 4096^3); the transposing blocks make the
+//! others, strip by strip, while the first waves multiply: one wave takes 130 us at
+//! 4096^3 and needs 16 MiB of new `Bᵀ`, which four SMs write in about a third of that.
+//! Before the first copy of a segment whose strip is not the host's, the copying
+//! thread waits for the strip's flag ([`simt_std::flag`]). The price: `T` SMs that
+//! do not multiply (3% of 132), against the 75% of the copy that no longer runs
+//! alone.
+//!
+//! **An item** is a box of B of 32 k-rows x 32 columns, one K step of an eighth of
+//! a strip. The TMA copies it in through a TF32 tensor map (rounded to nearest even,
+//! as the host's copy rounds; zeros past `k` and `n`), 128-byte swizzled: lane `l`
+//! then reads column `l` down the 32 k-rows, 32 words in 32 distinct banks per row
+//! across the warp (chunk `l / 4` of row `k` lies at chunk `l / 4 ^ k % 8`), and
+//! writes them as 128 bytes of row `l` of `Bᵀ` (8 stores of 16 bytes). Items are
+//! numbered strip by strip and dealt round-robin to the transposing warps, each
+//! with [`TC6KB_DEPTH`] boxes in flight in its own buffers; a strip's flag is
+//! published by the warp that finishes its last item (an acquire-release count per
+//! strip, which that warp resets to zero for the next launch).
+//!
+//! **Proxies.** `Bᵀ` is written by ordinary stores and read by TMA copies in other
+//! blocks: each transposing lane fences its stores to the asynchronous proxy
+//! (`fence.proxy.async.global`) before the release, and the copying thread fences
+//! after its acquire, before its copies of that strip.
+//!
+//! **Why this cannot deadlock.** Transposing blocks wait only for their own copies;
+//! multiplying blocks wait for strips and for stage 6k's heads, which never wait for
+//! them. The launch is cooperative: every block is resident.
+use crate::config::{
+    TC6KB_DEPTH, TC6KB_ITEM, TC6T_TF32_BN, TC6T_TF32_SMEM_BYTES, TC6T_TF32_STAGES,
+    TC6T_TF32_STAGE_BYTES, TC6T_TF32_THREADS, TC6_BK_TF32,
+};
+use crate::matmul_mma_streamk::{body, Transposed};
+use crate::matmul_wgmma::Ring;
+use crate::params::MatmulParamsStreamKTb;
+use simt_std::atomic::{atomic_add_acq_rel_u32, atomic_store_relaxed_u32};
+use simt_std::flag::publish;
+use simt_std::mbarrier;
+use simt_std::memory::{store4, F32x4};
+use simt_std::shared::Smem;
+use simt_std::thread::{block_idx, grid_dim, sync_threads, thread_idx};
+use simt_std::tma::{self, fence_proxy_async, fence_proxy_async_global};
+use simt_std::warp::{self, lane_id, warp_id};
+use simt_std::{kernel, unroll};
+
+const WARPS: u32 = TC6T_TF32_THREADS / 32;
+/// Bytes of one item's box.
+const ITEM_BYTES: u32 = TC6KB_ITEM * TC6KB_ITEM * 4;
+/// Items per K step of a strip.
+const PER_K: u32 = TC6T_TF32_BN / TC6KB_ITEM;
+const _: () =
+    assert!(TC6KB_ITEM == TC6_BK_TF32 && ITEM_BYTES % 1024 == 0 && TC6T_TF32_BN % TC6KB_ITEM == 0);
+
+/// The smem stage 6t's ring would use, from its first 1024-byte boundary: the
+/// transposing blocks' buffers (the 128-byte swizzle's period is 1024 bytes).
+#[inline(always)]
+fn base() -> Smem<u8> {
+    Ring::<TC6T_TF32_STAGES, TC6T_TF32_STAGE_BYTES>::new().stage(0)
+}
+
+/// Warp `w`'s buffer `d`.
+#[inline(always)]
+fn buf(w: u32, d: u32) -> Smem<u8> {
+    base().add(((w * TC6KB_DEPTH + d) * ITEM_BYTES) as usize)
+}
+
+/// The barrier warp `w`'s buffer `d` is filled on, after all buffers.
+#[inline(always)]
+fn bar(w: u32, d: u32) -> Smem<u64> {
+    base()
+        .add((WARPS * TC6KB_DEPTH * ITEM_BYTES) as usize)
+        .cast::<u64>()
+        .add((w * TC6KB_DEPTH + d) as usize)
+}
+
+/// A transposing block: its warps' share of the items of strips `first_strip ..`.
+///
+/// # Safety
+/// Blocks `0 .. q.blocks`, every thread; the kernel's contract.
+#[inline(always)]
+unsafe fn transpose(q: &MatmulParamsStreamKTb) {
+    let sp = &q.sk;
+    let (t, w, lane) = (thread_idx().x, warp_id(), lane_id());
+    if t == 0 {
+        let mut i = 0;
+        while i < WARPS * TC6KB_DEPTH {
+            // SAFETY: 8-byte aligned slots inside the dynamic shared memory (the
+            // assertion in config.rs), used by no thread before the barrier below.
+            unsafe { mbarrier::init(bar(i / TC6KB_DEPTH, i % TC6KB_DEPTH), 1) };
+            i += 1;
+        }
+        mbarrier::fence_init();
+        // SAFETY: the host made the map (64-byte aligned, in global memory).
+        unsafe { tma::prefetch(q.b_src) };
+    }
+    sync_threads();
+    let n = sp.mm.n;
+    let ktiles = sp.mm.k.div_ceil(TC6_BK_TF32);
+    let strips = n.div_ceil(TC6T_TF32_BN);
+    let per_strip = ktiles * PER_K;
+    let items = (strips - q.first_strip) * per_strip;
+    let strip_flags = sp.flags.wrapping_add(grid_dim().x as usize);
+    let stride = q.blocks * WARPS;
+    // Item i: strip first_strip + i / per_strip, K step (i % per_strip) / PER_K, box
+    // i % PER_K of the strip's columns.
+    let at = |item: u32| {
+        let (s, r) = (q.first_strip + item / per_strip, item % per_strip);
+        (s, r / PER_K, s * TC6T_TF32_BN + (r % PER_K) * TC6KB_ITEM)
+    };
+    let issue = |item: u32, d: u32| {
+        if lane == 0 {
+            let (_, kt, col0) = at(item);
+            // SAFETY: an initialised barrier of this warp's buffer d, which no lane
+            // reads any more (the caller); the box is ITEM_BYTES, announced (a box
+            // past n arrives as zeros, and counts).
+            unsafe {
+                mbarrier::arrive_expect_tx(bar(w, d), ITEM_BYTES);
+                tma::load_2d(
+                    buf(w, d),
+                    q.b_src,
+                    col0 as i32,
+                    (kt * TC6KB_ITEM) as i32,
+                    bar(w, d),
+                );
+            }
+        }
+        warp::sync();
+    };
+    let first = block_idx().x * WARPS + w;
+    let mut d = 0;
+    while d + 1 < TC6KB_DEPTH {
+        if first + d * stride < items {
+            issue(first + d * stride, d);
+        }
+        d += 1;
+    }
+    let mut item = first;
+    let mut j = 0;
+    while item < items {
+        let ahead = item + (TC6KB_DEPTH - 1) * stride;
+        if ahead < items {
+            // Into the buffer item j - 1 used, read to the end (fenced, synced).
+            issue(ahead, (j + TC6KB_DEPTH - 1) % TC6KB_DEPTH);
+        }
+        let d = j % TC6KB_DEPTH;
+        // SAFETY: this warp's barrier d, its (j / DEPTH)-th phase: item j's box.
+        unsafe { mbarrier::wait(bar(w, d), (j / TC6KB_DEPTH) & 1) };
+        let (s, kt, col0) = at(item);
+        let col = col0 + lane;
+        if col < n {
+            let src = buf(w, d).cast::<f32>();
+            let row =
+                q.bt.wrapping_add(col as usize * q.ldbt as usize + (kt * TC6KB_ITEM) as usize);
+            unroll!(8, V => {
+                let mut v = [0f32; 4];
+                unroll!(4, E => {
+                    let k = (4 * V + E) as u32;
+                    // SAFETY: inside the landed box: row k, 16-byte chunk lane / 4 at
+                    // its swizzled place, word lane % 4.
+                    v[E] = unsafe { src.add((k * TC6KB_ITEM + ((lane / 4) ^ (k % 8)) * 4 + lane % 4) as usize).read() };
+                });
+                // Bᵀ's rows hold ldbt >= k floats (a multiple of 4): the vectors past
+                // them are not stored (the map of Bᵀ stops at k anyway).
+                if q.ldbt > kt * TC6KB_ITEM + (4 * V) as u32 {
+                    // SAFETY: inside row `col` of Bᵀ (n rows of ldbt floats), 16-byte
+                    // aligned (bt is, ldbt and the offset are multiples of 4).
+                    unsafe { store4(row.add(4 * V), F32x4::from_array(v)) };
+                }
+            });
+        }
+        // This lane's stores before the release below, for the copies that read them
+        // (asynchronous proxy); its reads of the buffer before the next copy into it.
+        fence_proxy_async_global();
+        fence_proxy_async();
+        warp::sync();
+        if lane == 0 {
+            let count = q.counts.wrapping_add(s as usize);
+            // SAFETY: count s exists (one per strip) and is accessed atomically only;
+            // the warp's stores reached the warp barrier above first (released).
+            let done = unsafe { atomic_add_acq_rel_u32(count, 1) } + 1;
+            if done == per_strip {
+                // The strip's last item: every item's stores are acquired (the
+                // count's acquire-release chain). Reset the count for the next
+                // launch, then publish the strip.
+                // SAFETY: no other item of strip s is left to touch the count; the
+                // strip's flag exists and only this thread publishes it.
+                unsafe {
+                    atomic_store_relaxed_u32(count, 0);
+                    publish(strip_flags.add(s as usize), sp.epoch);
+                }
+            }
+        }
+        warp::sync();
+        item += stride;
+        j += 1;
+    }
+}
+
+kernel! {
+    /// `C = epilogue(A · B)` in TF32 on tensor cores with `mma.sync`, as
+    /// [`matmul_mma_streamk_tf32()`](crate::matmul_mma_streamk::matmul_mma_streamk_tf32)
+    /// on blocks `q.blocks ..`, while blocks `0 .. q.blocks` write the strips of `Bᵀ`
+    /// from `q.first_strip` on (module docs).
+    ///
+    /// # Safety
+    /// `q.sk` as for `matmul_mma_streamk_tf32` with the grid counted from block
+    /// `q.blocks` on (`0 < q.blocks <` the grid), and with `q.sk.flags` holding one
+    /// flag per block of the grid, then one per strip of `TC6T_TF32_BN` columns of
+    /// C, none holding `q.sk.epoch`; `q.b_src` a TF32 map of B (`k x n`, boxes of 32
+    /// x 32, 128-byte swizzled); `q.bt` the memory `q.sk.mm.b_map` describes, `n`
+    /// rows of `q.ldbt` floats (`ldbt >= k`, a multiple of 4, 16-byte aligned),
+    /// holding `Bᵀ` rounded to TF32 in its strips before `q.first_strip` and read by
+    /// no one else during the launch; `q.counts` one zero per strip, accessed by no
+    /// other launch at the same time; the launch is cooperative.
+    ///
+    /// # Parameters
+    /// One [`MatmulParamsStreamKTb`]: stage 6k's parameters, B's map, `Bᵀ` and its
+    /// row length, the per-strip counts, the transposing blocks, the first strip
+    /// they write.
+    ///
+    /// # Tiling
+    /// As stage 6k: block tile 128x256, K steps of 32, 4 stages of 48 KiB; warp tile
+    /// 64x64 = 4x8 `mma.m16n8k8`; tiles in column-major order. Transposition items:
+    /// 32 k x 32 columns of B, `TC6KB_DEPTH` 4 KiB buffers per warp.
+    ///
+    /// # Thread Mapping
+    /// 256 threads = 8 warps. Multiplying blocks: warp `w` at rows `64·(w/4)`,
+    /// columns `64·(w%4)` of each tile; warp 0's first thread also issues the
+    /// copies. Transposing block `b`: warp `w` takes items `8·b + w`, then every
+    /// `8 · q.blocks`-th. A 1-D grid of at most one block per SM.
+    #[launch(threads = TC6T_TF32_THREADS, min_blocks = 1, shared = TC6T_TF32_SMEM_BYTES, target = "sm_90a", cooperative = true)]
+    pub unsafe fn matmul_mma_streamk_tb_tf32(q: MatmulParamsStreamKTb) {
+        if block_idx().x < q.blocks {
+            // SAFETY: a transposing block, every thread; forwarded.
+            unsafe { transpose(&q) };
+            return;
+        }
+        let tb = Transposed {
+            blocks: q.blocks,
+            first_strip: q.first_strip,
+            strip_flags: q.sk.flags.wrapping_add(grid_dim().x as usize),
+        };
+        // SAFETY: a multiplying block; forwarded.
+        unsafe { body::<true>(q.sk, tb) }
+    }
+}
