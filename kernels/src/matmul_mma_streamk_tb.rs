@@ -53,7 +53,7 @@ use crate::params::MatmulParamsStreamKTb;
 use simt_std::atomic::{atomic_add_acq_rel_u32, atomic_store_relaxed_u32};
 use simt_std::flag::publish;
 use simt_std::mbarrier;
-use simt_std::memory::{store4, F32x4};
+use simt_std::memory::F32x4;
 use simt_std::shared::Smem;
 use simt_std::thread::{block_idx, grid_dim, sync_threads, thread_idx};
 use simt_std::tma::{self, fence_proxy_async, fence_proxy_async_global};
@@ -75,17 +75,17 @@ fn base() -> Smem<u8> {
     Ring::<TC6T_TF32_STAGES, TC6T_TF32_STAGE_BYTES>::new().stage(0)
 }
 
-/// Warp `w`'s buffer `d`.
+/// Warp `w`'s buffer `d`: `0 .. DEPTH` take boxes of B, `DEPTH` the transposed box.
 #[inline(always)]
 fn buf(w: u32, d: u32) -> Smem<u8> {
-    base().add(((w * TC6KB_DEPTH + d) * ITEM_BYTES) as usize)
+    base().add(((w * (TC6KB_DEPTH + 1) + d) * ITEM_BYTES) as usize)
 }
 
-/// The barrier warp `w`'s buffer `d` is filled on, after all buffers.
+/// The barrier warp `w`'s buffer `d` (`< DEPTH`) is filled on, after all buffers.
 #[inline(always)]
 fn bar(w: u32, d: u32) -> Smem<u64> {
     base()
-        .add((WARPS * TC6KB_DEPTH * ITEM_BYTES) as usize)
+        .add((WARPS * (TC6KB_DEPTH + 1) * ITEM_BYTES) as usize)
         .cast::<u64>()
         .add((w * TC6KB_DEPTH + d) as usize)
 }
@@ -107,13 +107,15 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
             i += 1;
         }
         mbarrier::fence_init();
-        // SAFETY: the host made the map (64-byte aligned, in global memory).
-        unsafe { tma::prefetch(q.b_src) };
+        // SAFETY: the host made the maps (64-byte aligned, in global memory).
+        unsafe {
+            tma::prefetch(q.b_src);
+            tma::prefetch(q.bt_map);
+        }
     }
     sync_threads();
-    let n = sp.mm.n;
     let ktiles = sp.mm.k.div_ceil(TC6_BK_TF32);
-    let strips = n.div_ceil(TC6T_TF32_BN);
+    let strips = sp.mm.n.div_ceil(TC6T_TF32_BN);
     let per_strip = ktiles * PER_K;
     let items = (strips - q.first_strip) * per_strip;
     let strip_flags = sp.flags.wrapping_add(grid_dim().x as usize);
@@ -151,6 +153,9 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
         }
         d += 1;
     }
+    let out = buf(w, TC6KB_DEPTH);
+    // Items of the current strip this warp stored since its last release.
+    let mut batch = 0;
     let mut item = first;
     let mut j = 0;
     while item < items {
@@ -163,53 +168,75 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
         // SAFETY: this warp's barrier d, its (j / DEPTH)-th phase: item j's box.
         unsafe { mbarrier::wait(bar(w, d), (j / TC6KB_DEPTH) & 1) };
         let (s, kt, col0) = at(item);
-        let col = col0 + lane;
-        if col < n {
-            let src = buf(w, d).cast::<f32>();
-            let row =
-                q.bt.wrapping_add(col as usize * q.ldbt as usize + (kt * TC6KB_ITEM) as usize);
-            unroll!(8, V => {
-                let mut v = [0f32; 4];
-                unroll!(4, E => {
-                    let k = (4 * V + E) as u32;
-                    // SAFETY: inside the landed box: row k, 16-byte chunk lane / 4 at
-                    // its swizzled place, word lane % 4.
-                    v[E] = unsafe { src.add((k * TC6KB_ITEM + ((lane / 4) ^ (k % 8)) * 4 + lane % 4) as usize).read() };
-                });
-                // Bᵀ's rows hold ldbt >= k floats (a multiple of 4): the vectors past
-                // them are not stored (the map of Bᵀ stops at k anyway).
-                if q.ldbt > kt * TC6KB_ITEM + (4 * V) as u32 {
-                    // SAFETY: inside row `col` of Bᵀ (n rows of ldbt floats), 16-byte
-                    // aligned (bt is, ldbt and the offset are multiples of 4).
-                    unsafe { store4(row.add(4 * V), F32x4::from_array(v)) };
-                }
+        let src = buf(w, d).cast::<f32>();
+        let mut v = [0f32; TC6KB_ITEM as usize];
+        unroll!(8, V => {
+            unroll!(4, E => {
+                let k = (4 * V + E) as u32;
+                // SAFETY: inside the landed box: row k, 16-byte chunk lane / 4 at its
+                // swizzled place, word lane % 4 (32 distinct banks across the warp).
+                v[4 * V + E] = unsafe { src.add((k * TC6KB_ITEM + ((lane / 4) ^ (k % 8)) * 4 + lane % 4) as usize).read() };
             });
+        });
+        if lane == 0 {
+            // The previous item's store has read the transposed buffer.
+            tma::store_wait_read::<0>();
         }
-        // This lane's stores before the release below, for the copies that read them
-        // (asynchronous proxy); its reads of the buffer before the next copy into it.
-        fence_proxy_async_global();
+        warp::sync();
+        unroll!(8, V => {
+            // SAFETY: row `lane` of the transposed box, chunk V at its swizzled place
+            // (the 128-byte swizzle of the store's map): 16-byte aligned, in the
+            // warp's own buffer, which no store reads any more (the wait above).
+            unsafe {
+                out.cast::<f32>()
+                    .add((lane * TC6KB_ITEM + ((V as u32) ^ (lane % 8)) * 4) as usize)
+                    .store4(F32x4::from_array([v[4 * V], v[4 * V + 1], v[4 * V + 2], v[4 * V + 3]]))
+            };
+        });
+        // This lane's writes of the transposed box before the store reads them, and
+        // its reads of the box of B before the next copy into that buffer.
         fence_proxy_async();
         warp::sync();
+        batch += 1;
+        let next = item + stride;
+        let last_of_strip = next >= items || at(next).0 != s;
         if lane == 0 {
-            let count = q.counts.wrapping_add(s as usize);
-            // SAFETY: count s exists (one per strip) and is accessed atomically only;
-            // the warp's stores reached the warp barrier above first (released).
-            let done = unsafe { atomic_add_acq_rel_u32(count, 1) } + 1;
-            if done == per_strip {
-                // The strip's last item: every item's stores are acquired (the
-                // count's acquire-release chain). Reset the count for the next
-                // launch, then publish the strip.
-                // SAFETY: no other item of strip s is left to touch the count; the
-                // strip's flag exists and only this thread publishes it.
-                unsafe {
-                    atomic_store_relaxed_u32(count, 0);
-                    publish(strip_flags.add(s as usize), sp.epoch);
+            // SAFETY: the map of Bᵀ (prefetched), a 1024-byte aligned buffer of the
+            // box's size, written and fenced above; rows past n and columns past k
+            // are clipped by the map.
+            unsafe { tma::store_2d(out, q.bt_map, (kt * TC6KB_ITEM) as i32, col0 as i32) };
+            tma::store_commit();
+            if last_of_strip {
+                // The warp's stores of this strip done, then released with the count.
+                tma::store_wait::<0>();
+                fence_proxy_async_global();
+                let count = q.counts.wrapping_add(s as usize);
+                // SAFETY: count s exists (one per strip) and is accessed atomically
+                // only; this thread's stores completed above.
+                let done = unsafe { atomic_add_acq_rel_u32(count, batch) } + batch;
+                if done == per_strip {
+                    // The strip's last batch: every batch's stores are acquired (the
+                    // count's acquire-release chain). Reset the count for the next
+                    // launch, then publish the strip.
+                    // SAFETY: no other item of strip s is left to touch the count; the
+                    // strip's flag exists and only this thread publishes it.
+                    unsafe {
+                        atomic_store_relaxed_u32(count, 0);
+                        publish(strip_flags.add(s as usize), sp.epoch);
+                    }
                 }
             }
         }
+        if last_of_strip {
+            batch = 0;
+        }
         warp::sync();
-        item += stride;
+        item = next;
         j += 1;
+    }
+    if lane == 0 {
+        // Nothing left in flight that reads this block's shared memory.
+        tma::store_wait::<0>();
     }
 }
 

@@ -683,11 +683,17 @@ pub fn matmul_tf32_with(
             }
             let b_src = TensorMap::tiled_tf32(gpu, b, TC6KB_ITEM, TC6KB_ITEM, TmaSwizzle::B128)?;
             let counts = gpu.zero_counts(strips as usize)?;
+            let bt_map = TensorMap::tiled(
+                gpu,
+                bt.matrix_strided(simt::Layout::strided(n as usize, k as usize, kp))?,
+                TC6KB_ITEM,
+                TC6KB_ITEM,
+                TmaSwizzle::B128,
+            )?;
             let q = MatmulParamsStreamKTb {
                 sk: sp,
                 b_src: b_src.ptr(),
-                bt: bt.ptr() as *mut f32,
-                ldbt: kp as u32,
+                bt_map: bt_map.ptr(),
                 counts: counts.ptr() as *mut u32,
                 blocks,
                 first_strip,
@@ -696,11 +702,12 @@ pub fn matmul_tf32_with(
             // SAFETY: as stage 6k above, on the `sms - blocks` multiplying blocks
             // (0 < blocks < sms: plan_6k), with `sms` flags then one per strip;
             // b_src maps B (a checked view, rows 16-byte aligned: plan_6k) in boxes of
-            // 32 x 32, 128-byte swizzled; bt is this Gpu's scratch of n x kp floats
-            // (kp >= k, a multiple of 4, 16-byte aligned), which the map of Bᵀ
-            // describes, its strips before first_strip written by the copy above
-            // (queue order), read by nothing else during the launch; one count per
-            // strip, zero (Gpu::zero_counts, left zero by the kernel).
+            // 32 x 32, 128-byte swizzled; bt_map maps the Bᵀ of the map above (this
+            // Gpu's scratch of n x kp floats, kp >= k a multiple of 4: rows of whole
+            // 16-byte chunks) in boxes of 32 x 32, 128-byte swizzled, its strips
+            // before first_strip written by the copy above (queue order), read by
+            // nothing else during the launch; one count per strip, zero
+            // (Gpu::zero_counts, left zero by the kernel).
             unsafe { gpu.launch::<K>(cfg, (q,)) }
         }
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
