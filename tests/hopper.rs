@@ -1008,6 +1008,9 @@ fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
 /// block): strips of `Bᵀ` made by the host's copy and by the kernel, a ragged last
 /// strip whose last boxes lie wholly past n, a stream-K tail, whole waves, a strip
 /// set that the copy makes alone; under every thread order; twice, for the same bits.
+/// Then once more with every strip left to the transposing block, so that the
+/// multiplying blocks' first copies must wait for its flags (without the wait they
+/// read the scratch's old contents).
 #[test]
 fn stream_k_with_transposing_blocks_matches_float64_and_repeats_bit_for_bit() {
     use kernels::matmul_mma_streamk_tb::matmul_mma_streamk_tb_tf32 as Stage6kb;
@@ -1029,9 +1032,9 @@ fn stream_k_with_transposing_blocks_matches_float64_and_repeats_bit_for_bit() {
     ];
     let g = gpu();
     if on_gpu(&g) {
-        // 17 x 16 = 272 tiles on 128 multiplying blocks (132 SMs): a data-parallel
-        // wave, then stream-K; strips 0-7 copied, 8-15 transposed; ragged m, n, k.
-        cases = vec![(0, Order::InOrder, (2100, 4000, 333, 333, 4004))];
+        // 33 x 8 = 264 tiles on 128 multiplying blocks (132 SMs): a data-parallel
+        // wave, then stream-K; strips 0-3 copied, 4-7 transposed; ragged m, n, k.
+        cases = vec![(0, Order::InOrder, (4100, 2000, 333, 333, 2004))];
     }
     for (workers, order, (m, n, k, lda, ldb)) in cases {
         let g = if workers == 0 {
@@ -1052,18 +1055,25 @@ fn stream_k_with_transposing_blocks_matches_float64_and_repeats_bit_for_bit() {
         let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
         let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
         let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-        let run = || {
+        let run = |all_transposed: bool| {
             let mut c = poisoned(&g, m * n);
             let (_, launches) = g
                 .profile(|| {
-                    matmul_tf32_with(
-                        &g,
-                        TcKernel::MmaTma,
-                        ab.matrix_strided(Layout::strided(m, k, lda))?,
-                        bb.matrix_strided(Layout::strided(k, n, ldb))?,
-                        c.matrix_mut(m, n)?,
-                        Epilogue::None,
-                    )
+                    let mut go = || {
+                        matmul_tf32_with(
+                            &g,
+                            TcKernel::MmaTma,
+                            ab.matrix_strided(Layout::strided(m, k, lda))?,
+                            bb.matrix_strided(Layout::strided(k, n, ldb))?,
+                            c.matrix_mut(m, n)?,
+                            Epilogue::None,
+                        )
+                    };
+                    if all_transposed {
+                        rust_simt::ops::matmul_tc::testing::with_all_strips_transposed(go)
+                    } else {
+                        go()
+                    }
                 })
                 .unwrap();
             let off = ["SIMT_STREAMK", "SIMT_STREAMK_TB"]
@@ -1075,11 +1085,27 @@ fn stream_k_with_transposing_blocks_matches_float64_and_repeats_bit_for_bit() {
             );
             g.download(&c).unwrap()
         };
-        let (x, y) = (run(), run());
-        assert!(
-            x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()),
-            "{m}x{n}x{k} on {workers} SMs: two runs differ (seed {seed})"
-        );
+        let (x, y) = (run(false), run(false));
+        // Then every strip by the kernel, after a product that leaves Bᵀ's scratch
+        // holding other values: a copy that did not wait for its strip reads them.
+        let big = uniform(&mut r, (k - 1) * n + n, 1e3, 2e3);
+        let (bigb, mut junk) = (g.upload(&big).unwrap(), poisoned(&g, m * n));
+        matmul_tf32_with(
+            &g,
+            TcKernel::MmaTma,
+            ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
+            bigb.matrix_strided(Layout::strided(k, n, n)).unwrap(),
+            junk.matrix_mut(m, n).unwrap(),
+            Epilogue::None,
+        )
+        .unwrap();
+        let z = run(true);
+        for (what, other) in [("two runs", &y), ("all strips transposed", &z)] {
+            assert!(
+                x.iter().zip(other).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "{m}x{n}x{k} on {workers} SMs: {what} differ (seed {seed})"
+            );
+        }
     }
 }
 

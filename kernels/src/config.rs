@@ -213,6 +213,10 @@ pub const TC6KB_DEPTH: u32 = 4;
 /// smaller ones: [`tc6kb_blocks`]). Four leave 128 of the H100's and H200's 132 SMs
 /// to multiply: the 128x256 tiles of a 4096^3 or 8192^3 product are then whole waves.
 pub const TC6KB_BLOCKS: u32 = 4;
+/// Stage 6kb: the most tile-rows (of `TC_BM`) of C it runs; larger products run stage
+/// 6k (the SMs that transpose cost the product a share that grows with m, the copy
+/// they save does not; measured on the H200: `matmul_tc`'s `plan_6k`).
+pub const TC6KB_MAX_TILE_ROWS: u32 = 48;
 /// Stage 6kb: the transposing blocks for a grid of `sms` blocks: one per 32 SMs, at
 /// least one, at most [`TC6KB_BLOCKS`].
 pub const fn tc6kb_blocks(sms: u32) -> u32 {

@@ -27,8 +27,8 @@
 use cust::memory::DeviceCopy;
 pub use half::{bf16, f16};
 use kernels::config::{
-    tc6kb_blocks, TC6KB_ITEM, TC6K_PARTIAL_FLOATS, TC6T_B_BOX_COLS, TC6T_TF32_BN, TC6_BK,
-    TC6_BK_TF32, TC_BM, TC_BN,
+    tc6kb_blocks, TC6KB_ITEM, TC6KB_MAX_TILE_ROWS, TC6K_PARTIAL_FLOATS, TC6T_B_BOX_COLS,
+    TC6T_TF32_BN, TC6_BK, TC6_BK_TF32, TC_BM, TC_BN,
 };
 use kernels::config::{WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_C_BOX_COLS, WG_C_BOX_ROWS};
 use kernels::params::{
@@ -600,21 +600,26 @@ pub fn matmul_tf32_with(
         }
         _ => job(&b, &bt, 1),
     };
-    let (p1, copies) = match &ar {
-        Some(ar) => (job(&a, ar, 0), 2),
-        None => (pb, 1),
+    let (p0, p1, copies) = match (&ar, pb.src.cols) {
+        (Some(ar), 0) => (job(&a, ar, 0), job(&a, ar, 0), 1),
+        (Some(ar), _) => (pb, job(&a, ar, 0), 2),
+        (None, 0) => (pb, pb, 0),
+        (None, _) => (pb, pb, 1),
     };
     let grid = dim3(
-        pb.src.cols.max(p1.src.cols).div_ceil(region),
-        pb.src.rows.max(p1.src.rows).div_ceil(region),
+        p0.src.cols.max(p1.src.cols).div_ceil(region),
+        p0.src.rows.max(p1.src.rows).div_ceil(region),
         copies,
     );
-    // SAFETY: both sources are checked views of this Gpu; each dst is this Gpu's
-    // scratch of at least rows x kp (A) or cols x kp (Bᵀ) floats, kp >= k, written by
-    // this launch only (the queue orders it before the matmul that reads it and after
-    // any earlier user of the slot); the grid covers the copies it runs (grid.z) with
-    // the kernel's block (blocks past one's edges exit).
-    unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (pb, p1))? };
+    if copies > 0 {
+        // SAFETY: both sources are checked views of this Gpu; each dst is this Gpu's
+        // scratch of at least rows x kp (A) or cols x kp (Bᵀ) floats, kp >= k,
+        // written by this launch only (the queue orders it before the matmul that
+        // reads it and after any earlier user of the slot); the grid covers the
+        // copies it runs (grid.z) with the kernel's block (blocks past one's edges
+        // exit).
+        unsafe { gpu.launch::<Prep>(LaunchConfig::for_kernel::<Prep>(grid), (p0, p1))? };
+    }
     // Boxes of one 128-byte row of K (32 f32) for every stage; rows: A 128, Bᵀ a
     // stage's columns of C per copy.
     const _: () = assert!(TC_BM == WG_BM && TC6_BK_TF32 == WG_BK / 2);
@@ -727,12 +732,19 @@ enum Plan6k {
     Transposed { blocks: u32, first_strip: u32 },
 }
 
-/// Stage 6kb where the product is at least two waves of tiles on the multiplying
-/// blocks (the transposing blocks then have a wave's time to stay ahead), B's rows
-/// start 16-byte aligned (its TMA map) and the device has at least 8 SMs; stage 6k where the tiles are not whole
-/// waves of one block per SM; stage 6t otherwise, or where stream-K's K steps would
-/// not fit in 32 bits. `SIMT_STREAMK_TB=0` turns stage 6kb off and `SIMT_STREAMK=0`
-/// both, for comparisons.
+/// Stage 6kb where its transposing blocks keep up and the SMs they take cost less
+/// than the copy they save: a wave of the multiplying blocks spans at most 4 strips
+/// (at least 32 tile-rows on 132 SMs: four SMs write about 4 strips of `Bᵀ` in the
+/// time a wave multiplies them; with 2 SMs at 4096^3 stage 6kb ran 1.5x longer), m is
+/// at most [`TC6KB_MAX_TILE_ROWS`] tile-rows (the SMs' share of the product grows
+/// with m, the copy does not: H200, 2026-11-25, stage 6kb 2.5-3.5% faster than stage
+/// 6k at 4096^3 and 0-3% slower at 8192^3), the product is at least two waves of
+/// tiles (the first one's strips are copied), B's rows start 16-byte aligned (its TMA
+/// map) and the device has at least 8 SMs. Else stage 6k where the tiles are not
+/// whole waves of one block per SM; stage 6t otherwise, or where stream-K's K steps
+/// would not fit in 32 bits. `SIMT_STREAMK_TB=0` turns stage 6kb off and
+/// `SIMT_STREAMK=0` both, for comparisons; `SIMT_6KB_BLOCKS` sets the transposing
+/// blocks.
 fn plan_6k(sms: u32, m: u32, n: u32, k: u32, b_aligned: bool) -> Plan6k {
     let off = |name: &str| std::env::var_os(name).is_some_and(|v| v == "0");
     if off("SIMT_STREAMK") {
@@ -751,13 +763,19 @@ fn plan_6k(sms: u32, m: u32, n: u32, k: u32, b_aligned: bool) -> Plan6k {
         .and_then(|v| v.parse().ok())
         .unwrap_or(tc6kb_blocks(sms));
     if 8 * blocks <= sms
+        && sms - blocks <= 4 * tiles_m
+        && tiles_m <= TC6KB_MAX_TILE_ROWS
         && b_aligned
         && tiles >= 2 * (sms - blocks) as u64
         && fits(sms - blocks)
         && !off("SIMT_STREAMK_TB")
     {
         // The strips the first wave's tiles (column-major) need.
-        let first_strip = ((sms - blocks - 1) / tiles_m + 1).min(strips);
+        let first_strip = if testing::ALL_STRIPS_TRANSPOSED.get() {
+            0
+        } else {
+            ((sms - blocks - 1) / tiles_m + 1).min(strips)
+        };
         return Plan6k::Transposed {
             blocks,
             first_strip,
@@ -768,6 +786,25 @@ fn plan_6k(sms: u32, m: u32, n: u32, k: u32, b_aligned: bool) -> Plan6k {
         Plan6k::StreamK
     } else {
         Plan6k::Tiles
+    }
+}
+
+/// Hooks for the tests.
+#[doc(hidden)]
+pub mod testing {
+    use std::cell::Cell;
+    thread_local! {
+        pub(super) static ALL_STRIPS_TRANSPOSED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Runs `f` with stage 6kb's copy making none of `Bᵀ` on this thread: the
+    /// transposing blocks write every strip and the multiplying blocks wait for each,
+    /// the first wave at once. A test of the strip flags, not a fast path.
+    pub fn with_all_strips_transposed<R>(f: impl FnOnce() -> R) -> R {
+        ALL_STRIPS_TRANSPOSED.set(true);
+        let r = f();
+        ALL_STRIPS_TRANSPOSED.set(false);
+        r
     }
 }
 
