@@ -16,29 +16,37 @@
 //! the tiles strip by strip (a strip: the `TC6T_TF32_BN` columns of C one tile
 //! wide, all tile-rows down), so the first wave needs only the first few strips of
 //! `Bᵀ`. The host's copy makes those strips before the launch, at the whole GPU's
-//! bandwidth (a quarter of the copy at 4096^3); the transposing blocks make the
-//! others, strip by strip, while the first waves multiply: one wave takes 130 us at
-//! 4096^3 and needs 16 MiB of new `Bᵀ`, which four SMs write in about a third of that.
-//! Before the first copy of a segment whose strip is not the host's, the copying
-//! thread waits for the strip's flag ([`simt_std::flag`]). The price: `T` SMs that
-//! do not multiply (3% of 132), against the 75% of the copy that no longer runs
-//! alone.
+//! bandwidth (a quarter of the copy at 4096^3: 9 us instead of 33); the transposing
+//! blocks make the others, strip by strip, while the first waves multiply. One wave
+//! takes 130 us at 4096^3 and needs 16 MiB of new `Bᵀ` (4 strips): four SMs keep up
+//! with that, two do not (the product then took 1.5x as long, H200). Before the
+//! first copy of a segment whose strip is not the host's, the copying thread waits
+//! for the strip's flag ([`simt_std::flag`]). The price: `T` SMs that do not
+//! multiply (3% of 132), against three quarters of the copy, no longer run alone:
+//! the trade pays where m is small enough (the copy's share of the product shrinks
+//! as m grows) and each wave spans few strips (the host's `plan_6k` says which).
 //!
 //! **An item** is a box of B of 32 k-rows x 32 columns, one K step of an eighth of
 //! a strip. The TMA copies it in through a TF32 tensor map (rounded to nearest even,
 //! as the host's copy rounds; zeros past `k` and `n`), 128-byte swizzled: lane `l`
-//! then reads column `l` down the 32 k-rows, 32 words in 32 distinct banks per row
-//! across the warp (chunk `l / 4` of row `k` lies at chunk `l / 4 ^ k % 8`), and
-//! writes them as 128 bytes of row `l` of `Bᵀ` (8 stores of 16 bytes). Items are
-//! numbered strip by strip and dealt round-robin to the transposing warps, each
-//! with [`TC6KB_DEPTH`] boxes in flight in its own buffers; a strip's flag is
-//! published by the warp that finishes its last item (an acquire-release count per
-//! strip, which that warp resets to zero for the next launch).
+//! reads column `l` down the 32 k-rows (32 words in 32 distinct banks per row across
+//! the warp: chunk `l / 4` of row `k` lies at chunk `l / 4 ^ k % 8`), writes it as
+//! row `l` of a transposed box (16-byte chunks at the same swizzle, conflict-free
+//! too), and one TMA store puts the box into `Bᵀ` (clipped at `n` and `k`). Items
+//! are numbered strip by strip and dealt round-robin to the transposing warps, each
+//! with [`TC6KB_DEPTH`] boxes of B in flight. A warp releases its items of a strip
+//! once, after its last one: it waits for its stores, then adds how many it made to
+//! the strip's acquire-release count; the warp that completes the count resets it to
+//! zero (for the next launch) and publishes the strip's flag. The first version
+//! stored 16 bytes per lane into 32 rows of `Bᵀ` and fenced and counted every item:
+//! four SMs then wrote `Bᵀ` at a fifth of the rate the product needs (H200).
 //!
-//! **Proxies.** `Bᵀ` is written by ordinary stores and read by TMA copies in other
-//! blocks: each transposing lane fences its stores to the asynchronous proxy
-//! (`fence.proxy.async.global`) before the release, and the copying thread fences
-//! after its acquire, before its copies of that strip.
+//! **Proxies.** The transposed box is written by ordinary shared-memory stores and
+//! read by the TMA store: each lane fences (`fence.proxy.async.shared::cta`) before
+//! the warp's store is issued. `Bᵀ` is written by TMA stores and read by TMA copies
+//! in other blocks, with an ordinary flag between them: the storing thread waits for
+//! its stores to complete and fences (`fence.proxy.async.global`) before its
+//! release, and the copying thread fences after its acquire, before its copies.
 //!
 //! **Why this cannot deadlock.** Transposing blocks wait only for their own copies;
 //! multiplying blocks wait for strips and for stage 6k's heads, which never wait for
