@@ -155,7 +155,8 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
     };
     let first = block_idx().x * WARPS + w;
     let mut d = 0;
-    while d + 1 < TC6KB_DEPTH {
+    let dd = if q.mode & 1 != 0 { 2 } else { TC6KB_DEPTH };
+    while d + 1 < dd {
         if first + d * stride < items {
             issue(first + d * stride, d);
         }
@@ -167,16 +168,17 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
     let mut item = first;
     let mut j = 0;
     while item < items {
-        let ahead = item + (TC6KB_DEPTH - 1) * stride;
+        let ahead = item + (dd - 1) * stride;
         if ahead < items {
             // Into the buffer item j - 1 used, read to the end (fenced, synced).
-            issue(ahead, (j + TC6KB_DEPTH - 1) % TC6KB_DEPTH);
+            issue(ahead, (j + dd - 1) % dd);
         }
-        let d = j % TC6KB_DEPTH;
+        let d = j % dd;
         // SAFETY: this warp's barrier d, its (j / DEPTH)-th phase: item j's box.
-        unsafe { mbarrier::wait(bar(w, d), (j / TC6KB_DEPTH) & 1) };
+        unsafe { mbarrier::wait(bar(w, d), (j / dd) & 1) };
         let (s, kt, col0) = at(item);
         let src = buf(w, d).cast::<f32>();
+        if q.mode & 4 == 0 {
         let mut v = [0f32; TC6KB_ITEM as usize];
         unroll!(8, V => {
             unroll!(4, E => {
@@ -201,6 +203,7 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
                     .store4(F32x4::from_array([v[4 * V], v[4 * V + 1], v[4 * V + 2], v[4 * V + 3]]))
             };
         });
+        }
         // This lane's writes of the transposed box before the store reads them, and
         // its reads of the box of B before the next copy into that buffer.
         fence_proxy_async();
@@ -212,8 +215,10 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
             // SAFETY: the map of Bᵀ (prefetched), a 1024-byte aligned buffer of the
             // box's size, written and fenced above; rows past n and columns past k
             // are clipped by the map.
-            unsafe { tma::store_2d(out, q.bt_map, (kt * TC6KB_ITEM) as i32, col0 as i32) };
-            tma::store_commit();
+            if q.mode & 2 == 0 {
+                unsafe { tma::store_2d(out, q.bt_map, (kt * TC6KB_ITEM) as i32, col0 as i32) };
+                tma::store_commit();
+            }
             if last_of_strip {
                 // The warp's stores of this strip done, then released with the count.
                 tma::store_wait::<0>();

@@ -119,6 +119,7 @@ kernel_params! {
         pub counts: *mut u32,
         pub blocks: u32,
         pub first_strip: u32,
+        pub mode: u32,
     }
 }
 

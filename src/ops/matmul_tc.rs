@@ -702,6 +702,7 @@ pub fn matmul_tf32_with(
                 counts: counts.ptr() as *mut u32,
                 blocks,
                 first_strip,
+                mode: std::env::var("SIMT_6KB_MODE").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
             };
             type K = s6kb::matmul_mma_streamk_tb_tf32;
             // SAFETY: as stage 6k above, on the `sms - blocks` multiplying blocks
