@@ -759,12 +759,12 @@ fn plan_6k(sms: u32, m: u32, n: u32, k: u32, b_aligned: bool) -> Plan6k {
         tiles <= u32::MAX as u64 && sk as u64 * ktiles <= u32::MAX as u64
     };
     // At most an eighth of the SMs transpose (so no emulated device of fewer than 8).
-    let blocks = std::env::var("SIMT_6KB_BLOCKS")
+    let forced: Option<u32> = std::env::var("SIMT_6KB_BLOCKS")
         .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(tc6kb_blocks(sms));
+        .and_then(|v| v.parse().ok());
+    let blocks = forced.unwrap_or(tc6kb_blocks(sms));
     if 8 * blocks <= sms
-        && sms - blocks <= 4 * tiles_m
+        && (forced.is_some() || sms - blocks <= 4 * tiles_m)
         && tiles_m <= TC6KB_MAX_TILE_ROWS
         && b_aligned
         && tiles >= 2 * (sms - blocks) as u64
