@@ -59,7 +59,6 @@ use crate::matmul_mma_streamk::{body, Transposed};
 use crate::matmul_wgmma::Ring;
 use crate::params::MatmulParamsStreamKTb;
 use simt_std::atomic::{atomic_add_acq_rel_u32, atomic_store_relaxed_u32};
-use simt_std::convert::tf32_rne_bits;
 use simt_std::flag::publish;
 use simt_std::mbarrier;
 use simt_std::memory::F32x4;
@@ -186,9 +185,7 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
                 let k = (4 * V + E) as u32;
                 // SAFETY: inside the landed box: row k, 16-byte chunk lane / 4 at its
                 // swizzled place, word lane % 4 (32 distinct banks across the warp).
-                let x = unsafe { src.add((k * TC6KB_ITEM + ((lane / 4) ^ (k % 8)) * 4 + lane % 4) as usize).read() };
-                // Rounded here, bit-exact against the host's copy (and a TF32 map).
-                v[4 * V + E] = f32::from_bits(tf32_rne_bits(x));
+                v[4 * V + E] = unsafe { src.add((k * TC6KB_ITEM + ((lane / 4) ^ (k % 8)) * 4 + lane % 4) as usize).read() };
             });
         });
         if lane == 0 {

@@ -686,11 +686,7 @@ pub fn matmul_tf32_with(
                 // cooperative launch).
                 return unsafe { gpu.launch::<K>(cfg, (sp,)) };
             }
-            let b_src = if std::env::var_os("SIMT_6KB_TF32MAP").is_some() {
-                TensorMap::tiled_tf32(gpu, b, TC6KB_ITEM, TC6KB_ITEM, TmaSwizzle::B128)?
-            } else {
-                TensorMap::tiled(gpu, b, TC6KB_ITEM, TC6KB_ITEM, TmaSwizzle::B128)?
-            };
+            let b_src = TensorMap::tiled_tf32(gpu, b, TC6KB_ITEM, TC6KB_ITEM, TmaSwizzle::B128)?;
             let counts = gpu.zero_counts(strips as usize)?;
             let bt_map = TensorMap::tiled(
                 gpu,
