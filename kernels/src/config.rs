@@ -206,8 +206,8 @@ pub const TC6K_PARTIAL_FLOATS: u32 = TC_BM * TC6T_TF32_BN;
 /// item, a box of B of `TC6KB_ITEM` k-rows x `TC6KB_ITEM` columns (f32: 128-byte
 /// rows, the 128-byte swizzle's width; one K step of 32 columns of a strip).
 pub const TC6KB_ITEM: u32 = 32;
-/// Stage 6kb: boxes of B in flight per transposing warp, each in its own 4 KiB
-/// buffer (and one more buffer per warp for the transposed box it stores).
+/// Stage 6kb: boxes of B in flight per transposing block, each 32 k-rows of a
+/// whole strip (32 KiB), plus one 4 KiB buffer per warp for its transposed part.
 pub const TC6KB_DEPTH: u32 = 4;
 /// Stage 6kb: transposing blocks per launch on a device of 128 SMs or more (fewer on
 /// smaller ones: [`tc6kb_blocks`]). Four leave 128 of the H100's and H200's 132 SMs
@@ -231,7 +231,8 @@ pub const fn tc6kb_blocks(sms: u32) -> u32 {
 }
 // The transposing warps' buffers and barriers fit in stage 6t's ring (they reuse it).
 const _: () = assert!(
-    (TC6T_TF32_THREADS / 32) * ((TC6KB_DEPTH + 1) * TC6KB_ITEM * TC6KB_ITEM * 4 + TC6KB_DEPTH * 8)
+    TC6KB_DEPTH * (TC6KB_ITEM * TC6T_TF32_BN * 4 + 16)
+        + (TC6T_TF32_THREADS / 32) * TC6KB_ITEM * TC6KB_ITEM * 4
         <= TC6T_TF32_STAGES * TC6T_TF32_STAGE_BYTES
 );
 

@@ -69,12 +69,16 @@ use simt_std::warp::{self, lane_id, warp_id};
 use simt_std::{kernel, unroll};
 
 const WARPS: u32 = TC6T_TF32_THREADS / 32;
-/// Bytes of one item's box.
-const ITEM_BYTES: u32 = TC6KB_ITEM * TC6KB_ITEM * 4;
-/// Items per K step of a strip.
-const PER_K: u32 = TC6T_TF32_BN / TC6KB_ITEM;
-const _: () =
-    assert!(TC6KB_ITEM == TC6_BK_TF32 && ITEM_BYTES % 1024 == 0 && TC6T_TF32_BN % TC6KB_ITEM == 0);
+/// Bytes of one item: a box of B, 32 k-rows of a whole strip.
+const BOX_BYTES: u32 = TC6KB_ITEM * TC6T_TF32_BN * 4;
+/// Bytes of one warp's transposed part of an item: 32 columns x 32 k.
+const OUT_BYTES: u32 = TC6KB_ITEM * TC6KB_ITEM * 4;
+const _: () = assert!(
+    TC6KB_ITEM == TC6_BK_TF32
+        && TC6T_TF32_BN == WARPS * TC6KB_ITEM
+        && BOX_BYTES % 1024 == 0
+        && OUT_BYTES % 1024 == 0
+);
 
 /// The smem stage 6t's ring would use, from its first 1024-byte boundary: the
 /// transposing blocks' buffers (the 128-byte swizzle's period is 1024 bytes).
@@ -83,22 +87,28 @@ fn base() -> Smem<u8> {
     Ring::<TC6T_TF32_STAGES, TC6T_TF32_STAGE_BYTES>::new().stage(0)
 }
 
-/// Warp `w`'s buffer `d`: `0 .. DEPTH` take boxes of B, `DEPTH` the transposed box.
+/// Buffer `d` (`< DEPTH`) for boxes of B.
 #[inline(always)]
-fn buf(w: u32, d: u32) -> Smem<u8> {
-    base().add(((w * (TC6KB_DEPTH + 1) + d) * ITEM_BYTES) as usize)
+fn buf(d: u32) -> Smem<u8> {
+    base().add((d * BOX_BYTES) as usize)
 }
 
-/// The barrier warp `w`'s buffer `d` (`< DEPTH`) is filled on, after all buffers.
+/// Warp `w`'s buffer for its transposed part.
 #[inline(always)]
-fn bar(w: u32, d: u32) -> Smem<u64> {
+fn out(w: u32) -> Smem<u8> {
+    base().add((TC6KB_DEPTH * BOX_BYTES + w * OUT_BYTES) as usize)
+}
+
+/// Buffer `d`'s barrier: `full` (its box landed) or not (every warp read it).
+#[inline(always)]
+fn bar(d: u32, full: bool) -> Smem<u64> {
     base()
-        .add((WARPS * (TC6KB_DEPTH + 1) * ITEM_BYTES) as usize)
+        .add((TC6KB_DEPTH * BOX_BYTES + WARPS * OUT_BYTES) as usize)
         .cast::<u64>()
-        .add((w * TC6KB_DEPTH + d) as usize)
+        .add((d + if full { 0 } else { TC6KB_DEPTH }) as usize)
 }
 
-/// A transposing block: its warps' share of the items of strips `first_strip ..`.
+/// A transposing block: its share of the items of strips `first_strip ..`.
 ///
 /// # Safety
 /// Blocks `0 .. q.blocks`, every thread; the kernel's contract.
@@ -107,12 +117,15 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
     let sp = &q.sk;
     let (t, w, lane) = (thread_idx().x, warp_id(), lane_id());
     if t == 0 {
-        let mut i = 0;
-        while i < WARPS * TC6KB_DEPTH {
+        let mut d = 0;
+        while d < TC6KB_DEPTH {
             // SAFETY: 8-byte aligned slots inside the dynamic shared memory (the
             // assertion in config.rs), used by no thread before the barrier below.
-            unsafe { mbarrier::init(bar(i / TC6KB_DEPTH, i % TC6KB_DEPTH), 1) };
-            i += 1;
+            unsafe {
+                mbarrier::init(bar(d, true), 1);
+                mbarrier::init(bar(d, false), WARPS);
+            }
+            d += 1;
         }
         mbarrier::fence_init();
         // SAFETY: the host made the maps (64-byte aligned, in global memory).
@@ -124,88 +137,83 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
     sync_threads();
     let ktiles = sp.mm.k.div_ceil(TC6_BK_TF32);
     let strips = sp.mm.n.div_ceil(TC6T_TF32_BN);
-    let per_strip = ktiles * PER_K;
-    let items = (strips - q.first_strip) * per_strip;
+    // Counted in warps' parts: WARPS per item.
+    let per_strip = ktiles * WARPS;
+    let items = (strips - q.first_strip) * ktiles;
     let strip_flags = sp.flags.wrapping_add(grid_dim().x as usize);
-    let stride = q.blocks * WARPS;
-    // Item i: strip first_strip + i / per_strip, K step (i % per_strip) / PER_K, box
-    // i % PER_K of the strip's columns.
-    let at = |item: u32| {
-        let (s, r) = (q.first_strip + item / per_strip, item % per_strip);
-        (s, r / PER_K, s * TC6T_TF32_BN + (r % PER_K) * TC6KB_ITEM)
-    };
+    let stride = q.blocks;
+    // Item i: K step i % ktiles of strip first_strip + i / ktiles.
+    let at = |item: u32| (q.first_strip + item / ktiles, item % ktiles);
+    // Thread 0 copies item `item` into buffer d.
     let issue = |item: u32, d: u32| {
-        if lane == 0 {
-            let (_, kt, col0) = at(item);
-            // SAFETY: an initialised barrier of this warp's buffer d, which no lane
-            // reads any more (the caller); the box is ITEM_BYTES, announced (a box
-            // past n arrives as zeros, and counts).
-            unsafe {
-                mbarrier::arrive_expect_tx(bar(w, d), ITEM_BYTES);
-                tma::load_2d(
-                    buf(w, d),
-                    q.b_src,
-                    col0 as i32,
-                    (kt * TC6KB_ITEM) as i32,
-                    bar(w, d),
-                );
-            }
+        let (s, kt) = at(item);
+        // SAFETY: an initialised barrier of buffer d, which no warp reads any more
+        // (the caller); the box is BOX_BYTES, announced (columns past n arrive as
+        // zeros, and count).
+        unsafe {
+            mbarrier::arrive_expect_tx(bar(d, true), BOX_BYTES);
+            tma::load_2d(
+                buf(d),
+                q.b_src,
+                (s * TC6T_TF32_BN) as i32,
+                (kt * TC6KB_ITEM) as i32,
+                bar(d, true),
+            );
         }
-        warp::sync();
     };
-    let first = block_idx().x * WARPS + w;
-    let mut d = 0;
-    let dd = if q.mode & 1 != 0 { 2 } else { TC6KB_DEPTH };
-    while d + 1 < dd {
-        if first + d * stride < items {
-            issue(first + d * stride, d);
+    let first = block_idx().x;
+    if t == 0 {
+        let mut d = 0;
+        while d < TC6KB_DEPTH {
+            if first + d * stride < items {
+                issue(first + d * stride, d);
+            }
+            d += 1;
         }
-        d += 1;
     }
-    let out = buf(w, TC6KB_DEPTH);
-    // Items of the current strip this warp stored since its last release.
+    let mine = out(w);
+    // This warp's parts of the current strip stored since its last release.
     let mut batch = 0;
     let mut item = first;
     let mut j = 0;
     while item < items {
-        let ahead = item + (dd - 1) * stride;
-        if ahead < items {
-            // Into the buffer item j - 1 used, read to the end (fenced, synced).
-            issue(ahead, (j + dd - 1) % dd);
-        }
-        let d = j % dd;
-        // SAFETY: this warp's barrier d, its (j / DEPTH)-th phase: item j's box.
-        unsafe { mbarrier::wait(bar(w, d), (j / dd) & 1) };
-        let (s, kt, col0) = at(item);
-        let src = buf(w, d).cast::<f32>();
-        if q.mode & 4 == 0 {
+        let (d, phase) = (j % TC6KB_DEPTH, (j / TC6KB_DEPTH) & 1);
+        // SAFETY: buffer d's full barrier, its (j / DEPTH)-th phase: item j's box.
+        unsafe { mbarrier::wait(bar(d, true), phase) };
+        let (s, kt) = at(item);
+        let src = buf(d).cast::<f32>();
         let mut v = [0f32; TC6KB_ITEM as usize];
         unroll!(8, V => {
             unroll!(4, E => {
                 let k = (4 * V + E) as u32;
-                // SAFETY: inside the landed box: row k, 16-byte chunk lane / 4 at its
-                // swizzled place, word lane % 4 (32 distinct banks across the warp).
-                v[4 * V + E] = unsafe { src.add((k * TC6KB_ITEM + ((lane / 4) ^ (k % 8)) * 4 + lane % 4) as usize).read() };
+                // SAFETY: inside the landed box (32 rows of TC6T_TF32_BN floats): row
+                // k, this warp's column w·32 + lane; the warp reads 32 consecutive
+                // words, one per bank.
+                v[4 * V + E] = unsafe { src.add((k * TC6T_TF32_BN + w * TC6KB_ITEM + lane) as usize).read() };
             });
         });
+        // This lane's reads of buffer d, then the warp's release of it.
+        fence_proxy_async();
+        warp::sync();
         if lane == 0 {
-            // The previous item's store has read the transposed buffer.
+            // SAFETY: buffer d's empty barrier, one arrival per warp per phase.
+            unsafe { mbarrier::arrive(bar(d, false)) };
+            // The previous item's store has read this warp's transposed buffer.
             tma::store_wait_read::<0>();
         }
         warp::sync();
         unroll!(8, V => {
-            // SAFETY: row `lane` of the transposed box, chunk V at its swizzled place
-            // (the 128-byte swizzle of the store's map): 16-byte aligned, in the
-            // warp's own buffer, which no store reads any more (the wait above).
+            // SAFETY: row `lane` of the warp's transposed part, chunk V at its
+            // swizzled place (the 128-byte swizzle of the store's map): 16-byte
+            // aligned, in the warp's own buffer, which no store reads any more (the
+            // wait above).
             unsafe {
-                out.cast::<f32>()
+                mine.cast::<f32>()
                     .add((lane * TC6KB_ITEM + ((V as u32) ^ (lane % 8)) * 4) as usize)
                     .store4(F32x4::from_array([v[4 * V], v[4 * V + 1], v[4 * V + 2], v[4 * V + 3]]))
             };
         });
-        }
-        // This lane's writes of the transposed box before the store reads them, and
-        // its reads of the box of B before the next copy into that buffer.
+        // This lane's writes of the transposed part before the store reads them.
         fence_proxy_async();
         warp::sync();
         batch += 1;
@@ -215,10 +223,15 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
             // SAFETY: the map of Bᵀ (prefetched), a 1024-byte aligned buffer of the
             // box's size, written and fenced above; rows past n and columns past k
             // are clipped by the map.
-            if q.mode & 2 == 0 {
-                unsafe { tma::store_2d(out, q.bt_map, (kt * TC6KB_ITEM) as i32, col0 as i32) };
-                tma::store_commit();
-            }
+            unsafe {
+                tma::store_2d(
+                    mine,
+                    q.bt_map,
+                    (kt * TC6KB_ITEM) as i32,
+                    (s * TC6T_TF32_BN + w * TC6KB_ITEM) as i32,
+                )
+            };
+            tma::store_commit();
             if last_of_strip {
                 // The warp's stores of this strip done, then released with the count.
                 tma::store_wait::<0>();
@@ -231,8 +244,8 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
                     // The strip's last batch: every batch's stores are acquired (the
                     // count's acquire-release chain). Reset the count for the next
                     // launch, then publish the strip.
-                    // SAFETY: no other item of strip s is left to touch the count; the
-                    // strip's flag exists and only this thread publishes it.
+                    // SAFETY: no other part of strip s is left to touch the count;
+                    // the strip's flag exists and only this thread publishes it.
                     unsafe {
                         atomic_store_relaxed_u32(count, 0);
                         publish(strip_flags.add(s as usize), sp.epoch);
@@ -242,6 +255,13 @@ unsafe fn transpose(q: &MatmulParamsStreamKTb) {
         }
         if last_of_strip {
             batch = 0;
+        }
+        let ahead = item + TC6KB_DEPTH * stride;
+        if t == 0 && ahead < items {
+            // Buffer d again, once every warp has read item j from it.
+            // SAFETY: buffer d's empty barrier, its (j / DEPTH)-th phase.
+            unsafe { mbarrier::wait(bar(d, false), phase) };
+            issue(ahead, d);
         }
         warp::sync();
         item = next;

@@ -686,7 +686,7 @@ pub fn matmul_tf32_with(
                 // cooperative launch).
                 return unsafe { gpu.launch::<K>(cfg, (sp,)) };
             }
-            let b_src = TensorMap::tiled_tf32(gpu, b, TC6KB_ITEM, TC6KB_ITEM, TmaSwizzle::B128)?;
+            let b_src = TensorMap::tiled_tf32(gpu, b, TC6KB_ITEM, TC6T_TF32_BN, TmaSwizzle::None)?;
             let counts = gpu.zero_counts(strips as usize)?;
             let bt_map = TensorMap::tiled(
                 gpu,
@@ -702,7 +702,10 @@ pub fn matmul_tf32_with(
                 counts: counts.ptr() as *mut u32,
                 blocks,
                 first_strip,
-                mode: std::env::var("SIMT_6KB_MODE").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
+                mode: std::env::var("SIMT_6KB_MODE")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
             };
             type K = s6kb::matmul_mma_streamk_tb_tf32;
             // SAFETY: as stage 6k above, on the `sms - blocks` multiplying blocks
