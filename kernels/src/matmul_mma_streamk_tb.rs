@@ -26,20 +26,25 @@
 //! the trade pays where m is small enough (the copy's share of the product shrinks
 //! as m grows) and each wave spans few strips (the host's `plan_6k` says which).
 //!
-//! **An item** is a box of B of 32 k-rows x 32 columns, one K step of an eighth of
-//! a strip. The TMA copies it in through a TF32 tensor map (rounded to nearest even,
-//! as the host's copy rounds; zeros past `k` and `n`), 128-byte swizzled: lane `l`
-//! reads column `l` down the 32 k-rows (32 words in 32 distinct banks per row across
-//! the warp: chunk `l / 4` of row `k` lies at chunk `l / 4 ^ k % 8`), writes it as
-//! row `l` of a transposed box (16-byte chunks at the same swizzle, conflict-free
-//! too), and one TMA store puts the box into `Bᵀ` (clipped at `n` and `k`). Items
-//! are numbered strip by strip and dealt round-robin to the transposing warps, each
-//! with [`TC6KB_DEPTH`] boxes of B in flight. A warp releases its items of a strip
-//! once, after its last one: it waits for its stores, then adds how many it made to
-//! the strip's acquire-release count; the warp that completes the count resets it to
-//! zero (for the next launch) and publishes the strip's flag. The first version
-//! stored 16 bytes per lane into 32 rows of `Bᵀ` and fenced and counted every item:
-//! four SMs then wrote `Bᵀ` at a fifth of the rate the product needs (H200).
+//! **An item** is one K step of one strip: a box of B of 32 k-rows x 256 columns
+//! (32 KiB). The TMA copies it in through a TF32 tensor map (rounded to nearest even,
+//! as the host's copy rounds; zeros past `k` and `n`), unswizzled, [`TC6KB_DEPTH`]
+//! items in flight per block. Every warp of the block takes 32 of its columns: lane
+//! `l` reads column `l` down the 32 k-rows (the warp reads 32 consecutive words per
+//! row, one per bank), writes it as row `l` of the warp's transposed part (16-byte
+//! chunks at the 128-byte swizzle, conflict-free too), and one TMA store puts that
+//! 32 x 32 part into `Bᵀ` (clipped at `n` and `k`). The blocks take items round-robin,
+//! strip by strip. A warp releases its parts of a strip once, after its last one: it
+//! waits for its stores, then adds how many it made to the strip's acquire-release
+//! count; the warp that completes the count resets it to zero (for the next launch)
+//! and publishes the strip's flag.
+//!
+//! **What a transposing SM does** (H200, 2026-11-25, session 22): about 35-50 GB/s
+//! of B in and as much of `Bᵀ` out, whatever the boxes (32x32 or whole strips) and
+//! however many are in flight (two or four per warp); with its loads alone, 48 GB/s.
+//! Hence four of them for a product whose waves each need 4 new strips (16 MiB per
+//! 130 us at 4096^3). The first version stored 16 bytes per lane into 32 rows of
+//! `Bᵀ` and fenced and counted every 4 KiB: it ran at a fifth of that.
 //!
 //! **Proxies.** The transposed box is written by ordinary shared-memory stores and
 //! read by the TMA store: each lane fences (`fence.proxy.async.shared::cta`) before
@@ -284,27 +289,29 @@ kernel! {
     /// `q.blocks` on (`0 < q.blocks <` the grid), and with `q.sk.flags` holding one
     /// flag per block of the grid, then one per strip of `TC6T_TF32_BN` columns of
     /// C, none holding `q.sk.epoch`; `q.b_src` a TF32 map of B (`k x n`, boxes of 32
-    /// x 32, 128-byte swizzled); `q.bt` the memory `q.sk.mm.b_map` describes, `n`
-    /// rows of `q.ldbt` floats (`ldbt >= k`, a multiple of 4, 16-byte aligned),
-    /// holding `Bᵀ` rounded to TF32 in its strips before `q.first_strip` and read by
-    /// no one else during the launch; `q.counts` one zero per strip, accessed by no
-    /// other launch at the same time; the launch is cooperative.
+    /// rows x 256 columns, unswizzled); `q.bt_map` a map of the memory
+    /// `q.sk.mm.b_map` describes (`Bᵀ`, `n x k`, rows of whole 16-byte chunks; boxes
+    /// of 32 x 32, 128-byte swizzled), holding `Bᵀ` rounded to TF32 in its strips
+    /// before `q.first_strip` and read by no one else during the launch; `q.counts`
+    /// one zero per strip, accessed by no other launch at the same time; the launch
+    /// is cooperative.
     ///
     /// # Parameters
-    /// One [`MatmulParamsStreamKTb`]: stage 6k's parameters, B's map, `Bᵀ` and its
-    /// row length, the per-strip counts, the transposing blocks, the first strip
-    /// they write.
+    /// One [`MatmulParamsStreamKTb`]: stage 6k's parameters, the maps of B and `Bᵀ`,
+    /// the per-strip counts, the transposing blocks, the first strip they write.
     ///
     /// # Tiling
     /// As stage 6k: block tile 128x256, K steps of 32, 4 stages of 48 KiB; warp tile
     /// 64x64 = 4x8 `mma.m16n8k8`; tiles in column-major order. Transposition items:
-    /// 32 k x 32 columns of B, `TC6KB_DEPTH` 4 KiB buffers per warp.
+    /// 32 k x 256 columns of B (a strip's K step), `TC6KB_DEPTH` 32 KiB buffers per
+    /// block, a 4 KiB transposed part per warp.
     ///
     /// # Thread Mapping
     /// 256 threads = 8 warps. Multiplying blocks: warp `w` at rows `64·(w/4)`,
     /// columns `64·(w%4)` of each tile; warp 0's first thread also issues the
-    /// copies. Transposing block `b`: warp `w` takes items `8·b + w`, then every
-    /// `8 · q.blocks`-th. A 1-D grid of at most one block per SM.
+    /// copies. Transposing block `b`: items `b`, then every `q.blocks`-th, its first
+    /// thread copying them in, warp `w` transposing columns `32·w ..` of each. A 1-D
+    /// grid of at most one block per SM.
     #[launch(threads = TC6T_TF32_THREADS, min_blocks = 1, shared = TC6T_TF32_SMEM_BYTES, target = "sm_90a", cooperative = true)]
     pub unsafe fn matmul_mma_streamk_tb_tf32(q: MatmulParamsStreamKTb) {
         if block_idx().x < q.blocks {

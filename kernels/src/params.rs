@@ -107,7 +107,7 @@ kernel_params! {
     /// `blocks` on, while blocks `0 .. blocks` write `Bᵀ` from B: column strips
     /// `first_strip ..` of `TC6T_TF32_BN` columns (the host's copy made the strips
     /// before it), read through `b_src` (a TF32 map of B as it lies, `k x n`, boxes
-    /// of 32 x 32, 128-byte swizzled) and written through `bt_map` (a map of the
+    /// of 32 rows x 256 columns, unswizzled) and written through `bt_map` (a map of the
     /// `Bᵀ` that `sk.mm.b_map` describes, boxes of 32 x 32, 128-byte swizzled).
     /// `sk.flags` holds one flag per block of the grid (the heads' partials), then
     /// one per strip (its rows of `Bᵀ` written); `counts` one count per strip, zero
@@ -119,7 +119,6 @@ kernel_params! {
         pub counts: *mut u32,
         pub blocks: u32,
         pub first_strip: u32,
-        pub mode: u32,
     }
 }
 

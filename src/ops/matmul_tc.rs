@@ -702,16 +702,12 @@ pub fn matmul_tf32_with(
                 counts: counts.ptr() as *mut u32,
                 blocks,
                 first_strip,
-                mode: std::env::var("SIMT_6KB_MODE")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0),
             };
             type K = s6kb::matmul_mma_streamk_tb_tf32;
             // SAFETY: as stage 6k above, on the `sms - blocks` multiplying blocks
             // (0 < blocks < sms: plan_6k), with `sms` flags then one per strip;
             // b_src maps B (a checked view, rows 16-byte aligned: plan_6k) in boxes of
-            // 32 x 32, 128-byte swizzled; bt_map maps the Bᵀ of the map above (this
+            // 32 rows x 256 columns, unswizzled; bt_map maps the Bᵀ of the map above (this
             // Gpu's scratch of n x kp floats, kp >= k a multiple of 4: rows of whole
             // 16-byte chunks) in boxes of 32 x 32, 128-byte swizzled, its strips
             // before first_strip written by the copy above (queue order), read by
@@ -748,7 +744,7 @@ enum Plan6k {
 /// whole waves of one block per SM; stage 6t otherwise, or where stream-K's K steps
 /// would not fit in 32 bits. `SIMT_STREAMK_TB=0` turns stage 6kb off and
 /// `SIMT_STREAMK=0` both, for comparisons; `SIMT_6KB_BLOCKS` sets the transposing
-/// blocks.
+/// blocks (and skips the keeps-up rule: measurements only).
 fn plan_6k(sms: u32, m: u32, n: u32, k: u32, b_aligned: bool) -> Plan6k {
     let off = |name: &str| std::env::var_os(name).is_some_and(|v| v == "0");
     if off("SIMT_STREAMK") {
