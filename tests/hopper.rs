@@ -917,6 +917,65 @@ fn stream_k_split_leaves_no_partial_wave() {
     }
 }
 
+/// The GPU (`workers == 0`), or an emulated device of `workers` SMs with the
+/// module loaded.
+fn device(workers: usize, order: Order) -> Gpu {
+    if workers == 0 {
+        return gpu();
+    }
+    let g = Gpu::emulator(EmuConfig {
+        workers,
+        order,
+        ..EmuConfig::default()
+    });
+    rust_simt::ptx::load(&g).unwrap();
+    g
+}
+
+/// `C = A · B` in TF32 by `TcKernel::MmaTma` into a poisoned C, checking that kernel
+/// `want` ran (unless one of the variables `off` is "0"); with `all_transposed`,
+/// under `testing::with_all_strips_transposed`. Returns C.
+#[allow(clippy::too_many_arguments)]
+fn mma_tma_tf32(
+    g: &Gpu,
+    a: &rust_simt::Buffer<f32>,
+    b: &rust_simt::Buffer<f32>,
+    (m, n, k, lda, ldb): (usize, usize, usize, usize, usize),
+    want: &str,
+    off: &[&str],
+    all_transposed: bool,
+) -> Vec<f32> {
+    use rust_simt::ops::matmul_tc::{matmul_tf32_with, testing};
+    let mut c = poisoned(g, m * n);
+    let (_, launches) = g
+        .profile(|| {
+            let mut go = || {
+                matmul_tf32_with(
+                    g,
+                    TcKernel::MmaTma,
+                    a.matrix_strided(Layout::strided(m, k, lda))?,
+                    b.matrix_strided(Layout::strided(k, n, ldb))?,
+                    c.matrix_mut(m, n)?,
+                    Epilogue::None,
+                )
+            };
+            if all_transposed {
+                testing::with_all_strips_transposed(go)
+            } else {
+                go()
+            }
+        })
+        .unwrap();
+    let asked_off = off
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|v| v == "0"));
+    assert!(
+        asked_off || launches.iter().any(|l| l.kernel == want),
+        "{m}x{n}x{k}: {want} did not run: {launches:?}"
+    );
+    g.download(&c).unwrap()
+}
+
 /// Stage 6k (stage 6t's TF32 kernel with a stream-K tail) against float64, on
 /// emulated devices of 2 and 3 SMs where the tiles are not a whole number of waves:
 /// tiles shared by two blocks (one writes its partial and its flag, the other adds
@@ -926,7 +985,6 @@ fn stream_k_split_leaves_no_partial_wave() {
 #[test]
 fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
     use kernels::matmul_mma_streamk::matmul_mma_streamk_tf32 as Stage6k;
-    use rust_simt::ops::matmul_tc::matmul_tf32_with;
     use rust_simt::Kernel;
     let (mut r, seed) = rng("matmul_streamk_tf32");
     let mut cases = vec![
@@ -952,49 +1010,20 @@ fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
         cases = vec![(0, Order::InOrder, (2176, 2050, 1100, 1100, 2052))];
     }
     for (workers, order, (m, n, k, lda, ldb)) in cases {
-        let g = if workers == 0 {
-            gpu()
-        } else {
-            let g = Gpu::emulator(EmuConfig {
-                workers,
-                order,
-                ..EmuConfig::default()
-            });
-            rust_simt::ptx::load(&g).unwrap();
-            g
-        };
+        let g = device(workers, order);
         if !hopper(&g) {
             return;
         }
         let tiles = (m.div_ceil(128) * n.div_ceil(256)) as u32;
         assert!(kernels::matmul_mma_streamk::streamk_split(tiles, g.props().sms).1 > 0);
         check_tf32(&g, &mut r, seed, TcKernel::MmaTma, (m, n, k, lda, ldb));
-        // The same product twice: the same bits.
+        // The same product twice: the same bits. Stage 6k itself ran, not stage 6t
+        // (unless SIMT_STREAMK=0 asks for 6t).
         let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
         let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
         let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-        let run = || {
-            let mut c = poisoned(&g, m * n);
-            let (_, launches) = g
-                .profile(|| {
-                    matmul_tf32_with(
-                        &g,
-                        TcKernel::MmaTma,
-                        ab.matrix_strided(Layout::strided(m, k, lda))?,
-                        bb.matrix_strided(Layout::strided(k, n, ldb))?,
-                        c.matrix_mut(m, n)?,
-                        Epilogue::None,
-                    )
-                })
-                .unwrap();
-            // Stage 6k itself ran, not stage 6t (unless SIMT_STREAMK=0 asks for 6t).
-            let asked_6t = std::env::var_os("SIMT_STREAMK").is_some_and(|v| v == "0");
-            assert!(
-                asked_6t || launches.iter().any(|l| l.kernel == Stage6k::NAME),
-                "{m}x{n}x{k}: {launches:?}"
-            );
-            g.download(&c).unwrap()
-        };
+        let shape = (m, n, k, lda, ldb);
+        let run = || mma_tma_tf32(&g, &ab, &bb, shape, Stage6k::NAME, &["SIMT_STREAMK"], false);
         let (x, y) = (run(), run());
         assert!(
             x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()),
@@ -1003,18 +1032,9 @@ fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
     }
 }
 
-/// Stage 6kb (stage 6k on all but a few blocks, which write `Bᵀ` during the
-/// product) against float64, on emulated devices of 8 and 9 SMs (one transposing
-/// block): strips of `Bᵀ` made by the host's copy and by the kernel, a ragged last
-/// strip whose last boxes lie wholly past n, a stream-K tail, whole waves, a strip
-/// set that the copy makes alone; under every thread order; twice, for the same bits.
-/// Then once more with every strip left to the transposing block, so that the
-/// multiplying blocks' first copies must wait for its flags (without the wait they
-/// read the scratch's old contents).
 #[test]
 fn stream_k_with_transposing_blocks_matches_float64_and_repeats_bit_for_bit() {
     use kernels::matmul_mma_streamk_tb::matmul_mma_streamk_tb_tf32 as Stage6kb;
-    use rust_simt::ops::matmul_tc::matmul_tf32_with;
     use rust_simt::Kernel;
     let (mut r, seed) = rng("matmul_streamk_tb_tf32");
     let mut cases = vec![
@@ -1037,17 +1057,7 @@ fn stream_k_with_transposing_blocks_matches_float64_and_repeats_bit_for_bit() {
         cases = vec![(0, Order::InOrder, (4100, 2000, 333, 333, 2004))];
     }
     for (workers, order, (m, n, k, lda, ldb)) in cases {
-        let g = if workers == 0 {
-            gpu()
-        } else {
-            let g = Gpu::emulator(EmuConfig {
-                workers,
-                order,
-                ..EmuConfig::default()
-            });
-            rust_simt::ptx::load(&g).unwrap();
-            g
-        };
+        let g = device(workers, order);
         if !hopper(&g) {
             return;
         }
@@ -1055,50 +1065,23 @@ fn stream_k_with_transposing_blocks_matches_float64_and_repeats_bit_for_bit() {
         let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
         let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
         let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-        let run = |all_transposed: bool| {
-            let mut c = poisoned(&g, m * n);
-            let (_, launches) = g
-                .profile(|| {
-                    let mut go = || {
-                        matmul_tf32_with(
-                            &g,
-                            TcKernel::MmaTma,
-                            ab.matrix_strided(Layout::strided(m, k, lda))?,
-                            bb.matrix_strided(Layout::strided(k, n, ldb))?,
-                            c.matrix_mut(m, n)?,
-                            Epilogue::None,
-                        )
-                    };
-                    if all_transposed {
-                        rust_simt::ops::matmul_tc::testing::with_all_strips_transposed(go)
-                    } else {
-                        go()
-                    }
-                })
-                .unwrap();
-            let off = ["SIMT_STREAMK", "SIMT_STREAMK_TB"]
-                .iter()
-                .any(|v| std::env::var_os(v).is_some_and(|v| v == "0"));
-            assert!(
-                off || launches.iter().any(|l| l.kernel == Stage6kb::NAME),
-                "{m}x{n}x{k}: {launches:?}"
-            );
-            g.download(&c).unwrap()
-        };
+        let shape = (m, n, k, lda, ldb);
+        let off = ["SIMT_STREAMK", "SIMT_STREAMK_TB"];
+        let run = |all| mma_tma_tf32(&g, &ab, &bb, shape, Stage6kb::NAME, &off, all);
         let (x, y) = (run(false), run(false));
         // Then every strip by the kernel, after a product that leaves Bᵀ's scratch
         // holding other values: a copy that did not wait for its strip reads them.
         let big = uniform(&mut r, (k - 1) * n + n, 1e3, 2e3);
-        let (bigb, mut junk) = (g.upload(&big).unwrap(), poisoned(&g, m * n));
-        matmul_tf32_with(
+        let bigb = g.upload(&big).unwrap();
+        mma_tma_tf32(
             &g,
-            TcKernel::MmaTma,
-            ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
-            bigb.matrix_strided(Layout::strided(k, n, n)).unwrap(),
-            junk.matrix_mut(m, n).unwrap(),
-            Epilogue::None,
-        )
-        .unwrap();
+            &ab,
+            &bigb,
+            (m, n, k, lda, n),
+            Stage6kb::NAME,
+            &off,
+            false,
+        );
         let z = run(true);
         for (what, other) in [("two runs", &y), ("all strips transposed", &z)] {
             assert!(
