@@ -980,7 +980,7 @@ fn mma_tma_tf32(
 /// emulated devices of 2 and 3 SMs where the tiles are not a whole number of waves:
 /// tiles shared by two blocks (one writes its partial and its flag, the other adds
 /// it), segments of one K step, ragged edges, data-parallel tiles before the tail,
-/// under every thread order. The fix-up adds in a fixed order, so a second run gives
+/// under several thread orders. The fix-up adds in a fixed order, so a second run gives
 /// the same bits.
 #[test]
 fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
@@ -1032,62 +1032,99 @@ fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
     }
 }
 
+/// Stage 6kb (stage 6k on all but a few blocks, which write `Bᵀ` during the
+/// product) against float64, on emulated devices of 8, 9 and 16 SMs (one, one and
+/// three transposing blocks): strips of `Bᵀ` made by the host's copy and by the
+/// kernel, a ragged last strip whose last boxes lie wholly past n, a stream-K tail,
+/// whole waves, a strip set that the copy makes alone, more transposing blocks than
+/// K steps per strip; under several thread orders; twice, for the same bits. Then
+/// once more with every strip left to the transposing blocks, so that the multiplying
+/// blocks' first copies must wait for their flags (without the wait they read the
+/// scratch's old contents). Every launch leaves the strip counts at zero.
 #[test]
 fn stream_k_with_transposing_blocks_matches_float64_and_repeats_bit_for_bit() {
     use kernels::matmul_mma_streamk_tb::matmul_mma_streamk_tb_tf32 as Stage6kb;
+    use rust_simt::ops::matmul_tc::testing;
     use rust_simt::Kernel;
     let (mut r, seed) = rng("matmul_streamk_tb_tf32");
+    // (emulated SMs, transposing blocks if not the default, order, m, n, k, lda, ldb)
     let mut cases = vec![
         // 5 x 3 = 15 tiles on 7 multiplying blocks: 7 data-parallel, 8 stream-K;
         // strips 0-1 copied, strip 2 (columns 512-699) transposed by block 0.
         (
             8,
+            0,
             Order::Random(3),
             (640usize, 700usize, 100usize, 103usize, 700usize),
         ),
         // 8 x 2 = 16 tiles on 8: two whole waves; strip 1 transposed.
-        (9, Order::Reversed, (1024, 512, 64, 64, 516)),
+        (9, 0, Order::Reversed, (1024, 512, 64, 64, 516)),
         // 14 tiles, one strip: the copy makes it all, the transposing block idles.
-        (8, Order::InOrder, (1792, 256, 40, 40, 256)),
+        (8, 0, Order::InOrder, (1792, 256, 40, 40, 256)),
+        // 4 x 7 = 28 tiles on 14, two transposing blocks: strips 4-6 transposed, 5
+        // K steps each, items dealt to both blocks (every buffer refilled when all
+        // strips are theirs).
+        (16, 2, Order::Random(11), (512, 1792, 160, 160, 1792)),
+        // One K step per strip: more transposing blocks than a strip's items.
+        (16, 2, Order::Reversed, (512, 1792, 30, 30, 1792)),
     ];
     let g = gpu();
     if on_gpu(&g) {
         // 33 x 8 = 264 tiles on 128 multiplying blocks (132 SMs): a data-parallel
         // wave, then stream-K; strips 0-3 copied, 4-7 transposed; ragged m, n, k.
-        cases = vec![(0, Order::InOrder, (4100, 2000, 333, 333, 2004))];
+        cases = vec![(0, 0, Order::InOrder, (4100, 2000, 333, 333, 2004))];
     }
-    for (workers, order, (m, n, k, lda, ldb)) in cases {
+    for (workers, blocks, order, (m, n, k, lda, ldb)) in cases {
         let g = device(workers, order);
         if !hopper(&g) {
             return;
         }
-        check_tf32(&g, &mut r, seed, TcKernel::MmaTma, (m, n, k, lda, ldb));
-        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
-        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
-        let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-        let shape = (m, n, k, lda, ldb);
-        let off = ["SIMT_STREAMK", "SIMT_STREAMK_TB"];
-        let run = |all| mma_tma_tf32(&g, &ab, &bb, shape, Stage6kb::NAME, &off, all);
-        let (x, y) = (run(false), run(false));
-        // Then every strip by the kernel, after a product that leaves Bᵀ's scratch
-        // holding other values: a copy that did not wait for its strip reads them.
-        let big = uniform(&mut r, (k - 1) * n + n, 1e3, 2e3);
-        let bigb = g.upload(&big).unwrap();
-        mma_tma_tf32(
-            &g,
-            &ab,
-            &bigb,
-            (m, n, k, lda, n),
-            Stage6kb::NAME,
-            &off,
-            false,
-        );
-        let z = run(true);
-        for (what, other) in [("two runs", &y), ("all strips transposed", &z)] {
-            assert!(
-                x.iter().zip(other).all(|(p, q)| p.to_bits() == q.to_bits()),
-                "{m}x{n}x{k} on {workers} SMs: {what} differ (seed {seed})"
+        let mut case = || {
+            check_tf32(&g, &mut r, seed, TcKernel::MmaTma, (m, n, k, lda, ldb));
+            let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
+            let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
+            let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+            let shape = (m, n, k, lda, ldb);
+            let off = ["SIMT_STREAMK", "SIMT_STREAMK_TB"];
+            let counts_zero = || {
+                let c = g.zero_counts(1).unwrap();
+                assert!(
+                    g.download(&c).unwrap().iter().all(|&v| v == 0),
+                    "{m}x{n}x{k}: strip counts left non-zero"
+                );
+            };
+            let run = |all| {
+                let c = mma_tma_tf32(&g, &ab, &bb, shape, Stage6kb::NAME, &off, all);
+                counts_zero();
+                c
+            };
+            let (x, y) = (run(false), run(false));
+            // Then every strip by the kernel, after a product that leaves Bᵀ's
+            // scratch holding other values: a copy that did not wait for its strip
+            // reads them.
+            let big = uniform(&mut r, (k - 1) * n + n, 1e3, 2e3);
+            let bigb = g.upload(&big).unwrap();
+            mma_tma_tf32(
+                &g,
+                &ab,
+                &bigb,
+                (m, n, k, lda, n),
+                Stage6kb::NAME,
+                &off,
+                false,
             );
+            let z = run(true);
+            for (what, other) in [("two runs", &y), ("all strips transposed", &z)] {
+                assert!(
+                    x.iter().zip(other).all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{m}x{n}x{k} on {workers} SMs: {what} differ (seed {seed})"
+                );
+            }
+        };
+        if blocks > 0 {
+            testing::with_transposing_blocks(blocks, case)
+        } else {
+            case()
         }
     }
 }

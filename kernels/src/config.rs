@@ -202,9 +202,10 @@ const _: () = assert!(TC6T_TF32_SMEM_BYTES + 1024 <= 228 * 1024);
 /// one per block of the launch.
 pub const TC6K_PARTIAL_FLOATS: u32 = TC_BM * TC6T_TF32_BN;
 
-/// Stage 6kb (stage 6k with `Bᵀ` written by dedicated blocks): one transposition
-/// item, a box of B of `TC6KB_ITEM` k-rows x `TC6KB_ITEM` columns (f32: 128-byte
-/// rows, the 128-byte swizzle's width; one K step of 32 columns of a strip).
+/// Stage 6kb (stage 6k with `Bᵀ` written by dedicated blocks): the k-rows of one
+/// transposition item (one K step: a box of B of `TC6KB_ITEM` k-rows x a strip's
+/// `TC6T_TF32_BN` columns), and the columns each warp transposes of it (f32: rows of
+/// 128 bytes in `Bᵀ`, the 128-byte swizzle's width).
 pub const TC6KB_ITEM: u32 = 32;
 /// Stage 6kb: boxes of B in flight per transposing block, each 32 k-rows of a
 /// whole strip (32 KiB), plus one 4 KiB buffer per warp for its transposed part.

@@ -57,6 +57,11 @@
 //! not a whole number of waves, with fewer than 2^32 stream-K K steps; the others run
 //! stage 6t itself, as does everything when `SIMT_STREAMK=0`. The grid is as many
 //! blocks as the device holds at once, one per SM on the H100 and H200.
+//!
+//! Stage 6kb ([`crate::matmul_mma_streamk_tb`]) runs this code ([`body`] with `TB`)
+//! on all but its transposing blocks, also for whole waves (`sk_tiles = 0`), with
+//! the tiles in column-major order instead of grouped, and a wait for each strip of
+//! `Bᵀ` its blocks write.
 use crate::config::{
     TC6K_PARTIAL_FLOATS, TC6T_TF32_BN, TC6T_TF32_SMEM_BYTES, TC6T_TF32_STAGES,
     TC6T_TF32_STAGE_BYTES, TC6T_TF32_THREADS, TC6_BK_TF32, TC6_WARP_N, TC_BM, TC_WARP_M,

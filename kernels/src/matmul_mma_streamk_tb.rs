@@ -11,7 +11,7 @@
 //!
 //! **Blocks, not warps.** Here blocks `0 .. T` of the cooperative grid transpose
 //! (`T` = [`tc6kb_blocks`](crate::config::tc6kb_blocks), 4 on the H100 and H200)
-//! and the other blocks run stage 6k's code unchanged, on `grid - T` blocks (128:
+//! and the other blocks run stage 6k's code (with two changes, below), on `grid - T` blocks (128:
 //! the 512 tiles of 4096^3 are then four whole waves). The multiplying blocks walk
 //! the tiles strip by strip (a strip: the `TC6T_TF32_BN` columns of C one tile
 //! wide, all tile-rows down), so the first wave needs only the first few strips of
@@ -288,7 +288,8 @@ kernel! {
     /// `q.sk` as for `matmul_mma_streamk_tf32` with the grid counted from block
     /// `q.blocks` on (`0 < q.blocks <` the grid), and with `q.sk.flags` holding one
     /// flag per block of the grid, then one per strip of `TC6T_TF32_BN` columns of
-    /// C, none holding `q.sk.epoch`; `q.b_src` a TF32 map of B (`k x n`, boxes of 32
+    /// C, none holding `q.sk.epoch`; `q.first_strip` at most the number of strips;
+    /// `q.b_src` a TF32 map of B (`k x n`, boxes of 32
     /// rows x 256 columns, unswizzled); `q.bt_map` a map of the memory
     /// `q.sk.mm.b_map` describes (`Bᵀ`, `n x k`, rows of whole 16-byte chunks; boxes
     /// of 32 x 32, 128-byte swizzled), holding `Bᵀ` rounded to TF32 in its strips

@@ -673,7 +673,6 @@ pub fn matmul_tf32_with(
                 flags: flags.ptr() as *mut u32,
                 epoch,
             };
-            let cfg = LaunchConfig::for_kernel::<s6k::matmul_mma_streamk_tf32>(dim3(sms, 1, 1));
             if blocks == 0 {
                 type K = s6k::matmul_mma_streamk_tf32;
                 // SAFETY: the maps and C as for stage 6t (above); dp_tiles + sk_tiles
@@ -684,7 +683,9 @@ pub fn matmul_tf32_with(
                 // `epoch` (Gpu::flags), both used by launches on this Gpu's queue
                 // only, in order; one block per SM is resident (checked again by the
                 // cooperative launch).
-                return unsafe { gpu.launch::<K>(cfg, (sp,)) };
+                return unsafe {
+                    gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(sms, 1, 1)), (sp,))
+                };
             }
             let b_src = TensorMap::tiled_tf32(gpu, b, TC6KB_ITEM, TC6T_TF32_BN, TmaSwizzle::None)?;
             let counts = gpu.zero_counts(strips as usize)?;
@@ -705,7 +706,7 @@ pub fn matmul_tf32_with(
             };
             type K = s6kb::matmul_mma_streamk_tb_tf32;
             // SAFETY: as stage 6k above, on the `sms - blocks` multiplying blocks
-            // (0 < blocks < sms: plan_6k), with `sms` flags then one per strip;
+            // (1 <= blocks <= sms / 8: plan_6k), first_strip <= strips (plan_6k), with `sms` flags then one per strip;
             // b_src maps B (a checked view, rows 16-byte aligned: plan_6k) in boxes of
             // 32 rows x 256 columns, unswizzled; bt_map maps the Bᵀ of the map above (this
             // Gpu's scratch of n x kp floats, kp >= k a multiple of 4: rows of whole
@@ -713,7 +714,13 @@ pub fn matmul_tf32_with(
             // before first_strip written by the copy above (queue order), read by
             // nothing else during the launch; one count per strip, zero
             // (Gpu::zero_counts, left zero by the kernel).
-            unsafe { gpu.launch::<K>(cfg, (q,)) }
+            let r =
+                unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(sms, 1, 1)), (q,)) };
+            if r.is_err() {
+                // It may have stopped with some counts not back at zero.
+                gpu.discard_counts();
+            }
+            r
         }
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),
@@ -733,8 +740,8 @@ enum Plan6k {
 }
 
 /// Stage 6kb where its transposing blocks keep up and the SMs they take cost less
-/// than the copy they save: a wave of the multiplying blocks spans at most 4 strips
-/// (at least 32 tile-rows on 132 SMs: four SMs write about 4 strips of `Bᵀ` in the
+/// than the copy they save: a wave of the multiplying blocks is at most 4 strips'
+/// worth of tiles (it may straddle 5; at least 32 tile-rows on 132 SMs: four SMs write about 4 strips of `Bᵀ` in the
 /// time a wave multiplies them; with 2 SMs at 4096^3 stage 6kb ran 1.5x longer), m is
 /// at most [`TC6KB_MAX_TILE_ROWS`] tile-rows (the SMs' share of the product grows
 /// with m, the copy does not: H200, 2026-11-25, stage 6kb 2.5-3.5% faster than stage
@@ -761,9 +768,11 @@ fn plan_6k(sms: u32, m: u32, n: u32, k: u32, b_aligned: bool) -> Plan6k {
     let forced: Option<u32> = std::env::var("SIMT_6KB_BLOCKS")
         .ok()
         .and_then(|v| v.parse().ok());
-    let blocks = forced.unwrap_or(tc6kb_blocks(sms));
-    if 8 * blocks <= sms
-        && (forced.is_some() || sms - blocks <= 4 * tiles_m)
+    let blocks = forced
+        .or(testing::BLOCKS.get())
+        .map_or(tc6kb_blocks(sms), |b| b.clamp(1, (sms / 8).max(1)));
+    if blocks <= sms / 8
+        && (forced.is_some() || testing::BLOCKS.get().is_some() || sms - blocks <= 4 * tiles_m)
         && tiles_m <= TC6KB_MAX_TILE_ROWS
         && b_aligned
         && tiles >= 2 * (sms - blocks) as u64
@@ -795,16 +804,37 @@ pub mod testing {
     use std::cell::Cell;
     thread_local! {
         pub(super) static ALL_STRIPS_TRANSPOSED: Cell<bool> = const { Cell::new(false) };
+        pub(super) static BLOCKS: Cell<Option<u32>> = const { Cell::new(None) };
+    }
+
+    /// Sets `cell` to `v` while `f` runs, then back (also when `f` panics).
+    fn with<T: Copy + 'static, R>(
+        cell: &'static std::thread::LocalKey<Cell<T>>,
+        v: T,
+        f: impl FnOnce() -> R,
+    ) -> R {
+        struct Restore<T: Copy + 'static>(&'static std::thread::LocalKey<Cell<T>>, T);
+        impl<T: Copy + 'static> Drop for Restore<T> {
+            fn drop(&mut self) {
+                self.0.set(self.1);
+            }
+        }
+        let _restore = Restore(cell, cell.replace(v));
+        f()
     }
 
     /// Runs `f` with stage 6kb's copy making none of `Bᵀ` on this thread: the
     /// transposing blocks write every strip and the multiplying blocks wait for each,
     /// the first wave at once. A test of the strip flags, not a fast path.
     pub fn with_all_strips_transposed<R>(f: impl FnOnce() -> R) -> R {
-        ALL_STRIPS_TRANSPOSED.set(true);
-        let r = f();
-        ALL_STRIPS_TRANSPOSED.set(false);
-        r
+        with(&ALL_STRIPS_TRANSPOSED, true, f)
+    }
+
+    /// Runs `f` with stage 6kb on this thread using `blocks` transposing blocks (at
+    /// most an eighth of the SMs), whether they keep up or not: tests of several
+    /// transposing blocks on an emulated device.
+    pub fn with_transposing_blocks<R>(blocks: u32, f: impl FnOnce() -> R) -> R {
+        with(&BLOCKS, Some(blocks), f)
     }
 }
 

@@ -34,7 +34,7 @@ pub unsafe fn atomic_add_f32(p: *mut f32, v: f32) -> f32 {
 }
 
 /// `*p += v` atomically at GPU scope with acquire-release semantics
-/// (`atom.acq_rel.gpu.global.add.u32`); returns the old value. A count of finished
+/// (`atom.acq_rel.gpu.add.u32`); returns the old value. A count of finished
 /// parts: each adder's earlier writes (and those of threads that reached a barrier
 /// with it first) are visible to the adder that sees the last count, which can then
 /// publish them all ([`crate::flag::publish`]).
@@ -49,7 +49,7 @@ pub unsafe fn atomic_add_acq_rel_u32(p: *mut u32, v: u32) -> u32 {
         let old: u32;
         // SAFETY: caller guarantees `p` is a valid global u32 location.
         unsafe {
-            core::arch::asm!("atom.acq_rel.gpu.global.add.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v, options(nostack))
+            core::arch::asm!("atom.acq_rel.gpu.add.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v, options(nostack))
         };
         old
     }
@@ -62,7 +62,7 @@ pub unsafe fn atomic_add_acq_rel_u32(p: *mut u32, v: u32) -> u32 {
     }
 }
 
-/// `*p = v` atomically at GPU scope, relaxed (`st.relaxed.gpu.global.u32`): resets a
+/// `*p = v` atomically at GPU scope, relaxed (`st.relaxed.gpu.u32`): resets a
 /// count that no other thread touches any more during the launch.
 ///
 /// # Safety
@@ -72,7 +72,7 @@ pub unsafe fn atomic_store_relaxed_u32(p: *mut u32, v: u32) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: caller's contract.
     unsafe {
-        core::arch::asm!("st.relaxed.gpu.global.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack))
+        core::arch::asm!("st.relaxed.gpu.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack))
     };
     #[cfg(not(target_arch = "nvptx64"))]
     {
