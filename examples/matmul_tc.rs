@@ -9,11 +9,13 @@
 //! inputs; each checked against float64 on sampled rows, both of the rounded inputs
 //! (what the kernel must get right) and of the original f32 ones (what the precision
 //! costs), then timed. GPU if present, else the emulator (small sizes).
+use kernels::matmul_mma_streamk::matmul_mma_streamk_tf32 as S6k;
+use kernels::matmul_mma_streamk_tb::matmul_mma_streamk_tb_tf32 as S6kb;
 use rust_simt::ops::matmul::Epilogue;
 use rust_simt::ops::matmul_tc::{
     bf16, f16, matmul_tc, matmul_tf32_with, to_bf16, to_f16, TcKernel,
 };
-use rust_simt::{reference, Buffer, Gpu, Result};
+use rust_simt::{reference, Buffer, Gpu, Kernel, Result};
 
 /// Median ms per call over 7 samples of `reps` back-to-back calls (after a warm-up).
 fn time(gpu: &Gpu, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
@@ -281,7 +283,7 @@ fn main() -> Result<()> {
         }
         tf32_stages.retain(|_| want("tf32"));
         for (name, stage) in tf32_stages {
-            report(name, peak_tf32, &want_tf_of(stage), &mut c, &mut |c| {
+            let mut run = |c: &mut Buffer<f32>| {
                 matmul_tf32_with(
                     &gpu,
                     stage,
@@ -290,7 +292,19 @@ fn main() -> Result<()> {
                     c.matrix_mut(n, n)?,
                     Epilogue::Relu,
                 )
-            })?;
+            };
+            // `MmaTma` runs stage 6t, 6k or 6kb by the shape (TcKernel::MmaTma's
+            // docs): name the one that ran.
+            let (_, launches) = gpu.profile(|| run(&mut c))?;
+            let ran = |k: &str| launches.iter().any(|l| l.kernel == k);
+            let name = if ran(S6kb::NAME) {
+                "tf32 stage 6kb (mma + TMA)"
+            } else if ran(S6k::NAME) {
+                "tf32 stage 6k (mma + TMA)"
+            } else {
+                name
+            };
+            report(name, peak_tf32, &want_tf_of(stage), &mut c, &mut run)?;
         }
     }
     println!("err rounded: against float64 of the bf16/f16/tf32-rounded inputs (the kernel's own error);");
