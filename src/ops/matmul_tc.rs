@@ -61,8 +61,11 @@ pub enum TcKernel {
     /// reads its operands as stage 7 does, and where its 128x256 tiles are not a
     /// whole number of waves (one block per SM) runs as stage 6k: persistent blocks
     /// with a stream-K tail ([`kernels::matmul_mma_streamk`]; `SIMT_STREAMK=0` keeps
-    /// the one-tile-per-block grid, for comparisons). Views whose rows are not
-    /// 16-byte aligned run stage 5; another device is [`SimtError::Unsupported`].
+    /// the one-tile-per-block grid, for comparisons). TF32 products of 32 to 48
+    /// tile-rows of at least two waves run as stage 6kb: stage 6k on all but four
+    /// SMs, which write `Bᵀ` during the product ([`kernels::matmul_mma_streamk_tb`];
+    /// `SIMT_STREAMK_TB=0` keeps stage 6k). Views whose rows are not 16-byte aligned
+    /// run stage 5; another device is [`SimtError::Unsupported`].
     MmaTma,
     /// Stage 7 (Hopper, compute capability 9.0 only): `wgmma` from shared memory,
     /// TMA copies, an mbarrier ring, a producer and two consumer warpgroups. Views
