@@ -521,17 +521,6 @@ impl Gpu {
     /// no clearing launch is needed. Launches that use them run in order on this
     /// `Gpu`.
     pub fn zero_counts(&self, len: usize) -> Result<Arc<Buffer<u32>>> {
-        self.zero_counts_inner(len)
-    }
-
-    /// Forgets the counts of [`Gpu::zero_counts`], so the next call allocates them
-    /// zeroed again: for a launch that failed part-way and may have left counts
-    /// behind.
-    pub fn discard_counts(&self) {
-        *self.counts.borrow_mut() = None;
-    }
-
-    fn zero_counts_inner(&self, len: usize) -> Result<Arc<Buffer<u32>>> {
         let mut c = self.counts.borrow_mut();
         if let Some(b) = c.as_ref() {
             if b.len() >= len {
@@ -542,6 +531,13 @@ impl Gpu {
         let b = Arc::new(self.upload(&vec![0u32; len.max(1)])?);
         *c = Some(b.clone());
         Ok(b)
+    }
+
+    /// Forgets the counts of [`Gpu::zero_counts`], so the next call allocates them
+    /// zeroed again: for a launch that failed part-way and may have left counts
+    /// behind.
+    pub fn discard_counts(&self) {
+        *self.counts.borrow_mut() = None;
     }
 
     /// A tensor map in device memory, from the cache or encoded and uploaded now.

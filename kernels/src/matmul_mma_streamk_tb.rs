@@ -11,8 +11,8 @@
 //!
 //! **Blocks, not warps.** Here blocks `0 .. T` of the cooperative grid transpose
 //! (`T` = [`tc6kb_blocks`](crate::config::tc6kb_blocks), 4 on the H100 and H200)
-//! and the other blocks run stage 6k's code (with two changes, below), on `grid - T` blocks (128:
-//! the 512 tiles of 4096^3 are then four whole waves). The multiplying blocks walk
+//! and the other blocks run stage 6k's code with two changes, on `grid - T` blocks
+//! (128: the 512 tiles of 4096^3 are then four whole waves). The multiplying blocks walk
 //! the tiles strip by strip (a strip: the `TC6T_TF32_BN` columns of C one tile
 //! wide, all tile-rows down), so the first wave needs only the first few strips of
 //! `Bᵀ`. The host's copy makes those strips before the launch, at the whole GPU's
@@ -43,8 +43,7 @@
 //! of B in and as much of `Bᵀ` out, whatever the boxes (32x32 or whole strips) and
 //! however many are in flight (two or four per warp); with its loads alone, 48 GB/s.
 //! Hence four of them for a product whose waves each need 4 new strips (16 MiB per
-//! 130 us at 4096^3). The first version stored 16 bytes per lane into 32 rows of
-//! `Bᵀ` and fenced and counted every 4 KiB: it ran at a fifth of that.
+//! 130 us at 4096^3). (Earlier versions: docs/PERFORMANCE.md, session 22.)
 //!
 //! **Proxies.** The transposed box is written by ordinary shared-memory stores and
 //! read by the TMA store: each lane fences (`fence.proxy.async.shared::cta`) before
@@ -289,8 +288,8 @@ kernel! {
     /// `q.blocks` on (`0 < q.blocks <` the grid), and with `q.sk.flags` holding one
     /// flag per block of the grid, then one per strip of `TC6T_TF32_BN` columns of
     /// C, none holding `q.sk.epoch`; `q.first_strip` at most the number of strips;
-    /// `q.b_src` a TF32 map of B (`k x n`, boxes of 32
-    /// rows x 256 columns, unswizzled); `q.bt_map` a map of the memory
+    /// `q.b_src` a TF32 map of B (`k x n`, boxes of 32 rows x 256 columns,
+    /// unswizzled); `q.bt_map` a map of the memory
     /// `q.sk.mm.b_map` describes (`Bᵀ`, `n x k`, rows of whole 16-byte chunks; boxes
     /// of 32 x 32, 128-byte swizzled), holding `Bᵀ` rounded to TF32 in its strips
     /// before `q.first_strip` and read by no one else during the launch; `q.counts`

@@ -709,10 +709,11 @@ pub fn matmul_tf32_with(
             };
             type K = s6kb::matmul_mma_streamk_tb_tf32;
             // SAFETY: as stage 6k above, on the `sms - blocks` multiplying blocks
-            // (1 <= blocks <= sms / 8: plan_6k), first_strip <= strips (plan_6k), with `sms` flags then one per strip;
-            // b_src maps B (a checked view, rows 16-byte aligned: plan_6k) in boxes of
-            // 32 rows x 256 columns, unswizzled; bt_map maps the Bᵀ of the map above (this
-            // Gpu's scratch of n x kp floats, kp >= k a multiple of 4: rows of whole
+            // (1 <= blocks <= sms / 8 and first_strip <= strips: plan_6k), with `sms`
+            // flags then one per strip; b_src maps B (a checked view, rows 16-byte
+            // aligned: plan_6k) in boxes of 32 rows x 256 columns, unswizzled; bt_map
+            // maps the Bᵀ of the map above (this Gpu's scratch of n x kp floats, kp >=
+            // k a multiple of 4: rows of whole
             // 16-byte chunks) in boxes of 32 x 32, 128-byte swizzled, its strips
             // before first_strip written by the copy above (queue order), read by
             // nothing else during the launch; one count per strip, zero
@@ -744,8 +745,9 @@ enum Plan6k {
 
 /// Stage 6kb where its transposing blocks keep up and the SMs they take cost less
 /// than the copy they save: a wave of the multiplying blocks is at most 4 strips'
-/// worth of tiles (it may straddle 5; at least 32 tile-rows on 132 SMs: four SMs write about 4 strips of `Bᵀ` in the
-/// time a wave multiplies them; with 2 SMs at 4096^3 stage 6kb ran 1.5x longer), m is
+/// worth of tiles (it may straddle 5; at least 32 tile-rows on 132 SMs: four SMs
+/// write about 4 strips of `Bᵀ` in the time a wave multiplies them; with 2 SMs at
+/// 4096^3 stage 6kb ran 1.5x longer), m is
 /// at most [`TC6KB_MAX_TILE_ROWS`] tile-rows (the SMs' share of the product grows
 /// with m, the copy does not: H200, 2026-11-25, stage 6kb 2.5-3.5% faster than stage
 /// 6k at 4096^3 and 0-3% slower at 8192^3), the product is at least two waves of
@@ -768,14 +770,14 @@ fn plan_6k(sms: u32, m: u32, n: u32, k: u32, b_aligned: bool) -> Plan6k {
         tiles <= u32::MAX as u64 && sk as u64 * ktiles <= u32::MAX as u64
     };
     // At most an eighth of the SMs transpose (so no emulated device of fewer than 8).
-    let forced: Option<u32> = std::env::var("SIMT_6KB_BLOCKS")
+    // A number asked for (`SIMT_6KB_BLOCKS`, the tests' hook) skips the keeps-up rule.
+    let asked: Option<u32> = std::env::var("SIMT_6KB_BLOCKS")
         .ok()
-        .and_then(|v| v.parse().ok());
-    let blocks = forced
-        .or(testing::BLOCKS.get())
-        .map_or(tc6kb_blocks(sms), |b| b.clamp(1, (sms / 8).max(1)));
+        .and_then(|v| v.parse().ok())
+        .or(testing::BLOCKS.get());
+    let blocks = asked.map_or(tc6kb_blocks(sms), |b| b.clamp(1, (sms / 8).max(1)));
     if blocks <= sms / 8
-        && (forced.is_some() || testing::BLOCKS.get().is_some() || sms - blocks <= 4 * tiles_m)
+        && (asked.is_some() || sms - blocks <= 4 * tiles_m)
         && tiles_m <= TC6KB_MAX_TILE_ROWS
         && b_aligned
         && tiles >= 2 * (sms - blocks) as u64
