@@ -1034,10 +1034,10 @@ fn stream_k_tf32_matches_float64_and_repeats_bit_for_bit() {
 
 /// Stage 6kb (stage 6k on all but a few blocks, which write `Bᵀ` during the
 /// product) against float64, on emulated devices of 8, 9 and 16 SMs (one, one and
-/// three transposing blocks): strips of `Bᵀ` made by the host's copy and by the
+/// two transposing blocks): strips of `Bᵀ` made by the host's copy and by the
 /// kernel, a ragged last strip whose last boxes lie wholly past n, a stream-K tail,
 /// whole waves, a strip set that the copy makes alone, more transposing blocks than
-/// K steps per strip; under several thread orders; twice, for the same bits. Then
+/// K steps per strip; each under every thread order; twice, for the same bits. Then
 /// once more with every strip left to the transposing blocks, so that the multiplying
 /// blocks' first copies must wait for their flags (without the wait they read the
 /// scratch's old contents). Every launch leaves the strip counts at zero.
@@ -1047,27 +1047,28 @@ fn stream_k_with_transposing_blocks_matches_float64_and_repeats_bit_for_bit() {
     use rust_simt::ops::matmul_tc::testing;
     use rust_simt::Kernel;
     let (mut r, seed) = rng("matmul_streamk_tb_tf32");
-    // (emulated SMs, transposing blocks if not the default, order, m, n, k, lda, ldb)
-    let mut cases = vec![
+    // (emulated SMs, transposing blocks if not the default, m, n, k, lda, ldb), each
+    // under every thread order.
+    let cases = [
         // 5 x 3 = 15 tiles on 7 multiplying blocks: 7 data-parallel, 8 stream-K;
         // strips 0-1 copied, strip 2 (columns 512-699) transposed by block 0.
-        (
-            8,
-            0,
-            Order::Random(3),
-            (640usize, 700usize, 100usize, 103usize, 700usize),
-        ),
+        (8, 0, (640usize, 700usize, 100usize, 103usize, 700usize)),
         // 8 x 2 = 16 tiles on 8: two whole waves; strip 1 transposed.
-        (9, 0, Order::Reversed, (1024, 512, 64, 64, 516)),
+        (9, 0, (1024, 512, 64, 64, 516)),
         // 14 tiles, one strip: the copy makes it all, the transposing block idles.
-        (8, 0, Order::InOrder, (1792, 256, 40, 40, 256)),
+        (8, 0, (1792, 256, 40, 40, 256)),
         // 4 x 7 = 28 tiles on 14, two transposing blocks: strips 4-6 transposed, 5
         // K steps each, items dealt to both blocks (every buffer refilled when all
         // strips are theirs).
-        (16, 2, Order::Random(11), (512, 1792, 160, 160, 1792)),
+        (16, 2, (512, 1792, 160, 160, 1792)),
         // One K step per strip: more transposing blocks than a strip's items.
-        (16, 2, Order::Reversed, (512, 1792, 30, 30, 1792)),
+        (16, 2, (512, 1792, 30, 30, 1792)),
     ];
+    let orders = [Order::InOrder, Order::Reversed, Order::Random(seed)];
+    let mut cases: Vec<_> = cases
+        .iter()
+        .flat_map(|&(w, t, shape)| orders.map(|o| (w, t, o, shape)))
+        .collect();
     let g = gpu();
     if on_gpu(&g) {
         // 33 x 8 = 264 tiles on 128 multiplying blocks (132 SMs): a data-parallel
