@@ -99,6 +99,7 @@ hopper!(
     matmul_mma_tma,
     matmul_wgmma,
     matmul_wgmma_cluster,
+    matmul_warptiled_tma,
     softmax_cluster
 );
 
