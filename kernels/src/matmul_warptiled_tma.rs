@@ -42,7 +42,6 @@ use crate::config::{
 use crate::matmul_mma_pipelined::block_origin_n;
 use crate::matmul_wgmma::Ring;
 use crate::params::MatmulParamsTma;
-use simt_std::atomic::atomic_add_acq_rel_shared_u32;
 use simt_std::mbarrier;
 use simt_std::memory::{compiler_barrier, opaque_u32, store4, store4_first, F32x4};
 use simt_std::shared::Smem;
@@ -103,36 +102,31 @@ pub const fn a_chunk(r: u32, c: u32) -> u32 {
 #[inline(always)]
 unsafe fn refill(p: &MatmulParamsTma, ring: Ring4t, kt: u32, row0: u32, col0: u32) {
     let (s, round) = (kt % MM4T_STAGES, kt / MM4T_STAGES);
+    let (st, full) = (ring.stage(s), ring.full(s));
     if round > 0 {
         // SAFETY: an initialised barrier; its phase completes once every warp has read
         // K step kt - S (each arrives once).
         unsafe { mbarrier::wait(ring.empty(s), (round - 1) & 1) };
     }
     if lane_id() == 0 {
-        // SAFETY: no warp reads stage s any more (the wait above).
-        unsafe { issue(p, ring, kt, row0, col0) };
+        // SAFETY: initialised barriers; both destinations are boxes inside stage s
+        // (A's 1024-byte aligned for its swizzle), which no warp reads any more (the
+        // wait above); the announced bytes are exactly the two boxes' (elements past
+        // the matrices arrive as zeros and count).
+        unsafe {
+            mbarrier::arrive_expect_tx(full, MM4T_STAGE_BYTES);
+            let k0 = (kt * MM4T_BK) as i32;
+            tma::load_2d(st, p.a_map, k0, row0 as i32, full);
+            tma::load_2d(
+                st.add((A_FLOATS * 4) as usize),
+                p.b_map,
+                col0 as i32,
+                k0,
+                full,
+            );
+        }
     }
     simt_std::warp::sync();
-}
-
-/// Issues K step `kt`'s two copies into stage `kt % S`, announcing their bytes on its
-/// full barrier. One thread.
-///
-/// # Safety
-/// Barriers initialised; no warp reads the stage any more; `kt < ceil(k / MM4T_BK)`.
-#[inline(always)]
-unsafe fn issue(p: &MatmulParamsTma, ring: Ring4t, kt: u32, row0: u32, col0: u32) {
-    let (st, full) = (ring.stage(kt % MM4T_STAGES), ring.full(kt % MM4T_STAGES));
-    // SAFETY: initialised barriers; both destinations are boxes inside stage s (A's
-    // 1024-byte aligned for its swizzle), which no warp reads any more (the caller's
-    // contract); the announced bytes are exactly the two boxes' (elements past the
-    // matrices arrive as zeros and count).
-    unsafe {
-        mbarrier::arrive_expect_tx(full, MM4T_STAGE_BYTES);
-        let k0 = (kt * MM4T_BK) as i32;
-        tma::load_2d(st, p.a_map, k0, row0 as i32, full);
-        tma::load_2d(st.add((A_FLOATS * 4) as usize), p.b_map, col0 as i32, k0, full);
-    }
 }
 
 /// The 32 rank-1 updates of one stage into the thread's 8x8 accumulators. Per 4 k:
@@ -149,7 +143,7 @@ unsafe fn compute(
     a_off: &[u32; 4],
     b_off: u32,
     acc: &mut [[f32; 8]; ROWS as usize],
-    mut hook: impl FnMut(u32),
+    mut refill_next: impl FnMut(),
 ) {
     let b = st.add(A_FLOATS as usize);
     unroll!(8, KQ => {
@@ -180,8 +174,8 @@ unsafe fn compute(
                 });
             });
         });
-        if KQ < 2 {
-            hook(KQ as u32);
+        if KQ == 0 {
+            refill_next();
         }
         // Keeps LLVM from hoisting the next 4 k's loads above these FMAs (registers).
         compiler_barrier();
@@ -215,136 +209,84 @@ kernel! {
     /// the copies.
     #[launch(threads = MM_THREADS, min_blocks = 2, shared = MM4T_SMEM_BYTES, target = "sm_90a")]
     pub unsafe fn matmul_relu_warptiled_tma(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body::<false>(p) }
-    }
-}
-
-kernel! {
-    /// Trial: [`matmul_relu_warptiled_tma()`] whose last warp to release a stage refills it.
-    ///
-    /// # Safety
-    /// As [`matmul_relu_warptiled_tma()`].
-    #[launch(threads = MM_THREADS, min_blocks = 2, shared = MM4T_SMEM_BYTES, target = "sm_90a")]
-    pub unsafe fn matmul_relu_warptiled_tma_x(p: MatmulParamsTma) {
-        // SAFETY: forwarded.
-        unsafe { body::<true>(p) }
-    }
-}
-
-/// The kernel; `LAST`: the last warp to release a stage refills it (each warp adds to
-/// the stage's count), else warp 0 waits for the stage's empty barrier and refills.
-///
-/// # Safety
-/// As [`matmul_relu_warptiled_tma()`].
-#[inline(always)]
-unsafe fn body<const LAST: bool>(p: MatmulParamsTma) {
-    let ring = Ring4t::new();
-    let warps = MM_THREADS / WARP_SIZE;
-    if thread_idx().x == 0 {
-        // SAFETY: thread 0 alone, before the barrier below; the launch's bytes
-        // count the barriers.
-        unsafe { ring.init_barriers(warps) };
-        if LAST {
-            let mut s = 0;
-            while s < MM4T_STAGES {
-                // SAFETY: the empty barriers' slots, unused as barriers here: counts.
-                unsafe { ring.empty(s).cast::<u32>().write(0) };
-                s += 1;
-            }
+        let ring = Ring4t::new();
+        let warps = MM_THREADS / WARP_SIZE;
+        if thread_idx().x == 0 {
+            // SAFETY: thread 0 alone, before the barrier below; the launch's bytes
+            // count the barriers.
+            unsafe { ring.init_barriers(warps) };
         }
-    }
-    sync_threads();
-    let (row0, col0) = block_origin_n(MM_BN);
-    let (w, lane) = (warp_id(), lane_id());
-    let ktiles = p.k.div_ceil(MM4T_BK);
-    if w == 0 {
-        if lane == 0 {
-            // SAFETY: the host made both maps (64-byte aligned, in global memory).
-            unsafe {
-                tma::prefetch(p.a_map);
-                tma::prefetch(p.b_map);
-            }
-        }
-        let mut kt = 0;
-        while kt < MM4T_STAGES - (!LAST) as u32 && kt < ktiles {
-            // SAFETY: warp 0, converged, barriers initialised; kt < ktiles.
-            unsafe { refill(&p, ring, kt, row0, col0) };
-            kt += 1;
-        }
-    }
-    let (rm, cn) = thread_origin(thread_idx().x);
-    // Chunks 0-3 of the thread's first row: chunks 4-7 lie 16 floats further on,
-    // as r % 8 < 4 (`compute`). Opaque: LLVM would otherwise see that these and the
-    // constant offsets of the other rows and chunks share no bits and OR them,
-    // which no shared load can take as an immediate.
-    let a_off: [u32; 4] =
-        core::array::from_fn(|c| opaque_u32(rm * MM4T_BK + 4 * a_chunk(rm, c as u32)));
-    let mut acc = [[0f32; 8]; ROWS as usize];
-    let mut kt = 0;
-    while kt < ktiles {
-        // SAFETY: an initialised barrier; phase kt / S of stage kt % S.
-        unsafe { mbarrier::wait(ring.full(kt % MM4T_STAGES), (kt / MM4T_STAGES) & 1) };
-        let next = kt + MM4T_STAGES - 1;
-        let mut before = 0u32;
-        let hook = |kq: u32| {
-            if !LAST && kq == 0 && w == 0 && next < ktiles {
-                // Into the stage K step kt - 1 used: warp 0 waits until all warps
-                // released it. SAFETY: warp 0, converged; next < ktiles.
-                unsafe { refill(&p, ring, next, row0, col0) };
-            }
-            if LAST && kq == 0 && kt > 0 {
-                // Release step kt - 1: every lane's reads of it came before this.
-                simt_std::warp::sync();
-                if lane == 0 {
-                    // SAFETY: the stage's count (a shared word, only ever added to).
-                    before = unsafe {
-                        atomic_add_acq_rel_shared_u32(ring.empty((kt - 1) % MM4T_STAGES).cast(), 1)
-                    };
+        sync_threads();
+        let (row0, col0) = block_origin_n(MM_BN);
+        let (w, lane) = (warp_id(), lane_id());
+        let ktiles = p.k.div_ceil(MM4T_BK);
+        if w == 0 {
+            if lane == 0 {
+                // SAFETY: the host made both maps (64-byte aligned, in global memory).
+                unsafe {
+                    tma::prefetch(p.a_map);
+                    tma::prefetch(p.b_map);
                 }
             }
-            // Opaque: so that lane 0 tests the count here, 4 k after the add, instead of
-            // waiting for the add's result in its branch above.
-            if LAST && kq == 1 && lane == 0 && kt > 0 && opaque_u32(before) % warps == warps - 1 && next < ktiles {
-                // SAFETY: every warp released step kt - 1 (the count, acquire), so its
-                // stage is free; K step kt + S - 1 is in range.
-                unsafe { issue(&p, ring, next, row0, col0) };
+            let mut kt = 0;
+            while kt < MM4T_STAGES - 1 && kt < ktiles {
+                // SAFETY: warp 0, converged, barriers initialised; kt < ktiles.
+                unsafe { refill(&p, ring, kt, row0, col0) };
+                kt += 1;
             }
-        };
-        // SAFETY: the stage landed and was published by its full barrier; the
-        // offsets are the thread's own (`thread_origin`, `a_chunk`).
-        unsafe { compute(ring.stage(kt % MM4T_STAGES).cast(), &a_off, cn, &mut acc, hook) };
-        if !LAST {
+        }
+        let (rm, cn) = thread_origin(thread_idx().x);
+        // Chunks 0-3 of the thread's first row: chunks 4-7 lie 16 floats further on,
+        // as r % 8 < 4 (`compute`). Opaque: LLVM would otherwise see that these and the
+        // constant offsets of the other rows and chunks share no bits and OR them,
+        // which no shared load can take as an immediate.
+        let a_off: [u32; 4] =
+            core::array::from_fn(|c| opaque_u32(rm * MM4T_BK + 4 * a_chunk(rm, c as u32)));
+        let mut acc = [[0f32; 8]; ROWS as usize];
+        let mut kt = 0;
+        while kt < ktiles {
+            // SAFETY: an initialised barrier; phase kt / S of stage kt % S.
+            unsafe { mbarrier::wait(ring.full(kt % MM4T_STAGES), (kt / MM4T_STAGES) & 1) };
+            let next = kt + MM4T_STAGES - 1;
+            let refill_next = || {
+                if w == 0 && next < ktiles {
+                    // Into the stage K step kt - 1 used: warp 0 waits until all warps
+                    // released it. SAFETY: warp 0, converged; next < ktiles.
+                    unsafe { refill(&p, ring, next, row0, col0) };
+                }
+            };
+            // SAFETY: the stage landed and was published by its full barrier; the
+            // offsets are the thread's own (`thread_origin`, `a_chunk`).
+            unsafe { compute(ring.stage(kt % MM4T_STAGES).cast(), &a_off, cn, &mut acc, refill_next) };
             // Every lane's reads of the stage were issued before lane 0 releases it.
             simt_std::warp::sync();
             if lane == 0 {
                 // SAFETY: an initialised barrier expecting one arrival per warp.
                 unsafe { mbarrier::arrive(ring.empty(kt % MM4T_STAGES)) };
             }
+            kt += 1;
         }
-        simt_std::warp::sync();
-        kt += 1;
-    }
-    let (c, ldc) = (p.c.ptr, p.c.ld);
-    let vec_c = c as usize % 16 == 0 && ldc % 4 == 0;
-    let interior = vec_c && row0 + MM_BM <= p.m && col0 + MM_BN <= p.n;
-    let relu = p.epilogue as u32 != 0;
-    unroll!(8, I => {
-        let r = row0 + rm + I as u32 * ROW_STEP;
-        unroll!(2, H => {
-            let c0 = col0 + cn + H as u32 * (WARP_N / 2);
-            let mut v = F32x4 { x: acc[I][4 * H], y: acc[I][4 * H + 1], z: acc[I][4 * H + 2], w: acc[I][4 * H + 3] };
-            if relu {
-                v = v.map(|x| if x > 0.0 { x } else { 0.0 });
-            }
-            let q = c.wrapping_add((r * ldc + c0) as usize);
-            if interior {
-                // SAFETY: interior block: (r, c0..c0+4) inside C, row aligned.
-                unsafe { store4(q, v) };
-            } else if r < p.m {
-                // SAFETY: r < m; of the columns c0.., those below n are written.
-                unsafe { store4_first(q, v, p.n.saturating_sub(c0), vec_c) };
-            }
+        let (c, ldc) = (p.c.ptr, p.c.ld);
+        let vec_c = c as usize % 16 == 0 && ldc % 4 == 0;
+        let interior = vec_c && row0 + MM_BM <= p.m && col0 + MM_BN <= p.n;
+        let relu = p.epilogue as u32 != 0;
+        unroll!(8, I => {
+            let r = row0 + rm + I as u32 * ROW_STEP;
+            unroll!(2, H => {
+                let c0 = col0 + cn + H as u32 * (WARP_N / 2);
+                let mut v = F32x4 { x: acc[I][4 * H], y: acc[I][4 * H + 1], z: acc[I][4 * H + 2], w: acc[I][4 * H + 3] };
+                if relu {
+                    v = v.map(|x| if x > 0.0 { x } else { 0.0 });
+                }
+                let q = c.wrapping_add((r * ldc + c0) as usize);
+                if interior {
+                    // SAFETY: interior block: (r, c0..c0+4) inside C, row aligned.
+                    unsafe { store4(q, v) };
+                } else if r < p.m {
+                    // SAFETY: r < m; of the columns c0.., those below n are written.
+                    unsafe { store4_first(q, v, p.n.saturating_sub(c0), vec_c) };
+                }
+            });
         });
-    });
+    }
 }

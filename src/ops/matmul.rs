@@ -412,11 +412,6 @@ pub fn matmul(
                 c_type: OutType::F32,
             };
             type K = matmul_warptiled_tma::matmul_relu_warptiled_tma;
-            type X = matmul_warptiled_tma::matmul_relu_warptiled_tma_x;
-            if std::env::var("SIMT_4T_UNROLLED").as_deref() == Ok("1") {
-                // SAFETY: as below (trial).
-                return unsafe { gpu.launch::<X>(LaunchConfig::for_kernel::<X>(grid(MM_BM, MM_BN)?), (pt,)) };
-            }
             // SAFETY: both maps describe the checked views of A and B on this Gpu with
             // the boxes and swizzles the kernel's contract names; C was checked against
             // its buffer, does not overlap A or B (`&mut` view) and has fewer than 2^32

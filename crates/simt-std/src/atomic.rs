@@ -82,32 +82,3 @@ pub unsafe fn atomic_store_relaxed_u32(p: *mut u32, v: u32) {
             .store(v, std::sync::atomic::Ordering::Relaxed)
     }
 }
-
-/// `*p += v` atomically on a shared-memory word at block scope with acquire-release
-/// semantics (`atom.acq_rel.cta.shared::cta.add.u32`); returns the old value. A
-/// count of the block's warps that finished with something: the adder that sees the
-/// last count sees every earlier adder's accesses before their adds completed.
-///
-/// # Safety
-/// `p` is a 4-byte aligned word of this block's shared memory, and every concurrent
-/// access to it is atomic.
-#[inline(always)]
-pub unsafe fn atomic_add_acq_rel_shared_u32(p: crate::shared::Smem<u32>, v: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let old: u32;
-        // SAFETY: caller guarantees `p` is a shared u32 of this block.
-        unsafe {
-            core::arch::asm!("atom.acq_rel.cta.shared::cta.add.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg32) p.addr(), v = in(reg32) v, options(nostack))
-        };
-        old
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        let p = p.ptr();
-        assert!(p as usize % 4 == 0, "misaligned atomic at {p:p}");
-        // SAFETY: caller guarantees validity, alignment and atomic-only access.
-        unsafe { std::sync::atomic::AtomicU32::from_ptr(p) }
-            .fetch_add(v, std::sync::atomic::Ordering::AcqRel)
-    }
-}
