@@ -13,13 +13,13 @@ use rust_simt::{reference, SimtError};
 const KERNELS: [MatmulKernel; MatmulKernel::ALL.len()] = MatmulKernel::ALL;
 
 /// Every kernel that takes an `m x n` product: the stages, every tile of both tile
-/// kernels unsplit and in 3 K slices (an odd count: the last slice is short), stage
-/// 4t and every cluster split-K kernel where the device has clusters, the GEMV paths
-/// where a side is 1 (unsplit and in 5 slices), and `Auto`.
+/// kernels unsplit and
+/// in 3 K slices (an odd count: the last slice is short), every cluster split-K
+/// kernel where the device has clusters, the GEMV paths where a side is 1 (unsplit
+/// and in 5 slices), and `Auto`.
 fn kernels_for(g: &rust_simt::Gpu, m: usize, n: usize) -> Vec<MatmulKernel> {
     let mut v = KERNELS.to_vec();
     if has_clusters(g) {
-        v.push(MatmulKernel::WarpTiledTma);
         v.extend((0..MM_CLUSTER_CONFIGS.len()).map(|config| MatmulKernel::TileCluster { config }));
     }
     for split_k in [1, 3] {
@@ -57,23 +57,15 @@ fn check(m: usize, n: usize, k: usize, pad: usize, relu: bool) {
             ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
             bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
         );
-        let r = matmul(
+        matmul(
             &g,
             kern,
             av,
             bv,
             c.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
             epi,
-        );
-        // Stage 4t reads A and B through TMA: rows a multiple of 16 bytes, or an error.
-        if kern == MatmulKernel::WarpTiledTma && (lda % 4 != 0 || ldb % 4 != 0) {
-            assert!(
-                matches!(r, Err(SimtError::Unsupported(_))),
-                "{kern:?} {m}x{n}x{k} lda {lda} ldb {ldb}: {r:?}"
-            );
-            continue;
-        }
-        r.unwrap();
+        )
+        .unwrap();
         let c = g.download(&c).unwrap();
         let got = dense_rows(&c, m, n, ldc);
         assert_matmul_close(
@@ -380,75 +372,4 @@ fn cluster_labels_round_trip() {
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), labels.len(), "labels collide: {labels:?}");
-}
-
-/// Stage 4t (TMA-fed warp tiles) on rows TMA can read but shapes that are not whole
-/// tiles: ragged M, N and K (boxes past every edge zero-filled), a K of many ring
-/// rounds (10 and 13 K steps of 32 on 3 stages: every barrier phase flips several
-/// times), one element, C with any stride. Under every thread order of the emulator
-/// the result has the same bits as stage 4's, which sums each output's products in
-/// the same order (k = 0, 1, ..), and is close to float64; C's padding stays poison.
-#[test]
-fn warptiled_tma_equals_stage_4_bit_for_bit() {
-    let g = gpu();
-    if !has_clusters(&g) {
-        return;
-    }
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    let gpus: Vec<_> = if on_gpu(&g) {
-        vec![g]
-    } else {
-        [Order::InOrder, Order::Reversed, Order::Random(5)]
-            .into_iter()
-            .map(emulator)
-            .collect()
-    };
-    let (mut r, seed) = rng("warptiled_tma");
-    // (m, n, k, padded lda, padded ldb, ldc)
-    for (m, n, k, lda, ldb, ldc) in [
-        (1, 1, 1, 4, 4, 1),
-        (127, 129, 131, 132, 132, 130),
-        (130, 260, 13, 16, 260, 261),
-        (256, 256, 320, 320, 256, 256),
-        (129, 257, 397, 400, 260, 257),
-    ] {
-        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
-        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
-        for (i, g) in gpus.iter().enumerate() {
-            let relu = i % 2 == 0;
-            let epi = if relu { Epilogue::Relu } else { Epilogue::None };
-            let want = reference::matmul(&a, &b, m, n, k, lda, ldb, relu);
-            let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-            let run = |kern| {
-                let mut c = poisoned(g, (m - 1) * ldc + n);
-                matmul(
-                    g,
-                    kern,
-                    ab.matrix_strided(Layout::strided(m, k, lda)).unwrap(),
-                    bb.matrix_strided(Layout::strided(k, n, ldb)).unwrap(),
-                    c.matrix_mut_strided(Layout::strided(m, n, ldc)).unwrap(),
-                    epi,
-                )
-                .unwrap();
-                g.download(&c).unwrap()
-            };
-            let (tma, s4) = (
-                run(MatmulKernel::WarpTiledTma),
-                run(MatmulKernel::WarpTiled),
-            );
-            let what = format!("{m}x{n}x{k} lda {lda} ldb {ldb} ldc {ldc} relu {relu} gpu {i}");
-            assert_eq!(
-                bits(&tma),
-                bits(&s4),
-                "stage 4t differs from stage 4: {what}"
-            );
-            assert_matmul_close(&what, seed, &dense_rows(&tma, m, n, ldc), &want, k);
-            if ldc > n && m > 1 {
-                assert!(
-                    tma[n].is_nan(),
-                    "stage 4t wrote into C's row padding: {what}"
-                );
-            }
-        }
-    }
 }

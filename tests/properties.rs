@@ -700,8 +700,8 @@ fn epilogue(relu: bool) -> Epilogue {
 }
 
 /// The matmul kernel a case runs: a stage of [`MatmulKernel::ALL`], a tile with a
-/// K split, a GEMV path, a cluster split-K kernel or stage 4t (where the device has
-/// clusters, else `Auto`) or `Auto`.
+/// K split, a GEMV path, a cluster split-K kernel (where the device has clusters,
+/// else `Auto`) or `Auto`.
 fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
     let stages = MatmulKernel::ALL.len();
     match ki {
@@ -719,13 +719,10 @@ fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel 
                     % rust_simt::ops::matmul::MM_CLUSTER_CONFIGS.len(),
             }
         }
-        _ if ki == stages + 5 && rust_simt::ops::softmax::has_clusters(g) => {
-            MatmulKernel::WarpTiledTma
-        }
         _ => MatmulKernel::Auto,
     }
 }
-const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 7;
+const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 6;
 
 fn check_matmul(
     g: &Gpu,
@@ -745,8 +742,7 @@ fn check_matmul(
         cb.matrix_mut_at(p.c.offset, p.c.layout()).map_err(err)?,
         epilogue(p.relu),
     );
-    // A GEMV path asked for a product that is not one (and not empty) is a typed error,
-    // and so is stage 4t on rows TMA cannot read.
+    // A GEMV path asked for a product that is not one (and not empty) is a typed error.
     let (m, n, k) = (p.a.rows, p.b.cols, p.a.cols);
     let misfit = match kernel {
         MatmulKernel::GemvRow { .. } => m != 1,
@@ -758,16 +754,6 @@ fn check_matmul(
             Err(SimtError::Shape { .. }) => Ok(()),
             other => Err(format!(
                 "matmul {kernel:?} on {m}x{n}x{k}: want a Shape error, got {other:?}"
-            )),
-        };
-    }
-    let tma_rows =
-        rows_aligned(ab.ptr() as usize, &p.a, 4) && rows_aligned(bb.ptr() as usize, &p.b, 4);
-    if kernel == MatmulKernel::WarpTiledTma && !tma_rows && m > 0 && n > 0 && k > 0 {
-        return match r {
-            Err(SimtError::Unsupported(_)) => Ok(()),
-            other => Err(format!(
-                "matmul {kernel:?} on {m}x{n}x{k} with rows TMA cannot read: want an Unsupported error, got {other:?}"
             )),
         };
     }

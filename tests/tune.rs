@@ -149,19 +149,12 @@ fn runs_says_which_shapes_a_kernel_takes() {
     assert!(!MatmulKernel::GemvCol { split_k: 1 }.runs(s(9, 2, 9)));
     assert!(!MatmulKernel::Auto.runs(s(9, 9, 9)));
     assert!(MatmulKernel::WarpTiled.runs(s(9, 9, 9)));
-    // Stage 4t reads A and B through TMA.
-    assert!(MatmulKernel::WarpTiledTma.runs(s(9, 9, 9)));
-    assert!(!MatmulKernel::WarpTiledTma.runs(Shape {
-        aligned: false,
-        ..s(9, 9, 9)
-    }));
 }
 
 #[test]
 fn labels_round_trip() {
     let mut all = MatmulKernel::ALL.to_vec();
     all.push(MatmulKernel::Auto);
-    all.push(MatmulKernel::WarpTiledTma);
     for tile in 0..MM_TILES.len() {
         all.push(MatmulKernel::Tile {
             tile,

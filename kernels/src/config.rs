@@ -126,24 +126,6 @@ pub const MM_TN: u32 = 8;
 /// Threads per block of the tiled matmul: (128/8) x (128/8) = 256.
 pub const MM_THREADS: u32 = (MM_BM / MM_TM) * (MM_BN / MM_TN);
 
-/// Stage 4's warp tile (and stage 4t's): rows of C per warp.
-pub const MM_WARP_M: u32 = 32;
-/// Stage 4's warp tile: columns of C per warp.
-pub const MM_WARP_N: u32 = 64;
-/// Stage 4's warp tile: lanes across its columns (so `32 / MM_LANES_N = 4` down its rows).
-pub const MM_LANES_N: u32 = 8;
-/// Stage 4t (stage 4's warp tiles fed by TMA, sm_90a): depth of one K step. A's box
-/// is then `MM_BM` rows of exactly 128 bytes, the 128-byte swizzle's row.
-pub const MM4T_BK: u32 = 32;
-/// Stage 4t: stages of its ring (two refills ahead of the K step being multiplied).
-pub const MM4T_STAGES: u32 = 3;
-/// Stage 4t: bytes of one stage, A's `[MM_BM][MM4T_BK]` then B's `[MM4T_BK][MM_BN]` f32.
-pub const MM4T_STAGE_BYTES: u32 = (MM_BM + MM_BN) * MM4T_BK * 4;
-/// Stage 4t's dynamic shared memory: the stages, a full and an empty barrier per
-/// stage, and 1 KiB of slack to align the ring for the swizzle (97 KiB: two blocks
-/// per SM).
-pub const MM4T_SMEM_BYTES: u32 = MM4T_STAGES * MM4T_STAGE_BYTES + 16 * MM4T_STAGES + 1024;
-
 /// Warp width (the device library's).
 pub use simt_std::WARP_SIZE;
 

@@ -99,7 +99,6 @@ hopper!(
     matmul_mma_tma,
     matmul_wgmma,
     matmul_wgmma_cluster,
-    matmul_warptiled_tma,
     softmax_cluster
 );
 

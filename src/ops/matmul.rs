@@ -7,20 +7,16 @@ pub use kernels::config::{
     MmCluster, MmLoop, MmTile, MM_ASYNC_TILES, MM_CLUSTER_CONFIGS, MM_TILES, SPLITK_MAX,
 };
 use kernels::config::{
-    GEMV_COL_ROWS, GEMV_ROW_COLS, MM4T_BK, MM_ASYNC_STAGES, MM_BK, MM_BM, MM_BN, NAIVE_TILE,
+    GEMV_COL_ROWS, GEMV_ROW_COLS, MM_ASYNC_STAGES, MM_BK, MM_BM, MM_BN, NAIVE_TILE,
     SPLITK_REDUCE_THREADS,
 };
 pub use kernels::params::Epilogue;
-use kernels::params::{
-    MatMut, MatRef, MatmulParams, MatmulParamsTma, MatmulSplitParams, OutType, SplitReduceParams,
-};
+use kernels::params::{MatMut, MatRef, MatmulParams, MatmulSplitParams, SplitReduceParams};
 use kernels::{
     matmul_cluster_splitk, matmul_gemv, matmul_naive, matmul_tiled, matmul_tiled_db, matmul_tiles,
-    matmul_tiles_async, matmul_warptiled, matmul_warptiled_tma,
+    matmul_tiles_async, matmul_warptiled,
 };
-use simt::{
-    dim3, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError, TensorMap, TmaSwizzle,
-};
+use simt::{dim3, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
 use super::{check_product, tile_grid, Product};
 use crate::ptx;
@@ -42,11 +38,6 @@ pub enum MatmulKernel {
     /// `TiledDoubleBuffered` with warp tiles (32x64 per warp) and unchecked loads and
     /// stores in interior blocks: the fastest stage on large products.
     WarpTiled,
-    /// Stage 4t: stage 4's warp tiles fed by TMA through an mbarrier ring (K steps of
-    /// 32, no copies through registers, no block barrier in the K loop). Hopper
-    /// (compute capability 9.0, the sm_90a module), A and B 16-byte aligned with rows
-    /// a multiple of 4 floats.
-    WarpTiledTma,
     /// Stage 4's warp tiling with block tile `MM_TILES[tile]` (128x128 down to 32x32)
     /// and K cut into `split_k` slices (1: no split; at most [`SPLITK_MAX`]) whose
     /// partial products a second kernel adds in a fixed order.
@@ -102,7 +93,6 @@ impl MatmulKernel {
             MatmulKernel::Tiled => "tiled",
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
             MatmulKernel::WarpTiled => "warptiled",
-            MatmulKernel::WarpTiledTma => "warptiled-tma",
             MatmulKernel::Tile { .. } => "tile",
             MatmulKernel::TileAsync { .. } => "async",
             MatmulKernel::TileCluster { .. } => "cluster",
@@ -194,13 +184,10 @@ impl MatmulKernel {
         if let Some(k) = s.strip_prefix("gemv-col/") {
             return Some(MatmulKernel::GemvCol { split_k: split(k)? });
         }
-        [
-            Self::ALL.as_slice(),
-            &[MatmulKernel::WarpTiledTma, MatmulKernel::Auto],
-        ]
-        .concat()
-        .into_iter()
-        .find(|k| k.name() == s)
+        [Self::ALL.as_slice(), &[MatmulKernel::Auto]]
+            .concat()
+            .into_iter()
+            .find(|k| k.name() == s)
     }
     /// The PTX entry name of the kernel (the product's kernel; a split product also
     /// runs `matmul_splitk_reduce`). `None` for [`Auto`](Self::Auto), which picks one
@@ -211,7 +198,6 @@ impl MatmulKernel {
             MatmulKernel::Tiled => matmul_tiled::matmul_relu_tiled::NAME,
             MatmulKernel::TiledDoubleBuffered => matmul_tiled_db::matmul_relu_tiled_db::NAME,
             MatmulKernel::WarpTiled => matmul_warptiled::matmul_relu_warptiled::NAME,
-            MatmulKernel::WarpTiledTma => matmul_warptiled_tma::matmul_relu_warptiled_tma::NAME,
             MatmulKernel::Tile { tile, .. } => matmul_tiles::TILE_KERNEL_NAMES.get(tile)?,
             MatmulKernel::TileAsync { tile, .. } => {
                 matmul_tiles_async::ASYNC_KERNEL_NAMES.get(tile)?
@@ -225,8 +211,7 @@ impl MatmulKernel {
         })
     }
     /// Whether the kernel can run a product of this shape: the GEMV paths need
-    /// `m = 1` (row) or `n = 1` (column), tile indices and splits must exist, stage 4t
-    /// needs aligned operands (it also needs Hopper: see [`auto_candidates`]), and
+    /// `m = 1` (row) or `n = 1` (column), tile indices and splits must exist, and
     /// `Auto` is never a choice itself.
     pub fn runs(self, s: Shape) -> bool {
         let split_ok = |sk: u32| (1..=SPLITK_MAX).contains(&sk);
@@ -238,7 +223,6 @@ impl MatmulKernel {
             MatmulKernel::TileCluster { config } => config < MM_CLUSTER_CONFIGS.len(),
             MatmulKernel::GemvRow { split_k } => s.m == 1 && split_ok(split_k),
             MatmulKernel::GemvCol { split_k } => s.n == 1 && split_ok(split_k),
-            MatmulKernel::WarpTiledTma => s.aligned,
             MatmulKernel::Auto => false,
             _ => true,
         }
@@ -341,7 +325,6 @@ pub fn matmul(
         MatmulKernel::Tile { .. }
             | MatmulKernel::TileAsync { .. }
             | MatmulKernel::TileCluster { .. }
-            | MatmulKernel::WarpTiledTma
             | MatmulKernel::GemvRow { .. }
             | MatmulKernel::GemvCol { .. }
     ) {
@@ -384,40 +367,6 @@ pub fn matmul(
         }
         MatmulKernel::WarpTiled => {
             go::<matmul_warptiled::matmul_relu_warptiled>(gpu, grid(MM_BM, MM_BN)?, p)
-        }
-        MatmulKernel::WarpTiledTma => {
-            if !super::softmax::has_clusters(gpu) {
-                return Err(SimtError::Unsupported(format!(
-                    "MatmulKernel::WarpTiledTma copies its tiles with TMA, which needs compute capability 9.0 (the sm_90a module), and this device is {}; use MatmulKernel::WarpTiled or MatmulKernel::Auto",
-                    gpu.props().sm()
-                )));
-            }
-            let tma_ok = |ptr: *const f32, ld: u32| ptr as usize % 16 == 0 && ld % 4 == 0;
-            if !tma_ok(a.ptr(), lda) || !tma_ok(b.ptr(), ldb) {
-                return Err(SimtError::Unsupported(format!(
-                    "{op}: MatmulKernel::WarpTiledTma reads A and B through TMA, which needs each to start 16-byte aligned with a row stride that is a multiple of 4 floats (A: stride {lda}, B: stride {ldb}); pad the rows, or use MatmulKernel::WarpTiled (any strides) or MatmulKernel::Auto"
-                )));
-            }
-            let am = TensorMap::tiled(gpu, a, MM_BM, MM4T_BK, TmaSwizzle::B128)?;
-            let bm = TensorMap::tiled(gpu, b, MM4T_BK, MM_BN, TmaSwizzle::None)?;
-            let pt = MatmulParamsTma {
-                a_map: am.ptr(),
-                b_map: bm.ptr(),
-                c_map: std::ptr::null(),
-                c: p.c,
-                m,
-                n,
-                k,
-                epilogue,
-                c_type: OutType::F32,
-            };
-            type K = matmul_warptiled_tma::matmul_relu_warptiled_tma;
-            // SAFETY: both maps describe the checked views of A and B on this Gpu with
-            // the boxes and swizzles the kernel's contract names; C was checked against
-            // its buffer, does not overlap A or B (`&mut` view) and has fewer than 2^32
-            // elements, k < 2^31 (both checked above); the grid covers C with the
-            // kernel's 128x128 tiles; the launch gets the kernel's shared memory.
-            unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid(MM_BM, MM_BN)?), (pt,)) }
         }
         MatmulKernel::Tile { tile, split_k } => {
             let Some(t) = MM_TILES.get(tile) else {

@@ -384,27 +384,3 @@ pub fn compiler_barrier() {
     #[cfg(not(target_arch = "nvptx64"))]
     core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
 }
-
-/// Returns `x` unchanged, hiding its value from LLVM (a `mov` that ptxas removes).
-///
-/// For shared-memory addressing: a load at `base + offset + C` with a constant `C`
-/// becomes one `LDS [R + C]` when LLVM adds `C` last. When LLVM can prove that
-/// `offset` and `C` share no set bits it turns `offset + C` into `offset | C`, an OR
-/// that ptxas cannot fold into the load's immediate, and every such load costs two
-/// integer instructions per use instead (stage 4t of the lecture's matmul: 128 per K
-/// step). An offset passed through here has no known bits, so the constant stays an
-/// addition.
-#[inline(always)]
-pub fn opaque_u32(x: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let y: u32;
-        // SAFETY: a register move; no memory, no side effects.
-        unsafe {
-            core::arch::asm!("mov.b32 {y}, {x};", y = out(reg32) y, x = in(reg32) x, options(pure, nomem, nostack, preserves_flags))
-        };
-        y
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    x
-}
