@@ -12,13 +12,13 @@ use rust_simt::{reference, SimtError};
 
 const KERNELS: [MatmulKernel; MatmulKernel::ALL.len()] = MatmulKernel::ALL;
 
-/// Every kernel that takes an `m x n` product: the stages, every tile of both tile
-/// kernels unsplit and
-/// in 3 K slices (an odd count: the last slice is short), every cluster split-K
-/// kernel where the device has clusters, the GEMV paths where a side is 1 (unsplit
-/// and in 5 slices), and `Auto`.
+/// Every kernel that takes an `m x n` product: the stages and stage 4k, every tile
+/// of both tile kernels unsplit and in 3 K slices (an odd count: the last slice is
+/// short), every cluster split-K kernel where the device has clusters, the GEMV paths
+/// where a side is 1 (unsplit and in 5 slices), and `Auto`.
 fn kernels_for(g: &rust_simt::Gpu, m: usize, n: usize) -> Vec<MatmulKernel> {
     let mut v = KERNELS.to_vec();
+    v.push(MatmulKernel::WarpTiledStreamK);
     if has_clusters(g) {
         v.extend((0..MM_CLUSTER_CONFIGS.len()).map(|config| MatmulKernel::TileCluster { config }));
     }
@@ -372,4 +372,191 @@ fn cluster_labels_round_trip() {
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), labels.len(), "labels collide: {labels:?}");
+}
+
+/// An emulated device with `workers` workers (so `workers` resident blocks of stage 4k)
+/// and thread order `order`, the lecture's module loaded.
+fn emulated(workers: usize, order: Order) -> rust_simt::Gpu {
+    let g = rust_simt::Gpu::emulator(rust_simt::emulator::EmuConfig {
+        workers,
+        order,
+        ..Default::default()
+    });
+    rust_simt::ptx::load(&g).unwrap();
+    g
+}
+
+/// Stage 4k's split of stage 4's tiles (the numbers of its module docs): 4096^3 on
+/// 264 resident blocks is two data-parallel waves and 496 tiles shared along K; whole
+/// waves, or fewer tiles than blocks, run stage 4; and over many splits every K step
+/// of every tile is in exactly one block's segments, a tile in at most two (a head in
+/// block b - 1, the tail in block b), segments in the documented order.
+#[test]
+fn streamk_plan_covers_every_k_step_once() {
+    use kernels::streamk::Share;
+    use rust_simt::ops::matmul::streamk_plan;
+    assert_eq!(streamk_plan(1024, 512, 264), Some((528, 496)));
+    assert_eq!(streamk_plan(4096, 1024, 264), Some((3696, 400)));
+    assert_eq!(streamk_plan(528, 512, 264), None);
+    assert_eq!(streamk_plan(256, 256, 264), None);
+    assert_eq!(streamk_plan(1 << 33, 8, 264), None);
+    assert_eq!(
+        streamk_plan(265, 1 << 28, 264),
+        None,
+        "stream-K K steps past 2^32"
+    );
+    for grid in 1..12u32 {
+        for tiles in 1..5 * grid {
+            for kt in [1u32, 2, 3, 7] {
+                let Some((dp, sk)) = streamk_plan(tiles as u64, kt, grid) else {
+                    assert!(
+                        tiles <= grid || tiles % grid == 0,
+                        "{tiles} tiles on {grid}"
+                    );
+                    continue;
+                };
+                let mut seen = vec![0u32; (tiles * kt) as usize];
+                let mut owners = vec![Vec::new(); tiles as usize];
+                for b in 0..grid {
+                    let sh = Share::new(b, grid, dp, sk, kt);
+                    let mut last_kind = 0;
+                    for i in 0..sh.segments {
+                        let (tile, k0, k1) = sh.segment(i);
+                        assert!(k0 < k1 && k1 <= kt && tile < tiles);
+                        // whole tiles (0), then a head (1), then a tail (2)
+                        let kind = if k0 == 0 && k1 == kt {
+                            0
+                        } else if k0 == 0 {
+                            1
+                        } else {
+                            2
+                        };
+                        assert!(kind >= last_kind, "segment order in block {b}");
+                        last_kind = kind;
+                        if kind == 2 {
+                            assert!(b > 0);
+                        }
+                        owners[tile as usize].push((b, kind));
+                        for s in k0..k1 {
+                            seen[(tile * kt + s) as usize] += 1;
+                        }
+                    }
+                }
+                assert!(
+                    seen.iter().all(|&c| c == 1),
+                    "{tiles} tiles, {grid} blocks, kt {kt}"
+                );
+                for (t, o) in owners.iter().enumerate() {
+                    match o.as_slice() {
+                        [(_, 0)] => {}
+                        [(h, 1), (tb, 2)] | [(tb, 2), (h, 1)] => assert_eq!(*tb, h + 1, "tile {t}"),
+                        other => panic!("tile {t}: segments {other:?}"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Stage 4k on emulated devices of 2, 3 and 5 resident blocks, under every thread
+/// order: ragged shapes whose tiles are not whole waves (heads, tails, whole stream-K
+/// tiles and data-parallel tiles), K not a multiple of the K step, padded strides and
+/// C padding, against float64; the same bits under every order and on a second run;
+/// the data-parallel and whole tiles equal to stage 4's bit for bit (same sums in the
+/// same order). A product of whole waves runs stage 4 itself.
+#[test]
+fn warptiled_streamk_under_every_order() {
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let (mut r, seed) = rng("warptiled_streamk");
+    for (workers, m, n, k, pad) in [
+        (2, 300, 260, 100, 0),
+        (3, 390, 520, 37, 3),
+        (5, 700, 300, 64, 1),
+        (3, 129, 129, 9, 0),
+    ] {
+        let (lda, ldb, ldc) = (k + pad, n + pad, n + 2 * pad);
+        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
+        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
+        let want = reference::matmul(&a, &b, m, n, k, lda, ldb, true);
+        let mut first: Option<Vec<u32>> = None;
+        for order in [Order::InOrder, Order::Reversed, Order::Random(9)] {
+            let g = emulated(workers, order);
+            let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+            let run = |kern| {
+                let mut c = poisoned(&g, (m - 1) * ldc + n);
+                let ((), launches) = g
+                    .profile(|| {
+                        matmul(
+                            &g,
+                            kern,
+                            ab.matrix_strided(Layout::strided(m, k, lda))?,
+                            bb.matrix_strided(Layout::strided(k, n, ldb))?,
+                            c.matrix_mut_strided(Layout::strided(m, n, ldc))?,
+                            Epilogue::Relu,
+                        )
+                    })
+                    .unwrap();
+                (g.download(&c).unwrap(), launches)
+            };
+            let (got, launches) = run(MatmulKernel::WarpTiledStreamK);
+            let what = format!("{m}x{n}x{k} pad {pad} on {workers} blocks, {order:?}");
+            assert!(
+                launches
+                    .iter()
+                    .any(|l| l.kernel == "matmul_relu_warptiled_streamk"),
+                "{what}: stage 4k ran ({launches:?})"
+            );
+            assert_matmul_close(&what, seed, &dense_rows(&got, m, n, ldc), &want, k);
+            if pad > 0 {
+                assert!(got[n].is_nan(), "{what}: C's row padding written");
+            }
+            assert_eq!(
+                bits(&got),
+                bits(&run(MatmulKernel::WarpTiledStreamK).0),
+                "{what}: two runs"
+            );
+            match &first {
+                None => first = Some(bits(&got)),
+                Some(f) => assert_eq!(f, &bits(&got), "{what}: differs from the first order"),
+            }
+            // The tiles one block computes whole (all data-parallel ones, counted row
+            // by row as stage 4's grid) carry stage 4's bits.
+            let s4 = run(MatmulKernel::WarpTiled).0;
+            let (tiles_n, blocks) = (n.div_ceil(128), workers);
+            let tiles = m.div_ceil(128) * tiles_n;
+            let dp = tiles - (tiles % blocks + blocks);
+            for tile in 0..dp {
+                let (r0, c0) = (tile / tiles_n * 128, tile % tiles_n * 128);
+                for i in r0..(r0 + 128).min(m) {
+                    let row = i * ldc;
+                    let (lo, hi) = (row + c0, row + (c0 + 128).min(n));
+                    assert_eq!(
+                        bits(&got[lo..hi]),
+                        bits(&s4[lo..hi]),
+                        "{what}: tile {tile} row {i}"
+                    );
+                }
+            }
+        }
+    }
+    // Whole waves: 4 tiles on 2 blocks run stage 4.
+    let g = emulated(2, Order::InOrder);
+    let (a, b) = (vec![0.5f32; 256 * 8], vec![0.25f32; 8 * 256]);
+    let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+    let mut c = poisoned(&g, 256 * 256);
+    let ((), launches) = g
+        .profile(|| {
+            matmul(
+                &g,
+                MatmulKernel::WarpTiledStreamK,
+                ab.matrix(256, 8)?,
+                bb.matrix(8, 256)?,
+                c.matrix_mut(256, 256)?,
+                Epilogue::None,
+            )
+        })
+        .unwrap();
+    assert_eq!(launches.len(), 1);
+    assert_eq!(launches[0].kernel, "matmul_relu_warptiled");
+    assert!(g.download(&c).unwrap().iter().all(|&v| v == 1.0));
 }

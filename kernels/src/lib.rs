@@ -20,6 +20,8 @@
 //! | [`row_sum_tiny`] | millions of rows of 1-3 columns: four rows per thread, 16-byte loads and stores |
 //! | [`row_sum_stream`] | few, very long rows: striding blocks, 4 read-only loads in flight per thread |
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
+//! | [`matmul_warptiled_streamk`] | stage 4 on persistent blocks with a stream-K tail (stage 4k) |
+//! | [`streamk`] | stream-K schedules (stages 4k and 6k) |
 //! | [`matmul_tiles`] | stage 4 with the block tile as a parameter (128x128 to 32x32) and split K: the autotuner's FP32 kernels |
 //! | [`matmul_tiles_async`] | the same tiles fed by a 3-stage `cp.async` pipeline, K steps of 32: small products |
 //! | [`matmul_cluster_splitk`] | the tile kernels with K split over a thread-block cluster, the slices added through distributed shared memory in one launch (Hopper, sm_90a module) |
@@ -44,6 +46,8 @@ pub mod config;
 pub mod spill_allowance;
 pub mod params;
 pub mod softmax_parts;
+// Stream-K schedules: stage 6k (sm_90a) and stage 4k (portable) share them.
+pub mod streamk;
 // The tile kernels' K loops serve both modules: their kernels are portable (each
 // declaration is gated), and the cluster split-K kernels of sm_90a reuse the loops.
 pub mod matmul_tiles;
@@ -77,6 +81,7 @@ portable!(
     matmul_tiled,
     matmul_tiled_db,
     matmul_warptiled,
+    matmul_warptiled_streamk,
     row_sum,
     row_sum_stream,
     row_sum_tiny,

@@ -89,25 +89,7 @@ const _: () = assert!(
 
 type Acc = [[[f32; 4]; NT]; 4];
 
-/// How a product of `tiles` tiles splits over `grid` persistent blocks: `(dp_tiles,
-/// sk_tiles)`. No stream-K where the tiles are a whole number of waves or fewer than
-/// one (`(tiles, 0)`); otherwise the partial wave plus one full wave, so each block's
-/// share is at least one tile (and a tile has at most two segments: one fix-up).
-#[inline(always)]
-pub const fn streamk_split(tiles: u32, grid: u32) -> (u32, u32) {
-    if grid == 0 || tiles <= grid || tiles % grid == 0 {
-        return (tiles, 0);
-    }
-    let sk = tiles % grid + grid;
-    (tiles - sk, sk)
-}
-
-/// The first stream-K iteration of block `b` of `grid`, over `iters` iterations: the
-/// blocks' shares differ by one at most. `sk_start(grid, ..) == iters`.
-#[inline(always)]
-pub const fn sk_start(b: u32, iters: u32, grid: u32) -> u32 {
-    (b as u64 * iters as u64 / grid as u64) as u32
-}
+pub use crate::streamk::{sk_start, streamk_split};
 
 /// K steps `kt0 .. kt1` (`kt0 < kt1`) of the tile at `(row0, col0)`, as the block's
 /// ring steps `g0 ..`: warp 0 issues the copies (the first `S - 1` now, the others

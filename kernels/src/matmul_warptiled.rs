@@ -58,7 +58,7 @@ const _: () = assert!(
 );
 
 /// Floats per shared stage of A (and of B): `MM_BK x 128`.
-const STAGE: usize = (MM_BK * MM_BM) as usize;
+pub(crate) const STAGE: usize = (MM_BK * MM_BM) as usize;
 
 /// Where thread `t` of a block sits in its block tile: the first of its two 4-row
 /// groups (the second is `WARP_M / 2` = 16 rows lower) and the first of its two
@@ -72,9 +72,10 @@ pub const fn warp_tile_origin(t: u32) -> (u32, u32) {
 }
 
 /// One thread's view of the problem: operands, the block's origin, its load and
-/// compute mapping.
+/// compute mapping. Stage 4k ([`crate::matmul_warptiled_streamk`]) builds one per
+/// tile it visits ([`WarpTiling::at`]).
 #[derive(Clone, Copy)]
-struct WarpTiling {
+pub(crate) struct WarpTiling {
     a: *const f32,
     b: *const f32,
     m: u32,
@@ -95,9 +96,10 @@ struct WarpTiling {
 }
 
 impl WarpTiling {
+    /// Thread `t`'s view of the tile at `(row0, col0)` of C.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn new(
+    pub(crate) fn at(
         a: *const f32,
         b: *const f32,
         c: *mut f32,
@@ -108,8 +110,8 @@ impl WarpTiling {
         ldb: u32,
         ldc: u32,
         t: u32,
+        (row0, col0): (u32, u32),
     ) -> Self {
-        let (row0, col0) = (block_idx().y * MM_BM, block_idx().x * MM_BN);
         let vec_a = is_aligned16(a) && lda % 4 == 0;
         let vec_b = is_aligned16(b) && ldb % 4 == 0;
         let vec_c = is_aligned16(c) && ldc % 4 == 0;
@@ -141,7 +143,7 @@ impl WarpTiling {
     /// # Safety
     /// The kernel's contract (A and B readable as described).
     #[inline(always)]
-    unsafe fn load(&self, k0: u32) -> (F32x4, F32x4) {
+    pub(crate) unsafe fn load(&self, k0: u32) -> (F32x4, F32x4) {
         let (gr, gc) = (self.row0 + self.la_row, self.col0 + self.lb_col);
         let (ka, kb) = (k0 + self.la_k, k0 + self.lb_k);
         // One interior test for both operands: with a test per operand, ptxas emitted
@@ -190,7 +192,7 @@ impl WarpTiling {
     /// `a_s` and `b_s` are stages of `STAGE` floats, 16-byte aligned, that no thread
     /// reads until a barrier.
     #[inline(always)]
-    unsafe fn store(&self, a_s: Smem<f32>, b_s: Smem<f32>, (av, bv): (F32x4, F32x4)) {
+    pub(crate) unsafe fn store(&self, a_s: Smem<f32>, b_s: Smem<f32>, (av, bv): (F32x4, F32x4)) {
         // The swizzle depends on bit 2 of the stage row only, which `la_k + J` (J < 4)
         // shares with `la_k` (0 or 4): one swizzled column for all four stores.
         let col = swizzle::matmul_a(self.la_k, self.la_row);
@@ -212,7 +214,7 @@ impl WarpTiling {
     /// # Safety
     /// The stage holds a fully stored K step (a barrier separates the stores from this).
     #[inline(always)]
-    unsafe fn compute(&self, a_s: Smem<f32>, b_s: Smem<f32>, acc: &mut [[f32; TN]; TM]) {
+    pub(crate) unsafe fn compute(&self, a_s: Smem<f32>, b_s: Smem<f32>, acc: &mut [[f32; TN]; TM]) {
         unroll!(8, KK => {
             let kk = KK as u32;
             // SAFETY: offsets inside the stage; the swizzle flips bit 4 only, so
@@ -242,7 +244,7 @@ impl WarpTiling {
     /// # Safety
     /// The kernel's contract (C writable as described).
     #[inline(always)]
-    unsafe fn write(&self, c: *mut f32, ldc: u32, relu: u32, acc: &[[f32; TN]; TM]) {
+    pub(crate) unsafe fn write(&self, c: *mut f32, ldc: u32, relu: u32, acc: &[[f32; TN]; TM]) {
         let vec_c = is_aligned16(c) && ldc % 4 == 0;
         unroll!(8, I => {
             let r = self.row0 + self.rm + (I as u32 % 4) + if I < 4 { 0 } else { WARP_M / 2 };
@@ -262,6 +264,42 @@ impl WarpTiling {
                 }
             });
         });
+    }
+}
+
+/// K steps `s0 .. s1` (of `MM_BK`) of `tl`'s tile into `acc`, double-buffered through
+/// the two stages of `a_s` and `b_s`, one barrier per step.
+///
+/// # Safety
+/// Every thread of the block calls it with its own `tl` of the same tile and the same
+/// arguments; `a_s` and `b_s` hold two stages each, which no thread reads until this
+/// returns (it ends with a barrier); the kernel's contract for A and B.
+#[inline(always)]
+pub(crate) unsafe fn k_steps(
+    tl: &WarpTiling,
+    a_s: Smem<f32>,
+    b_s: Smem<f32>,
+    acc: &mut [[f32; TN]; TM],
+    s0: u32,
+    s1: u32,
+) {
+    // SAFETY (all blocks below): the caller's contract; stage offsets stay inside the
+    // arrays.
+    unsafe { tl.store(a_s, b_s, tl.load(s0 * MM_BK)) };
+    sync_threads();
+    let mut s = s0;
+    while s < s1 {
+        let cur = ((s - s0) as usize % 2) * STAGE;
+        let nxt = STAGE - cur;
+        // 1. issue step s+1's global loads (registers; past K they read zeros)
+        let next = unsafe { tl.load((s + 1) * MM_BK) };
+        // 2. compute step s from shared memory while they fly
+        unsafe { tl.compute(a_s.add(cur), b_s.add(cur), acc) };
+        // 3. store them into the other stage: its last readers finished step s-1,
+        //    before the barrier that ended it
+        unsafe { tl.store(a_s.add(nxt), b_s.add(nxt), next) };
+        sync_threads();
+        s += 1;
     }
 }
 
@@ -292,27 +330,12 @@ kernel! {
         let (a, b, c, m, n, k, lda, ldb, ldc, relu) = p.unpack();
         let a_s = shared_array!(MM_WT_A, f32, 2 * STAGE);
         let b_s = shared_array!(MM_WT_B, f32, 2 * STAGE);
-        let tl = WarpTiling::new(a, b, c, m, n, k, lda, ldb, ldc, thread_idx().x);
+        let origin = (block_idx().y * MM_BM, block_idx().x * MM_BN);
+        let tl = WarpTiling::at(a, b, c, m, n, k, lda, ldb, ldc, thread_idx().x, origin);
         let mut acc = [[0.0f32; TN]; TM];
-        let steps = k.div_ceil(MM_BK);
-        // SAFETY (all blocks below): kernel contract; the tiles are this kernel's own
-        // shared arrays and stage offsets stay inside them.
-        unsafe { tl.store(a_s, b_s, tl.load(0)) };
-        sync_threads();
-        let mut s = 0u32;
-        while s < steps {
-            let cur = (s as usize % 2) * STAGE;
-            let nxt = STAGE - cur;
-            // 1. issue step s+1's global loads (registers; past K they read zeros)
-            let next = unsafe { tl.load((s + 1) * MM_BK) };
-            // 2. compute step s from shared memory while they fly
-            unsafe { tl.compute(a_s.add(cur), b_s.add(cur), &mut acc) };
-            // 3. store them into the other stage: its last readers finished step s-1,
-            //    before the barrier that ended it
-            unsafe { tl.store(a_s.add(nxt), b_s.add(nxt), next) };
-            sync_threads();
-            s += 1;
-        }
+        // SAFETY (both): kernel contract; the tiles are this kernel's own shared
+        // arrays, two stages each.
+        unsafe { k_steps(&tl, a_s, b_s, &mut acc, 0, k.div_ceil(MM_BK)) };
         unsafe { tl.write(c, ldc, relu, &acc) };
     }
 }

@@ -88,6 +88,21 @@ kernel_params! {
         pub c_type: OutType,
     }
 
+    /// Stage 4k ([`crate::matmul_warptiled_streamk`]): stage 4's product on persistent
+    /// blocks with a stream-K tail ([`crate::streamk`]). A block that holds a tile's
+    /// first K steps but not all of them (the tile's head) writes its partial sums to
+    /// its slot of `partials` (`grid x MM4K_PARTIAL_FLOATS` floats) and then sets
+    /// `flags[block] = epoch`; the next block, which holds the rest, waits for it and
+    /// finishes the tile.
+    pub struct MatmulParamsStreamK4 {
+        pub mm: MatmulParams,
+        pub dp_tiles: u32,
+        pub sk_tiles: u32,
+        pub partials: *mut f32,
+        pub flags: *mut u32,
+        pub epoch: u32,
+    }
+
     /// Stage 6k ([`crate::matmul_mma_streamk`]): stage 6t's TF32 product with a
     /// stream-K tail. The first `dp_tiles` tiles (in grouped order) are whole, the last
     /// `sk_tiles` are shared along K; a block that holds a tile's first K steps but

@@ -7,14 +7,16 @@ pub use kernels::config::{
     MmCluster, MmLoop, MmTile, MM_ASYNC_TILES, MM_CLUSTER_CONFIGS, MM_TILES, SPLITK_MAX,
 };
 use kernels::config::{
-    GEMV_COL_ROWS, GEMV_ROW_COLS, MM_ASYNC_STAGES, MM_BK, MM_BM, MM_BN, NAIVE_TILE,
-    SPLITK_REDUCE_THREADS,
+    GEMV_COL_ROWS, GEMV_ROW_COLS, MM4K_PARTIAL_FLOATS, MM_ASYNC_STAGES, MM_BK, MM_BM, MM_BN,
+    NAIVE_TILE, SPLITK_REDUCE_THREADS,
 };
 pub use kernels::params::Epilogue;
-use kernels::params::{MatMut, MatRef, MatmulParams, MatmulSplitParams, SplitReduceParams};
+use kernels::params::{
+    MatMut, MatRef, MatmulParams, MatmulParamsStreamK4, MatmulSplitParams, SplitReduceParams,
+};
 use kernels::{
     matmul_cluster_splitk, matmul_gemv, matmul_naive, matmul_tiled, matmul_tiled_db, matmul_tiles,
-    matmul_tiles_async, matmul_warptiled,
+    matmul_tiles_async, matmul_warptiled, matmul_warptiled_streamk,
 };
 use simt::{dim3, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
@@ -38,6 +40,13 @@ pub enum MatmulKernel {
     /// `TiledDoubleBuffered` with warp tiles (32x64 per warp) and unchecked loads and
     /// stores in interior blocks: the fastest stage on large products.
     WarpTiled,
+    /// Stage 4k: stage 4 on persistent blocks (as many as the device holds at once)
+    /// with a **stream-K** tail: the tiles past the last whole wave are cut along K
+    /// into equal shares, so no SM idles in a partial last wave. Where the tiles are a
+    /// whole number of waves (or fewer than one), or the device refuses a cooperative
+    /// launch (a shared MPS device), it runs stage 4 itself. Results can differ from
+    /// stage 4's in the last bits where a tile is split; they are the same on every run.
+    WarpTiledStreamK,
     /// Stage 4's warp tiling with block tile `MM_TILES[tile]` (128x128 down to 32x32)
     /// and K cut into `split_k` slices (1: no split; at most [`SPLITK_MAX`]) whose
     /// partial products a second kernel adds in a fixed order.
@@ -93,6 +102,7 @@ impl MatmulKernel {
             MatmulKernel::Tiled => "tiled",
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
             MatmulKernel::WarpTiled => "warptiled",
+            MatmulKernel::WarpTiledStreamK => "warptiled-sk",
             MatmulKernel::Tile { .. } => "tile",
             MatmulKernel::TileAsync { .. } => "async",
             MatmulKernel::TileCluster { .. } => "cluster",
@@ -184,10 +194,13 @@ impl MatmulKernel {
         if let Some(k) = s.strip_prefix("gemv-col/") {
             return Some(MatmulKernel::GemvCol { split_k: split(k)? });
         }
-        [Self::ALL.as_slice(), &[MatmulKernel::Auto]]
-            .concat()
-            .into_iter()
-            .find(|k| k.name() == s)
+        [
+            Self::ALL.as_slice(),
+            &[MatmulKernel::WarpTiledStreamK, MatmulKernel::Auto],
+        ]
+        .concat()
+        .into_iter()
+        .find(|k| k.name() == s)
     }
     /// The PTX entry name of the kernel (the product's kernel; a split product also
     /// runs `matmul_splitk_reduce`). `None` for [`Auto`](Self::Auto), which picks one
@@ -198,6 +211,9 @@ impl MatmulKernel {
             MatmulKernel::Tiled => matmul_tiled::matmul_relu_tiled::NAME,
             MatmulKernel::TiledDoubleBuffered => matmul_tiled_db::matmul_relu_tiled_db::NAME,
             MatmulKernel::WarpTiled => matmul_warptiled::matmul_relu_warptiled::NAME,
+            MatmulKernel::WarpTiledStreamK => {
+                matmul_warptiled_streamk::matmul_relu_warptiled_streamk::NAME
+            }
             MatmulKernel::Tile { tile, .. } => matmul_tiles::TILE_KERNEL_NAMES.get(tile)?,
             MatmulKernel::TileAsync { tile, .. } => {
                 matmul_tiles_async::ASYNC_KERNEL_NAMES.get(tile)?
@@ -325,6 +341,7 @@ pub fn matmul(
         MatmulKernel::Tile { .. }
             | MatmulKernel::TileAsync { .. }
             | MatmulKernel::TileCluster { .. }
+            | MatmulKernel::WarpTiledStreamK
             | MatmulKernel::GemvRow { .. }
             | MatmulKernel::GemvCol { .. }
     ) {
@@ -368,6 +385,7 @@ pub fn matmul(
         MatmulKernel::WarpTiled => {
             go::<matmul_warptiled::matmul_relu_warptiled>(gpu, grid(MM_BM, MM_BN)?, p)
         }
+        MatmulKernel::WarpTiledStreamK => warptiled_streamk(gpu, grid(MM_BM, MM_BN)?, p),
         MatmulKernel::Tile { tile, split_k } => {
             let Some(t) = MM_TILES.get(tile) else {
                 return Err(SimtError::Unsupported(format!(
@@ -514,6 +532,62 @@ pub fn matmul(
 enum SliceDim {
     Y,
     Z,
+}
+
+/// How stage 4k splits a product of `tiles` 128x128 tiles with `ksteps` K steps of 8
+/// over `blocks` resident blocks: `(dp_tiles, sk_tiles)`, or `None` where stage 4 runs
+/// instead (the tiles a whole number of waves or fewer than one, or more stream-K K
+/// steps than 32 bits count).
+pub fn streamk_plan(tiles: u64, ksteps: u32, blocks: u32) -> Option<(u32, u32)> {
+    let tiles = u32::try_from(tiles).ok()?;
+    let (dp, sk) = kernels::streamk::streamk_split(tiles, blocks);
+    (sk > 0 && (sk as u64) * (ksteps as u64) < 1 << 32).then_some((dp, sk))
+}
+
+/// Stage 4k: stage 4's tiles on as many persistent blocks as the device holds, the
+/// tiles past the last whole wave shared along K ([`MatmulKernel::WarpTiledStreamK`]).
+fn warptiled_streamk(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()> {
+    type K = matmul_warptiled_streamk::matmul_relu_warptiled_streamk;
+    type S4 = matmul_warptiled::matmul_relu_warptiled;
+    // SAFETY (stage 4, both below): as in `matmul`: the views were checked against
+    // their buffers and each other, C does not overlap A or B, the grid covers C.
+    let stage4 = || unsafe { gpu.launch::<S4>(LaunchConfig::for_kernel::<S4>(grid), (p,)) };
+    let mut sp = MatmulParamsStreamK4 {
+        mm: p,
+        dp_tiles: 0,
+        sk_tiles: 0,
+        partials: std::ptr::null_mut(),
+        flags: std::ptr::null_mut(),
+        epoch: 0,
+    };
+    let blocks = gpu.max_resident_blocks::<K>(&(sp,))?;
+    let tiles = grid.x as u64 * grid.y as u64;
+    let Some((dp_tiles, sk_tiles)) = streamk_plan(tiles, p.a.cols.div_ceil(MM_BK), blocks) else {
+        return stage4();
+    };
+    let partials = gpu.scratch_f32(
+        super::SCRATCH_STREAMK,
+        blocks as usize * MM4K_PARTIAL_FLOATS as usize,
+    )?;
+    let (flags, epoch) = gpu.flags(blocks as usize)?;
+    sp.dp_tiles = dp_tiles;
+    sp.sk_tiles = sk_tiles;
+    sp.partials = partials.ptr() as *mut f32;
+    sp.flags = flags.ptr() as *mut u32;
+    sp.epoch = epoch;
+    // SAFETY: `p` as for stage 4 (checked views, C apart from A and B, k < 2^31 and
+    // every view under 2^32 elements: `matmul`'s checks); dp_tiles + sk_tiles are the
+    // tiles of the grid, split by `streamk_split` for `blocks` blocks with fewer than
+    // 2^32 stream-K K steps (`streamk_plan`); the workspace holds `blocks` slots and
+    // `blocks` flags with a fresh epoch, this Gpu's alone while its queue runs this
+    // launch; the grid is the resident blocks, launched cooperatively (the contract).
+    let r = unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(blocks, 1, 1)), (sp,)) };
+    match r {
+        // Refused before it ran (a device that cannot hold the grid at once, such as
+        // a shared MPS one): stage 4 computes the same product.
+        Err(SimtError::BadLaunch { kernel, .. }) if kernel == K::NAME => stage4(),
+        r => r,
+    }
 }
 
 /// K slices of `chunk` elements (a multiple of 8) for `split_k` requested slices:
