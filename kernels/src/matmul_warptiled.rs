@@ -303,6 +303,41 @@ pub(crate) unsafe fn k_steps(
     }
 }
 
+/// As [`k_steps`], for `len >= 1` steps from `s0`, counting down: its loop holds a
+/// count and a K offset, as stage 4's holds its step and step count, and nothing
+/// else (stage 4k's persistent blocks, whose K loop must fit stage 4's registers).
+///
+/// # Safety
+/// As [`k_steps`].
+#[inline(always)]
+pub(crate) unsafe fn k_steps_down(
+    tl: &WarpTiling,
+    a_s: Smem<f32>,
+    b_s: Smem<f32>,
+    acc: &mut [[f32; TN]; TM],
+    s0: u32,
+    len: u32,
+) {
+    // Step s0 + j computes from stage (len - j) % 2: the first from stage len % 2.
+    let first = (len as usize % 2) * STAGE;
+    let mut k0 = s0 * MM_BK;
+    // SAFETY (all blocks below): the caller's contract; stage offsets stay inside the
+    // arrays.
+    unsafe { tl.store(a_s.add(first), b_s.add(first), tl.load(k0)) };
+    sync_threads();
+    let mut left = len;
+    while left > 0 {
+        let cur = (left as usize % 2) * STAGE;
+        let nxt = STAGE - cur;
+        k0 += MM_BK;
+        let next = unsafe { tl.load(k0) };
+        unsafe { tl.compute(a_s.add(cur), b_s.add(cur), acc) };
+        unsafe { tl.store(a_s.add(nxt), b_s.add(nxt), next) };
+        sync_threads();
+        left -= 1;
+    }
+}
+
 // Two 256-thread blocks per SM: at most 128 registers per thread (ptxas: 125-128,
 // no spills, on sm_80 and sm_90; `tests/ptx.rs` checks).
 kernel! {

@@ -30,11 +30,11 @@
 //! fewer than 2^32 stream-K K steps; the others run stage 4.
 use crate::config::{MM4K_PARTIAL_FLOATS, MM_BK, MM_BM, MM_BN, MM_THREADS};
 use crate::matmul_tiled::{TM, TN};
-use crate::matmul_warptiled::{k_steps, WarpTiling, STAGE};
+use crate::matmul_warptiled::{k_steps_down, WarpTiling, STAGE};
 use crate::params::MatmulParamsStreamK4;
 use crate::streamk::Share;
 use simt_std::flag::{publish, wait_eq};
-use simt_std::memory::{load4, store4, F32x4};
+use simt_std::memory::{load4, opaque_u32, store4, F32x4};
 use simt_std::thread::{block_idx, grid_dim, sync_threads, thread_idx};
 use simt_std::{kernel, shared_array, unroll};
 
@@ -82,20 +82,37 @@ kernel! {
         let a_s = shared_array!(MM_WK_A, f32, 2 * STAGE);
         let b_s = shared_array!(MM_WK_B, f32, 2 * STAGE);
         let t = thread_idx().x;
-        let ksteps = k.div_ceil(MM_BK);
-        let tiles_n = n.div_ceil(MM_BN);
         let (blk, grid) = (block_idx().x, grid_dim().x);
-        let share = Share::new(blk, grid, sp.dp_tiles, sp.sk_tiles, ksteps);
-        let mut i = 0;
-        while i < share.segments {
+        // The schedule is recomputed from the launch's constants before and after each
+        // K loop (`opaque_u32`), and the segment index kept in local memory, so that
+        // nothing of it is live through the loop: with it live, ptxas moved the
+        // accumulators between registers and the FMAs met register-bank conflicts
+        // (docs/PERFORMANCE.md, session 23).
+        let plan = || {
+            let ksteps = opaque_u32(k).div_ceil(MM_BK);
+            (Share::new(opaque_u32(blk), grid, sp.dp_tiles, sp.sk_tiles, ksteps), ksteps)
+        };
+        let mut i_mem = 0u32;
+        loop {
+            // SAFETY: a local variable of this thread.
+            let i = unsafe { core::ptr::read_volatile(&i_mem) };
+            let (share, _) = plan();
+            if i >= share.segments {
+                break;
+            }
             let (tile, s0, s1) = share.segment(i);
+            let tiles_n = opaque_u32(n).div_ceil(MM_BN);
             let origin = ((tile / tiles_n) * MM_BM, (tile % tiles_n) * MM_BN);
             let tl = WarpTiling::at(a, b, c, m, n, k, lda, ldb, ldc, t, origin);
             let mut acc = [[0.0f32; TN]; TM];
             // SAFETY: every thread, the same tile and range; this kernel's own
             // two-stage arrays, which the previous segment's last barrier freed;
             // s0 < s1 <= ceil(k / 8).
-            unsafe { k_steps(&tl, a_s, b_s, &mut acc, s0, s1) };
+            unsafe { k_steps_down(&tl, a_s, b_s, &mut acc, s0, s1 - s0) };
+            // SAFETY: as above.
+            let i = unsafe { core::ptr::read_volatile(&i_mem) };
+            let (share, ksteps) = plan();
+            let (_, s0, s1) = share.segment(i);
             if s0 == 0 && s1 < ksteps {
                 // A head: its partial to slot blk, then the flag (every thread's stores
                 // before the barrier, then thread 0's release).
@@ -136,7 +153,8 @@ kernel! {
                 // SAFETY: the kernel's contract for C; this thread's part of the tile.
                 unsafe { tl.write(c, ldc, relu, &acc) };
             }
-            i += 1;
+            // SAFETY: as above.
+            unsafe { core::ptr::write_volatile(&mut i_mem, i + 1) };
         }
     }
 }

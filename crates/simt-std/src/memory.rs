@@ -384,3 +384,28 @@ pub fn compiler_barrier() {
     #[cfg(not(target_arch = "nvptx64"))]
     core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
 }
+
+/// Returns `x` unchanged, as a value LLVM can neither see through nor move: a `mov`
+/// that it treats as having side effects, so the computation that feeds it stays
+/// where it is written, instead of being hoisted out of a loop or reused from an
+/// earlier point.
+///
+/// For register pressure around a hot loop: values derived from kernel parameters
+/// (block indices, a schedule's bounds) that are needed only before and after the
+/// loop can be recomputed after it rather than held in registers through it. Stage
+/// 4k of the lecture's matmul recomputes its stream-K segment this way, and its K
+/// loop then gets stage 4's register allocation.
+#[inline(always)]
+pub fn opaque_u32(x: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let y: u32;
+        // SAFETY: a register move; no memory access.
+        unsafe {
+            core::arch::asm!("mov.b32 {y}, {x};", y = out(reg32) y, x = in(reg32) x, options(nomem, nostack, preserves_flags))
+        };
+        y
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    x
+}
