@@ -539,6 +539,33 @@ fn warptiled_streamk_under_every_order() {
             }
         }
     }
+    // On a GPU: a product of 12 x 24 tiles, more than one wave of resident blocks on
+    // an H100 or H200 (264), so stage 4k's tail runs on the device.
+    let g = gpu();
+    if on_gpu(&g) {
+        let (m, n, k) = (1500, 3000, 200);
+        let a = uniform(&mut r, m * k, -1.0, 1.0);
+        let b = uniform(&mut r, k * n, -1.0, 1.0);
+        let want = reference::matmul(&a, &b, m, n, k, k, n, false);
+        let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+        let mut c = poisoned(&g, m * n);
+        let ((), launches) = g
+            .profile(|| {
+                matmul(
+                    &g,
+                    MatmulKernel::WarpTiledStreamK,
+                    ab.matrix(m, k)?,
+                    bb.matrix(k, n)?,
+                    c.matrix_mut(m, n)?,
+                    Epilogue::None,
+                )
+            })
+            .unwrap();
+        let names: Vec<_> = launches.iter().map(|l| l.kernel).collect();
+        println!("{m}x{n}x{k} on the GPU ran {names:?}");
+        let got = g.download(&c).unwrap();
+        assert_matmul_close(&format!("{m}x{n}x{k} on the GPU"), seed, &got, &want, k);
+    }
     // Whole waves: 4 tiles on 2 blocks run stage 4.
     let g = emulated(2, Order::InOrder);
     let (a, b) = (vec![0.5f32; 256 * 8], vec![0.25f32; 8 * 256]);

@@ -701,7 +701,8 @@ fn epilogue(relu: bool) -> Epilogue {
 
 /// The matmul kernel a case runs: a stage of [`MatmulKernel::ALL`], a tile with a
 /// K split, a GEMV path, a cluster split-K kernel (where the device has clusters,
-/// else `Auto`) or `Auto`.
+/// else `Auto`), stage 4k (stream-K: on the emulator a few resident blocks, so small
+/// products take its tail) or `Auto`.
 fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
     let stages = MatmulKernel::ALL.len();
     match ki {
@@ -719,10 +720,11 @@ fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel 
                     % rust_simt::ops::matmul::MM_CLUSTER_CONFIGS.len(),
             }
         }
+        _ if ki == stages + 5 => MatmulKernel::WarpTiledStreamK,
         _ => MatmulKernel::Auto,
     }
 }
-const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 6;
+const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 7;
 
 fn check_matmul(
     g: &Gpu,

@@ -155,6 +155,7 @@ fn runs_says_which_shapes_a_kernel_takes() {
 fn labels_round_trip() {
     let mut all = MatmulKernel::ALL.to_vec();
     all.push(MatmulKernel::Auto);
+    all.push(MatmulKernel::WarpTiledStreamK);
     for tile in 0..MM_TILES.len() {
         all.push(MatmulKernel::Tile {
             tile,
@@ -284,6 +285,13 @@ fn heuristic_picks_by_shape() {
         assert!(auto_candidates(&g, s).contains(&h), "{s:?}: {h:?}");
         assert_ne!(h, MatmulKernel::Auto);
     }
+    // Stage 4k is timed where its stream-K tail applies (two resident blocks per SM):
+    // a partial last wave, not whole waves.
+    let wave = 2 * sms as u32;
+    let sk = MatmulKernel::WarpTiledStreamK;
+    assert!(auto_candidates(&g, shape(128 * (wave + 1), 128, 64)).contains(&sk));
+    assert!(!auto_candidates(&g, shape(128 * wave, 128, 64)).contains(&sk));
+    assert!(!auto_candidates(&g, shape(128, 128, 64)).contains(&sk));
     // Keys bucket shapes.
     assert_eq!(
         auto_key(&g, shape(1000, 1000, 1000)),

@@ -694,13 +694,19 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
     m.div_ceil(t.bm) as u64 * n.div_ceil(t.bn) as u64
 }
 
-/// What the tuner times for a shape: stage 4, every tile of both tile kernels with
+/// What the tuner times for a shape: stage 4, stage 4k where its stream-K tail applies
+/// (counting two resident blocks per SM, as its launch bounds ask), every tile of both
+/// tile kernels with
 /// the K splits that could fill the device (up to 8 blocks per SM, at least 128 of
 /// K per slice), on Hopper the cluster split-K kernels that fit the same bound (at
 /// least 64 of K per slice), and the GEMV path where a side is 1.
 pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
     let sms = gpu.props().sms.max(1) as u64;
     let mut v = vec![MatmulKernel::WarpTiled];
+    let tiles = s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64;
+    if streamk_plan(tiles, s.k.div_ceil(MM_BK), 2 * sms as u32).is_some() {
+        v.push(MatmulKernel::WarpTiledStreamK);
+    }
     let splits = |t: &MmTile| {
         let blocks = tile_blocks(t, s.m, s.n);
         [1u32, 2, 4, 8, 16, 32]
