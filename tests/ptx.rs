@@ -167,7 +167,10 @@ fn hopper_module_assembles_without_spills_or_serialised_wgmma() {
     use kernels::spill_allowance::SPILL_ALLOWANCE;
     for &(k, _) in SPILL_ALLOWANCE {
         assert!(
-            entries.iter().chain(MODULE.entries().iter()).any(|e| e == k),
+            entries
+                .iter()
+                .chain(MODULE.entries().iter())
+                .any(|e| e == k),
             "allowance for no kernel: {k}"
         );
     }

@@ -285,6 +285,17 @@ fn heuristic_picks_by_shape() {
         assert!(auto_candidates(&g, s).contains(&h), "{s:?}: {h:?}");
         assert_ne!(h, MatmulKernel::Auto);
     }
+    // Stage 4k where stage 4's last wave would idle more than 15% of the slots (1.5
+    // waves); stage 4 where the waves are nearly whole (3.9 waves).
+    let slots = 2 * sms as u32;
+    assert_eq!(
+        auto_heuristic(&g, shape(128 * (slots + slots / 2), 128, 512)),
+        MatmulKernel::WarpTiledStreamK
+    );
+    assert_eq!(
+        auto_heuristic(&g, shape(128 * (4 * slots - slots / 8), 128, 512)),
+        MatmulKernel::WarpTiled
+    );
     // Stage 4k is timed where its stream-K tail applies (two resident blocks per SM):
     // a partial last wave, not whole waves.
     let wave = 2 * sms as u32;

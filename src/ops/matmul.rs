@@ -753,7 +753,9 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///
 /// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 4 blocks
 ///   per SM (each slice at least 256 of K);
-/// * stage 4 when its 128x128 tiles give every SM a block;
+/// * stage 4 when its 128x128 tiles give every SM a block, or stage 4k where stage
+///   4's last wave would leave more than 15% of the device's slots idle (H200,
+///   2026-11-25);
 /// * small products (at most 512 x 512 outputs and K at most 1024), the 4-stage
 ///   `cp.async` tiles, as the H100 tuning of 2026-11-24 chose (commit 83f0783): on
 ///   Hopper (K at least 256) 16x64 with K over a cluster of 4 while that is at most
@@ -786,7 +788,17 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
             split_k: split_for(s.m.div_ceil(GEMV_COL_ROWS) as u64, 4, 256),
         };
     }
-    if s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64 >= sms {
+    let tiles = s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64;
+    if tiles >= sms {
+        // Stage 4k where stage 4's last wave would leave more than 15% of its slots
+        // (two blocks per SM) idle: 2560^3 (1.52 waves) and 3072^3 (2.18) ran 18% and
+        // 4% faster in stage 4k on the H200, while from 2.97 waves up (3584^3, 4096^3,
+        // 6144^3, 8192^3) stage 4 was 7-10% faster (docs/PERFORMANCE.md, session 23).
+        let slots = 2 * sms;
+        let spent = tiles.div_ceil(slots) * slots;
+        if tiles > slots && (spent - tiles) * 100 > 15 * spent {
+            return MatmulKernel::WarpTiledStreamK;
+        }
         return MatmulKernel::WarpTiled;
     }
     let find = |tiles: &[MmTile], bm: u32, bn: u32, stages: u32| {
