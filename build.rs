@@ -6,15 +6,15 @@
 include!("kernels/src/spill_allowance.rs");
 
 fn main() {
-    let built = simt_builder::Builder::new("kernels")
-        .build()
-        .unwrap_or_else(|e| panic!("\n{e}\n"));
+    let mut portable = simt_builder::Builder::new("kernels");
     let mut hopper = simt_builder::Builder::new("kernels")
         .name("kernels_sm90a")
         .target_cpu("sm_90a");
     for &(kernel, bytes) in SPILL_ALLOWANCE {
+        portable = portable.allow_spills(kernel, bytes);
         hopper = hopper.allow_spills(kernel, bytes);
     }
+    let built = portable.build().unwrap_or_else(|e| panic!("\n{e}\n"));
     hopper.build().unwrap_or_else(|e| panic!("\n{e}\n"));
     println!("cargo:rustc-env=SIMT_DEVICE_TOOLCHAIN={}", built.toolchain);
 }

@@ -701,8 +701,10 @@ fn epilogue(relu: bool) -> Epilogue {
 
 /// The matmul kernel a case runs: a stage of [`MatmulKernel::ALL`], a tile with a
 /// K split, a GEMV path, a cluster split-K kernel (where the device has clusters,
-/// else `Auto`), stage 4k (stream-K: on the emulator a few resident blocks, so small
-/// products take its tail) or `Auto`.
+/// else `Auto`), stage 4k (its stream-K tail where the shape has more tiles than the
+/// device's resident blocks and not a whole number of waves: on an emulator of 2
+/// workers, as in CI, from 3 tiles; elsewhere it may run the stage 4 it falls back
+/// to) or `Auto`.
 fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
     let stages = MatmulKernel::ALL.len();
     match ki {

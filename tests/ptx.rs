@@ -91,6 +91,7 @@ fn bounded() -> Vec<(&'static str, u32)> {
     vec![
         cap::<s3::matmul_relu_tiled_db>(),
         cap::<s4::matmul_relu_warptiled>(),
+        cap::<kernels::matmul_warptiled_streamk::matmul_relu_warptiled_streamk>(),
         cap::<p6::matmul_mma_pipelined_bf16>(),
         cap::<p6::matmul_mma_pipelined_f16>(),
         cap::<p6::matmul_mma_pipelined_tf32>(),
@@ -103,6 +104,9 @@ fn bounds_of(name: &str) -> rust_simt::kernels::simt_std::LaunchBounds {
     match name {
         "matmul_relu_tiled_db" => s3::matmul_relu_tiled_db::BOUNDS,
         "matmul_relu_warptiled" => s4::matmul_relu_warptiled::BOUNDS,
+        "matmul_relu_warptiled_streamk" => {
+            kernels::matmul_warptiled_streamk::matmul_relu_warptiled_streamk::BOUNDS
+        }
         "matmul_mma_pipelined_bf16" => p6::matmul_mma_pipelined_bf16::BOUNDS,
         "matmul_mma_pipelined_f16" => p6::matmul_mma_pipelined_f16::BOUNDS,
         _ => p6::matmul_mma_pipelined_tf32::BOUNDS,

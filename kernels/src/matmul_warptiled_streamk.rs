@@ -9,8 +9,9 @@
 //! waves of tiles are taken whole, and the rest are cut along K into equal shares
 //! ([`Share`]): every block does the same number of K steps to within one.
 //!
-//! Each segment (a whole tile, a head or a tail) runs stage 4's own K loop
-//! ([`k_steps`]) on the tile's 128x128 origin, then:
+//! Each segment (a whole tile, a head or a tail) runs stage 4's K loop, counting down
+//! ([`k_steps_down`](crate::matmul_warptiled::k_steps_down)), on the tile's 128x128
+//! origin, then:
 //! * a whole tile: `epilogue(acc)` to C, as stage 4;
 //! * a head (the tile's first K steps, the rest in block `b + 1`): the raw sums to the
 //!   block's slot of the workspace, then its flag;
@@ -31,8 +32,8 @@
 //! 4096^3 on the H200). So stage 4k wins only where stage 4's last wave is emptier
 //! than that: on the H200 (2026-11-25) 2560^3 ran 0.778 ms against 0.920 and
 //! 3072^3 1.330 against 1.385, while 4096^3 ran 3.12 against 2.92
-//! (docs/PERFORMANCE.md, session 23). `MatmulKernel::Auto` takes it where stage 4's
-//! last wave would leave more than 15% of the slots idle.
+//! (docs/PERFORMANCE.md, session 23). `MatmulKernel::Auto` takes it where stage 4
+//! would leave more than 15% of its slot-waves idle.
 //!
 //! The tiles are counted row by row, as stage 4's grid runs them. The host sends only
 //! products whose tiles are not a whole number of waves and more than one, with
@@ -63,7 +64,7 @@ kernel! {
     ///
     /// # Safety
     /// `p.mm` as for `matmul_relu_warptiled` (A, B readable, C writable, C not
-    /// overlapping them, fewer than 2^32 elements each, `k < 2^31`, `k >= 1`);
+    /// overlapping them, fewer than 2^32 elements each, `k <= 2^31`, `k >= 1`);
     /// `p.dp_tiles + p.sk_tiles` is the number of 128x128 tiles of C, `p.dp_tiles` a
     /// multiple of the grid, `p.sk_tiles` zero or at least the grid
     /// ([`streamk_split`](crate::streamk::streamk_split)) and `p.sk_tiles ·
@@ -118,7 +119,7 @@ kernel! {
             // two-stage arrays, which the previous segment's last barrier freed;
             // s0 < s1 <= ceil(k / 8).
             unsafe { k_steps_down(&tl, a_s, b_s, &mut acc, s0, s1 - s0) };
-            // SAFETY: as above.
+            // SAFETY: a local variable of this thread.
             let i = unsafe { core::ptr::read_volatile(&i_mem) };
             let (share, ksteps) = plan();
             let (_, s0, s1) = share.segment(i);
@@ -162,7 +163,7 @@ kernel! {
                 // SAFETY: the kernel's contract for C; this thread's part of the tile.
                 unsafe { tl.write(c, ldc, relu, &acc) };
             }
-            // SAFETY: as above.
+            // SAFETY: a local variable of this thread.
             unsafe { core::ptr::write_volatile(&mut i_mem, i + 1) };
         }
     }

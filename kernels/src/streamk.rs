@@ -1,6 +1,9 @@
-//! Stream-K schedules (Osama, Merrill, Cecka, Garland, Owens, PPoPP 2023), shared by
-//! the stream-K matmul stages: stage 6k ([`crate::matmul_mma_streamk`], TF32 on tensor
-//! cores) and stage 4k ([`crate::matmul_warptiled_streamk`], FP32 SIMT).
+//! Stream-K schedules (Osama, Merrill, Cecka, Garland, Owens, PPoPP 2023) of the
+//! stream-K matmul stages: stage 4k ([`crate::matmul_warptiled_streamk`], FP32 SIMT)
+//! uses all of it; stage 6k ([`crate::matmul_mma_streamk`], TF32 on tensor cores)
+//! uses [`streamk_split`] and [`sk_start`] and walks the same segments in its own code
+//! (written first; moving it onto [`Share`] is left until its registers are checked:
+//! its spill allowance is measured as it is).
 //!
 //! **Wave quantisation.** A product of `T` tiles on `G` resident blocks takes
 //! `ceil(T / G)` tile-times for `T / G` tile-times of work: 4096^3 in stage 4's

@@ -43,8 +43,9 @@ pub enum MatmulKernel {
     /// Stage 4k: stage 4 on persistent blocks (as many as the device holds at once)
     /// with a **stream-K** tail: the tiles past the last whole wave are cut along K
     /// into equal shares, so no SM idles in a partial last wave. Where the tiles are a
-    /// whole number of waves (or fewer than one), or the device refuses a cooperative
-    /// launch (a shared MPS device), it runs stage 4 itself. Results can differ from
+    /// whole number of waves (or fewer than one), the stream-K part has 2^32 K steps or
+    /// more, or the device refuses a cooperative launch (a shared MPS device), it runs
+    /// stage 4 itself. Results can differ from
     /// stage 4's in the last bits where a tile is split; they are the same on every run.
     WarpTiledStreamK,
     /// Stage 4's warp tiling with block tile `MM_TILES[tile]` (128x128 down to 32x32)
@@ -575,7 +576,7 @@ fn warptiled_streamk(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()>
     sp.partials = partials.ptr() as *mut f32;
     sp.flags = flags.ptr() as *mut u32;
     sp.epoch = epoch;
-    // SAFETY: `p` as for stage 4 (checked views, C apart from A and B, k < 2^31 and
+    // SAFETY: `p` as for stage 4 (checked views, C apart from A and B, k <= 2^31 and
     // every view under 2^32 elements: `matmul`'s checks); dp_tiles + sk_tiles are the
     // tiles of the grid, split by `streamk_split` for `blocks` blocks with fewer than
     // 2^32 stream-K K steps (`streamk_plan`); the workspace holds `blocks` slots and
@@ -695,7 +696,8 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
 }
 
 /// What the tuner times for a shape: stage 4, stage 4k where its stream-K tail applies
-/// (counting two resident blocks per SM, as its launch bounds ask), every tile of both
+/// on a GPU (two resident blocks per SM, as its launch bounds ask; the emulator holds
+/// one block per worker, so there it may run stage 4 instead), every tile of both
 /// tile kernels with
 /// the K splits that could fill the device (up to 8 blocks per SM, at least 128 of
 /// K per slice), on Hopper the cluster split-K kernels that fit the same bound (at
@@ -754,8 +756,8 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 /// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 4 blocks
 ///   per SM (each slice at least 256 of K);
 /// * stage 4 when its 128x128 tiles give every SM a block, or stage 4k where stage
-///   4's last wave would leave more than 15% of the device's slots idle (H200,
-///   2026-11-25);
+///   4 would leave more than 15% of its slot-waves idle (H200, 2026-11-25) and K is
+///   at least 128;
 /// * small products (at most 512 x 512 outputs and K at most 1024), the 4-stage
 ///   `cp.async` tiles, as the H100 tuning of 2026-11-24 chose (commit 83f0783): on
 ///   Hopper (K at least 256) 16x64 with K over a cluster of 4 while that is at most
@@ -790,13 +792,15 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     }
     let tiles = s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64;
     if tiles >= sms {
-        // Stage 4k where stage 4's last wave would leave more than 15% of its slots
-        // (two blocks per SM) idle: 2560^3 (1.52 waves) and 3072^3 (2.18) ran 18% and
-        // 4% faster in stage 4k on the H200, while from 2.97 waves up (3584^3, 4096^3,
-        // 6144^3, 8192^3) stage 4 was 7-10% faster (docs/PERFORMANCE.md, session 23).
+        // Stage 4k where stage 4 would leave more than 15% of its slot-waves idle (two
+        // blocks per SM; the idle slots of its last wave over all its waves' slots),
+        // and K gives the tail at least 16 steps a tile to share: 2560^3 (1.52 waves)
+        // and 3072^3 (2.18) ran 18% and 4% faster in stage 4k on the H200, while from
+        // 2.97 waves up (3584^3, 4096^3, 6144^3, 8192^3) stage 4 was 7-10% faster
+        // (docs/PERFORMANCE.md, session 23).
         let slots = 2 * sms;
         let spent = tiles.div_ceil(slots) * slots;
-        if tiles > slots && (spent - tiles) * 100 > 15 * spent {
+        if tiles > slots && (spent - tiles) * 100 > 15 * spent && s.k >= 16 * MM_BK {
             return MatmulKernel::WarpTiledStreamK;
         }
         return MatmulKernel::WarpTiled;

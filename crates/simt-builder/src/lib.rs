@@ -336,7 +336,7 @@ impl Builder {
                     };
                     for r in res.iter().filter(|r| {
                         let used = (r.spill_stores + r.spill_loads + r.stack_bytes) as u64;
-                        used > 0 && (i > 0 || used > allowed(&r.kernel))
+                        used > allowed(&r.kernel)
                     }) {
                         println!(
                             "cargo:warning=simt-builder: kernel `{}` uses {} bytes of stack and spills {} bytes on {arch}: a register array indexed at run time, or too many registers",

@@ -406,12 +406,21 @@ impl Backend for CudaBackend {
                     l.params.as_ptr() as *mut *mut std::ffi::c_void,
                 )
             };
-            return check(r, &format!("cuLaunchCooperativeKernel(`{}`)", l.kernel)).map_err(|e| {
-                SimtError::BadLaunch {
+            let what = format!("cuLaunchCooperativeKernel(`{}`)", l.kernel);
+            // A refusal of this launch (the grid does not fit at once, or the device or
+            // its MPS share takes no cooperative launches) is a `BadLaunch` of this
+            // kernel, which a caller may answer with another kernel; any other status
+            // (such as an earlier kernel's fault surfacing here) stays a driver error.
+            use sys::CUresult::*;
+            return match r {
+                CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+                | CUDA_ERROR_NOT_SUPPORTED
+                | CUDA_ERROR_NOT_PERMITTED => Err(SimtError::BadLaunch {
                     kernel: l.kernel,
-                    detail: format!("{e}; a cooperative grid must fit on the device at once (Gpu::max_resident_blocks)"),
-                }
-            });
+                    detail: format!("{what}: {r:?}; a cooperative grid must fit on the device at once (Gpu::max_resident_blocks)"),
+                }),
+                _ => check(r, &what),
+            };
         }
         // SAFETY: one pointer per kernel parameter, each to a value of the parameter's
         // type (`LaunchArgs` of the kernel's own tuple); what they point to is
