@@ -296,6 +296,12 @@ fn heuristic_picks_by_shape() {
         auto_heuristic(&g, shape(128 * (4 * slots - slots / 8), 128, 512)),
         MatmulKernel::WarpTiled
     );
+    // ... and the tuner's key tells them apart (one power-of-two bucket for m).
+    let partial = shape(128 * (slots + slots / 2), 128, 512);
+    let nearly_whole = shape(128 * (2 * slots - slots / 8), 128, 512);
+    if (partial.m as usize).next_power_of_two() == (nearly_whole.m as usize).next_power_of_two() {
+        assert_ne!(auto_key(&g, partial), auto_key(&g, nearly_whole));
+    }
     // Stage 4k is timed where its stream-K tail applies (two resident blocks per SM):
     // a partial last wave, not whole waves.
     let wave = 2 * sms as u32;

@@ -680,14 +680,29 @@ pub struct Shape {
 }
 
 /// The tuner's key of a product: the device, then `m`, `n` and `k` rounded up to
-/// powers of two, and whether the operands are aligned. Shapes in one bucket share
-/// a choice.
+/// powers of two, whether the operands are aligned, and whether stage 4 would leave
+/// many of its slots idle ([`stage4_idles`]: 2560^3 and 4096^3 share the powers of
+/// two, and not the best kernel). Shapes in one bucket share a choice.
 pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
     crate::tune::Key::new(gpu, "matmul", "f32")
         .dim("m", s.m as usize)
         .dim("n", s.n as usize)
         .dim("k", s.k as usize)
         .flag("aligned", s.aligned)
+        .flag("stage4_idles", stage4_idles(gpu, s))
+}
+
+/// Whether stage 4's 128x128 tiles, two blocks per SM, would leave more than 15% of
+/// their slot-waves idle (the empty slots of the last wave over all the waves' slots)
+/// on a product with more tiles than slots and K of at least 128: where stage 4k's
+/// stream-K tail pays. On the H200 (docs/PERFORMANCE.md, session 23) 2560^3 (1.52
+/// waves) and 3072^3 (2.18) ran 18% and 4% faster in stage 4k, while from 2.97 waves
+/// up (3584^3, 4096^3, 6144^3, 8192^3) stage 4 was 7-10% faster.
+pub fn stage4_idles(gpu: &Gpu, s: Shape) -> bool {
+    let slots = 2 * gpu.props().sms.max(1) as u64;
+    let tiles = s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64;
+    let spent = tiles.div_ceil(slots) * slots;
+    tiles > slots && (spent - tiles) * 100 > 15 * spent && s.k >= 16 * MM_BK
 }
 
 /// Blocks of a tile over an `m x n` product.
@@ -792,18 +807,11 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     }
     let tiles = s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64;
     if tiles >= sms {
-        // Stage 4k where stage 4 would leave more than 15% of its slot-waves idle (two
-        // blocks per SM; the idle slots of its last wave over all its waves' slots),
-        // and K gives the tail at least 16 steps a tile to share: 2560^3 (1.52 waves)
-        // and 3072^3 (2.18) ran 18% and 4% faster in stage 4k on the H200, while from
-        // 2.97 waves up (3584^3, 4096^3, 6144^3, 8192^3) stage 4 was 7-10% faster
-        // (docs/PERFORMANCE.md, session 23).
-        let slots = 2 * sms;
-        let spent = tiles.div_ceil(slots) * slots;
-        if tiles > slots && (spent - tiles) * 100 > 15 * spent && s.k >= 16 * MM_BK {
-            return MatmulKernel::WarpTiledStreamK;
-        }
-        return MatmulKernel::WarpTiled;
+        // Stage 4k where stage 4 would leave many of its slots idle.
+        return match stage4_idles(gpu, s) {
+            true => MatmulKernel::WarpTiledStreamK,
+            false => MatmulKernel::WarpTiled,
+        };
     }
     let find = |tiles: &[MmTile], bm: u32, bn: u32, stages: u32| {
         tiles
