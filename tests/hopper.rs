@@ -923,13 +923,7 @@ fn device(workers: usize, order: Order) -> Gpu {
     if workers == 0 {
         return gpu();
     }
-    let g = Gpu::emulator(EmuConfig {
-        workers,
-        order,
-        ..EmuConfig::default()
-    });
-    rust_simt::ptx::load(&g).unwrap();
-    g
+    emulator_workers(workers, order)
 }
 
 /// `C = A · B` in TF32 by `TcKernel::MmaTma` into a poisoned C, checking that kernel

@@ -374,18 +374,6 @@ fn cluster_labels_round_trip() {
     assert_eq!(unique.len(), labels.len(), "labels collide: {labels:?}");
 }
 
-/// An emulated device with `workers` workers (so `workers` resident blocks of stage 4k)
-/// and thread order `order`, the lecture's module loaded.
-fn emulated(workers: usize, order: Order) -> rust_simt::Gpu {
-    let g = rust_simt::Gpu::emulator(rust_simt::emulator::EmuConfig {
-        workers,
-        order,
-        ..Default::default()
-    });
-    rust_simt::ptx::load(&g).unwrap();
-    g
-}
-
 /// Stage 4k's split of stage 4's tiles (the numbers of its module docs): 4096^3 on
 /// 264 resident blocks is two data-parallel waves and 496 tiles shared along K; whole
 /// waves, or fewer tiles than blocks, run stage 4; and over many splits every K step
@@ -481,30 +469,15 @@ fn warptiled_streamk_under_every_order() {
         let want = reference::matmul(&a, &b, m, n, k, lda, ldb, true);
         let mut first: Option<Vec<u32>> = None;
         for order in [Order::InOrder, Order::Reversed, Order::Random(9)] {
-            let g = emulated(workers, order);
-            let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+            let g = emulator_workers(workers, order);
             let run = |kern| {
-                let mut c = poisoned(&g, (m - 1) * ldc + n);
-                let ((), launches) = g
-                    .profile(|| {
-                        matmul(
-                            &g,
-                            kern,
-                            ab.matrix_strided(Layout::strided(m, k, lda))?,
-                            bb.matrix_strided(Layout::strided(k, n, ldb))?,
-                            c.matrix_mut_strided(Layout::strided(m, n, ldc))?,
-                            Epilogue::Relu,
-                        )
-                    })
-                    .unwrap();
-                (g.download(&c).unwrap(), launches)
+                let strides = (lda, ldb, ldc);
+                profiled_product(&g, kern, &a, &b, (m, n, k), strides, Epilogue::Relu)
             };
             let (got, launches) = run(MatmulKernel::WarpTiledStreamK);
             let what = format!("{m}x{n}x{k} pad {pad} on {workers} blocks, {order:?}");
             assert!(
-                launches
-                    .iter()
-                    .any(|l| l.kernel == "matmul_relu_warptiled_streamk"),
+                launches.contains(&"matmul_relu_warptiled_streamk"),
                 "{what}: stage 4k ran ({launches:?})"
             );
             assert_matmul_close(&what, seed, &dense_rows(&got, m, n, ldc), &want, k);
@@ -548,47 +521,57 @@ fn warptiled_streamk_under_every_order() {
         let a = uniform(&mut r, m * k, -1.0, 1.0);
         let b = uniform(&mut r, k * n, -1.0, 1.0);
         let want = reference::matmul(&a, &b, m, n, k, k, n, false);
-        let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-        let mut c = poisoned(&g, m * n);
-        let ((), launches) = g
-            .profile(|| {
-                matmul(
-                    &g,
-                    MatmulKernel::WarpTiledStreamK,
-                    ab.matrix(m, k)?,
-                    bb.matrix(k, n)?,
-                    c.matrix_mut(m, n)?,
-                    Epilogue::None,
-                )
-            })
-            .unwrap();
-        let names: Vec<_> = launches.iter().map(|l| l.kernel).collect();
+        let kern = MatmulKernel::WarpTiledStreamK;
+        let (got, names) = profiled_product(&g, kern, &a, &b, (m, n, k), (k, n, n), Epilogue::None);
         assert_eq!(
             names,
             ["matmul_relu_warptiled_streamk"],
             "{m}x{n}x{k} on the GPU"
         );
-        let got = g.download(&c).unwrap();
         assert_matmul_close(&format!("{m}x{n}x{k} on the GPU"), seed, &got, &want, k);
     }
     // Whole waves: 4 tiles on 2 blocks run stage 4.
-    let g = emulated(2, Order::InOrder);
+    let g = emulator_workers(2, Order::InOrder);
     let (a, b) = (vec![0.5f32; 256 * 8], vec![0.25f32; 8 * 256]);
-    let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-    let mut c = poisoned(&g, 256 * 256);
+    let kern = MatmulKernel::WarpTiledStreamK;
+    let (c, names) = profiled_product(
+        &g,
+        kern,
+        &a,
+        &b,
+        (256, 256, 8),
+        (8, 256, 256),
+        Epilogue::None,
+    );
+    assert_eq!(names, ["matmul_relu_warptiled"]);
+    assert!(c.iter().all(|&v| v == 1.0));
+}
+
+/// `C = epilogue(A · B)` by `kern` with A `m x k`, B `k x n`, C `m x n` at row strides
+/// `(lda, ldb, ldc)`, into a poisoned C: C's whole buffer and the kernels launched.
+fn profiled_product(
+    g: &rust_simt::Gpu,
+    kern: MatmulKernel,
+    a: &[f32],
+    b: &[f32],
+    (m, n, k): (usize, usize, usize),
+    (lda, ldb, ldc): (usize, usize, usize),
+    epi: Epilogue,
+) -> (Vec<f32>, Vec<&'static str>) {
+    let (ab, bb) = (g.upload(a).unwrap(), g.upload(b).unwrap());
+    let mut c = poisoned(g, (m - 1) * ldc + n);
     let ((), launches) = g
         .profile(|| {
             matmul(
-                &g,
-                MatmulKernel::WarpTiledStreamK,
-                ab.matrix(256, 8)?,
-                bb.matrix(8, 256)?,
-                c.matrix_mut(256, 256)?,
-                Epilogue::None,
+                g,
+                kern,
+                ab.matrix_strided(Layout::strided(m, k, lda))?,
+                bb.matrix_strided(Layout::strided(k, n, ldb))?,
+                c.matrix_mut_strided(Layout::strided(m, n, ldc))?,
+                epi,
             )
         })
         .unwrap();
-    assert_eq!(launches.len(), 1);
-    assert_eq!(launches[0].kernel, "matmul_relu_warptiled");
-    assert!(g.download(&c).unwrap().iter().all(|&v| v == 1.0));
+    let names = launches.iter().map(|l| l.kernel).collect();
+    (g.download(&c).unwrap(), names)
 }

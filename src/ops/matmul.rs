@@ -45,8 +45,8 @@ pub enum MatmulKernel {
     /// into equal shares, so no SM idles in a partial last wave. Where the tiles are a
     /// whole number of waves (or fewer than one), the stream-K part has 2^32 K steps or
     /// more, or the device refuses a cooperative launch (a shared MPS device), it runs
-    /// stage 4 itself. Results can differ from
-    /// stage 4's in the last bits where a tile is split; they are the same on every run.
+    /// stage 4 itself. Results can differ from stage 4's in the last bits where a tile
+    /// is split; they are the same on every run.
     WarpTiledStreamK,
     /// Stage 4's warp tiling with block tile `MM_TILES[tile]` (128x128 down to 32x32)
     /// and K cut into `split_k` slices (1: no split; at most [`SPLITK_MAX`]) whose
@@ -700,9 +700,14 @@ pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
 /// up (3584^3, 4096^3, 6144^3, 8192^3) stage 4 was 7-10% faster.
 pub fn stage4_idles(gpu: &Gpu, s: Shape) -> bool {
     let slots = 2 * gpu.props().sms.max(1) as u64;
-    let tiles = s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64;
+    let tiles = stage4_tiles(s);
     let spent = tiles.div_ceil(slots) * slots;
     tiles > slots && (spent - tiles) * 100 > 15 * spent && s.k >= 16 * MM_BK
+}
+
+/// Stage 4's (and 4k's) 128x128 tiles over the product.
+fn stage4_tiles(s: Shape) -> u64 {
+    s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64
 }
 
 /// Blocks of a tile over an `m x n` product.
@@ -713,15 +718,13 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
 /// What the tuner times for a shape: stage 4, stage 4k where its stream-K tail applies
 /// on a GPU (two resident blocks per SM, as its launch bounds ask; the emulator holds
 /// one block per worker, so there it may run stage 4 instead), every tile of both
-/// tile kernels with
-/// the K splits that could fill the device (up to 8 blocks per SM, at least 128 of
-/// K per slice), on Hopper the cluster split-K kernels that fit the same bound (at
+/// tile kernels with the K splits that could fill the device (up to 8 blocks per SM,
+/// at least 128 of K per slice), on Hopper the cluster split-K kernels that fit the same bound (at
 /// least 64 of K per slice), and the GEMV path where a side is 1.
 pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
     let sms = gpu.props().sms.max(1) as u64;
     let mut v = vec![MatmulKernel::WarpTiled];
-    let tiles = s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64;
-    if streamk_plan(tiles, s.k.div_ceil(MM_BK), 2 * sms as u32).is_some() {
+    if streamk_plan(stage4_tiles(s), s.k.div_ceil(MM_BK), 2 * sms as u32).is_some() {
         v.push(MatmulKernel::WarpTiledStreamK);
     }
     let splits = |t: &MmTile| {
@@ -805,13 +808,12 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
             split_k: split_for(s.m.div_ceil(GEMV_COL_ROWS) as u64, 4, 256),
         };
     }
-    let tiles = s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64;
-    if tiles >= sms {
+    if stage4_tiles(s) >= sms {
         // Stage 4k where stage 4 would leave many of its slots idle.
-        return match stage4_idles(gpu, s) {
-            true => MatmulKernel::WarpTiledStreamK,
-            false => MatmulKernel::WarpTiled,
-        };
+        if stage4_idles(gpu, s) {
+            return MatmulKernel::WarpTiledStreamK;
+        }
+        return MatmulKernel::WarpTiled;
     }
     let find = |tiles: &[MmTile], bm: u32, bn: u32, stages: u32| {
         tiles

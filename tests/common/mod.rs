@@ -20,6 +20,18 @@ pub fn emulator(order: Order) -> Gpu {
     g
 }
 
+/// The emulator with `workers` workers (an emulated device of `workers` SMs, one
+/// resident block each) and thread order `order`, the lecture's module loaded.
+pub fn emulator_workers(workers: usize, order: Order) -> Gpu {
+    let g = Gpu::emulator(EmuConfig {
+        workers,
+        order,
+        ..EmuConfig::default()
+    });
+    rust_simt::ptx::load(&g).unwrap();
+    g
+}
+
 /// Whether tests run on a real GPU (larger shapes then).
 pub fn on_gpu(g: &Gpu) -> bool {
     g.kind() == BackendKind::Cuda
