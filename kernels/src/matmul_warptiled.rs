@@ -303,49 +303,6 @@ pub(crate) unsafe fn k_steps(
     }
 }
 
-/// As [`k_steps`], for all `steps >= 1` K steps of an interior tile whose K is a
-/// multiple of `MM_BK`: no bounds checks and no branch in the loop. The two global
-/// offsets advance by one K step per iteration and stop at the last step, so the
-/// last iteration's prefetch re-reads that step (in range, stored into the stage no
-/// one reads again) instead of branching to the checked path as [`k_steps`] does.
-///
-/// # Safety
-/// As [`k_steps`], with `tl.interior` set and `steps * MM_BK == tl.k`.
-#[inline(always)]
-pub(crate) unsafe fn k_steps_interior(
-    tl: &WarpTiling,
-    a_s: Smem<f32>,
-    b_s: Smem<f32>,
-    acc: &mut [[f32; TN]; TM],
-    steps: u32,
-) {
-    let (a_step, b_step) = (MM_BK, MM_BK * tl.ldb);
-    let mut oa = (tl.row0 + tl.la_row) * tl.lda + tl.la_k;
-    let mut ob = tl.lb_k * tl.ldb + tl.col0 + tl.lb_col;
-    let (last_a, last_b) = (oa + (steps - 1) * a_step, ob + (steps - 1) * b_step);
-    // SAFETY: an interior tile and a whole K step: A's row and B's columns lie inside
-    // the matrices, rows 16-byte aligned (`tl.interior`); every offset is at most the
-    // last step's.
-    let load =
-        |oa: u32, ob: u32| unsafe { (load4(tl.a.add(oa as usize)), load4(tl.b.add(ob as usize))) };
-    // SAFETY (all blocks below): the caller's contract; stage offsets stay inside the
-    // arrays.
-    unsafe { tl.store(a_s, b_s, load(oa, ob)) };
-    sync_threads();
-    let mut s = 0;
-    while s < steps {
-        let cur = (s as usize % 2) * STAGE;
-        let nxt = STAGE - cur;
-        oa += if oa < last_a { a_step } else { 0 };
-        ob += if ob < last_b { b_step } else { 0 };
-        let next = load(oa, ob);
-        unsafe { tl.compute(a_s.add(cur), b_s.add(cur), acc) };
-        unsafe { tl.store(a_s.add(nxt), b_s.add(nxt), next) };
-        sync_threads();
-        s += 1;
-    }
-}
-
 /// As [`k_steps`], for `len >= 1` steps from `s0`, counting down: its loop holds a
 /// count and a K offset, as stage 4's holds its step and step count, and nothing
 /// else (stage 4k's persistent blocks, whose K loop must fit stage 4's registers).
@@ -413,11 +370,7 @@ kernel! {
         let mut acc = [[0.0f32; TN]; TM];
         // SAFETY (both): kernel contract; the tiles are this kernel's own shared
         // arrays, two stages each.
-        if tl.interior && k % MM_BK == 0 && k > 0 {
-            unsafe { k_steps_interior(&tl, a_s, b_s, &mut acc, k / MM_BK) };
-        } else {
-            unsafe { k_steps(&tl, a_s, b_s, &mut acc, 0, k.div_ceil(MM_BK)) };
-        }
+        unsafe { k_steps(&tl, a_s, b_s, &mut acc, 0, k.div_ceil(MM_BK)) };
         unsafe { tl.write(c, ldc, relu, &acc) };
     }
 }
