@@ -57,6 +57,9 @@ const _: () = assert!(
         && MM_BK == 8
 );
 
+/// Session 24's trial: the order of the FMAs and loads in `compute` (0: stage 4's).
+const TRIAL: u32 = 6;
+
 /// Floats per shared stage of A (and of B): `MM_BK x 128`.
 pub(crate) const STAGE: usize = (MM_BK * MM_BM) as usize;
 
@@ -215,26 +218,68 @@ impl WarpTiling {
     /// The stage holds a fully stored K step (a barrier separates the stores from this).
     #[inline(always)]
     pub(crate) unsafe fn compute(&self, a_s: Smem<f32>, b_s: Smem<f32>, acc: &mut [[f32; TN]; TM]) {
-        unroll!(8, KK => {
-            let kk = KK as u32;
-            // SAFETY: offsets inside the stage; the swizzle flips bit 4 only, so
-            // 4-aligned groups stay contiguous and 16-byte aligned. Every offset is a
-            // constant plus `rm` or `cn`.
-            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
-                (
-                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm)) as usize).load4(),
-                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + WARP_M / 2)) as usize).load4(),
-                    b_s.add((kk * MM_BN + self.cn) as usize).load4(),
-                    b_s.add((kk * MM_BN + self.cn + WARP_N / 2) as usize).load4(),
-                )
-            };
-            let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
-            let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
-            unroll!(8, I => {
-                unroll!(8, J => {
-                    acc[I][J] = simt_std::math::fma(af[I], bf[J], acc[I][J]);
+        // SAFETY: offsets inside the stage; the swizzle flips bit 4 only, so
+        // 4-aligned groups stay contiguous and 16-byte aligned. Every offset is a
+        // constant plus `rm` or `cn`.
+        let frag = |kk: u32| unsafe {
+            let (a_lo, a_hi, b_lo, b_hi) = (
+                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm)) as usize)
+                    .load4(),
+                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + WARP_M / 2)) as usize)
+                    .load4(),
+                b_s.add((kk * MM_BN + self.cn) as usize).load4(),
+                b_s.add((kk * MM_BN + self.cn + WARP_N / 2) as usize)
+                    .load4(),
+            );
+            (
+                [
+                    a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w,
+                ],
+                [
+                    b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w,
+                ],
+            )
+        };
+        if TRIAL == 3 {
+            let mut cur = frag(0);
+            unroll!(8, KK => {
+                let next = if KK < 7 { frag(KK as u32 + 1) } else { cur };
+                let (af, bf) = cur;
+                unroll!(8, I => {
+                    unroll!(8, J => {
+                        acc[I][J] = simt_std::math::fma(af[I], bf[J], acc[I][J]);
+                    });
                 });
+                cur = next;
             });
+            return;
+        }
+        unroll!(8, KK => {
+            let (af, bf) = frag(KK as u32);
+            if TRIAL == 5 {
+                unroll!(8, J => {
+                    unroll!(8, I => {
+                        acc[I][J] = simt_std::math::fma(af[I], bf[J], acc[I][J]);
+                    });
+                });
+            } else if TRIAL == 6 {
+                // 2x2 blocks, serpentine over the column pairs (cuBLAS's order)
+                unroll!(4, JP => {
+                    unroll!(8, II => {
+                        let i = if JP % 2 == 0 { II } else { 7 - II };
+                        unroll!(2, JJ => {
+                            let j = 2 * JP + JJ;
+                            acc[i][j] = simt_std::math::fma(af[i], bf[j], acc[i][j]);
+                        });
+                    });
+                });
+            } else {
+                unroll!(8, I => {
+                    unroll!(8, J => {
+                        acc[I][J] = simt_std::math::fma(af[I], bf[J], acc[I][J]);
+                    });
+                });
+            }
         });
     }
 
