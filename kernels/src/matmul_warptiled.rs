@@ -57,9 +57,6 @@ const _: () = assert!(
         && MM_BK == 8
 );
 
-/// Session 24's trial: the order of the FMAs and loads in `compute` (0: stage 4's).
-const TRIAL: u32 = 6;
-
 /// Floats per shared stage of A (and of B): `MM_BK x 128`.
 pub(crate) const STAGE: usize = (MM_BK * MM_BM) as usize;
 
@@ -96,6 +93,16 @@ pub(crate) struct WarpTiling {
     lb_col: u32,
     rm: u32,
     cn: u32,
+}
+
+/// The order in which [`WarpTiling::compute`] writes a k's 64 FMAs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FmaOrder {
+    /// Row by row: `acc[0][0..8]`, `acc[1][0..8]`, ...
+    Rows,
+    /// 2x2 blocks, as cuBLAS's FP32 kernel issues them: for each pair of columns, the
+    /// 8 rows down (even pairs) or up (odd pairs), both columns of a row in turn.
+    PairsSerpentine,
 }
 
 impl WarpTiling {
@@ -212,73 +219,56 @@ impl WarpTiling {
     }
 
     /// The 8 rank-1 updates of one stage into the thread's 8x8 accumulators: per k,
-    /// 4 shared loads of 16 bytes and 64 FMAs.
+    /// 4 shared loads of 16 bytes and 64 FMAs, in the order `order` gives them to
+    /// the compiler.
+    ///
+    /// The order does not change a single bit of the result (each accumulator still
+    /// takes its k in turn), only the code ptxas makes of it. ptxas reorders the FMAs
+    /// and allocates their registers itself, and which order reaches it decides how
+    /// often an FMA waits at dispatch (a register-file conflict): ncu counted 34.7 k
+    /// dispatch-stall samples for stage 4 with [`FmaOrder::Rows`] and 25.1 k with
+    /// [`FmaOrder::PairsSerpentine`], 1.6-1.8% of the time at 4096^3 (H200,
+    /// `docs/PERFORMANCE.md`, session 24). Stage 4k, whose loop is compiled inside a
+    /// persistent kernel, ran 8% slower with the pairs, so each caller picks.
     ///
     /// # Safety
     /// The stage holds a fully stored K step (a barrier separates the stores from this).
     #[inline(always)]
-    pub(crate) unsafe fn compute(&self, a_s: Smem<f32>, b_s: Smem<f32>, acc: &mut [[f32; TN]; TM]) {
-        // SAFETY: offsets inside the stage; the swizzle flips bit 4 only, so
-        // 4-aligned groups stay contiguous and 16-byte aligned. Every offset is a
-        // constant plus `rm` or `cn`.
-        let frag = |kk: u32| unsafe {
-            let (a_lo, a_hi, b_lo, b_hi) = (
-                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm)) as usize)
-                    .load4(),
-                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + WARP_M / 2)) as usize)
-                    .load4(),
-                b_s.add((kk * MM_BN + self.cn) as usize).load4(),
-                b_s.add((kk * MM_BN + self.cn + WARP_N / 2) as usize)
-                    .load4(),
-            );
-            (
-                [
-                    a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w,
-                ],
-                [
-                    b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w,
-                ],
-            )
-        };
-        if TRIAL == 3 {
-            let mut cur = frag(0);
-            unroll!(8, KK => {
-                let next = if KK < 7 { frag(KK as u32 + 1) } else { cur };
-                let (af, bf) = cur;
-                unroll!(8, I => {
-                    unroll!(8, J => {
-                        acc[I][J] = simt_std::math::fma(af[I], bf[J], acc[I][J]);
-                    });
-                });
-                cur = next;
-            });
-            return;
-        }
+    pub(crate) unsafe fn compute(
+        &self,
+        a_s: Smem<f32>,
+        b_s: Smem<f32>,
+        acc: &mut [[f32; TN]; TM],
+        order: FmaOrder,
+    ) {
         unroll!(8, KK => {
-            let (af, bf) = frag(KK as u32);
-            if TRIAL == 5 {
-                unroll!(8, J => {
-                    unroll!(8, I => {
-                        acc[I][J] = simt_std::math::fma(af[I], bf[J], acc[I][J]);
-                    });
-                });
-            } else if TRIAL == 6 {
-                // 2x2 blocks, serpentine over the column pairs (cuBLAS's order)
-                unroll!(4, JP => {
+            let kk = KK as u32;
+            // SAFETY: offsets inside the stage; the swizzle flips bit 4 only, so
+            // 4-aligned groups stay contiguous and 16-byte aligned. Every offset is a
+            // constant plus `rm` or `cn`.
+            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+                (
+                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm)) as usize).load4(),
+                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + WARP_M / 2)) as usize).load4(),
+                    b_s.add((kk * MM_BN + self.cn) as usize).load4(),
+                    b_s.add((kk * MM_BN + self.cn + WARP_N / 2) as usize).load4(),
+                )
+            };
+            let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
+            let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
+            let mut fma = |i: usize, j: usize| acc[i][j] = simt_std::math::fma(af[i], bf[j], acc[i][j]);
+            match order {
+                FmaOrder::Rows => unroll!(8, I => {
+                    unroll!(8, J => { fma(I, J); });
+                }),
+                // Column pairs left to right; down the rows, then up, so that the
+                // row at a turn is used twice running.
+                FmaOrder::PairsSerpentine => unroll!(4, JP => {
                     unroll!(8, II => {
-                        let i = if JP % 2 == 0 { II } else { 7 - II };
-                        unroll!(2, JJ => {
-                            let j = 2 * JP + JJ;
-                            acc[i][j] = simt_std::math::fma(af[i], bf[j], acc[i][j]);
-                        });
+                        let i = if JP % 2 == 0 { II } else { TM - 1 - II };
+                        unroll!(2, JJ => { fma(i, 2 * JP + JJ); });
                     });
-                });
-            } else {
-                unroll!(8, I => {
-                    unroll!(8, J => {
-                        acc[I][J] = simt_std::math::fma(af[I], bf[J], acc[I][J]);
-                    });
-                });
+                }),
             }
         });
     }
@@ -339,7 +329,7 @@ pub(crate) unsafe fn k_steps(
         // 1. issue step s+1's global loads (registers; past K they read zeros)
         let next = unsafe { tl.load((s + 1) * MM_BK) };
         // 2. compute step s from shared memory while they fly
-        unsafe { tl.compute(a_s.add(cur), b_s.add(cur), acc) };
+        unsafe { tl.compute(a_s.add(cur), b_s.add(cur), acc, FmaOrder::PairsSerpentine) };
         // 3. store them into the other stage: its last readers finished step s-1,
         //    before the barrier that ended it
         unsafe { tl.store(a_s.add(nxt), b_s.add(nxt), next) };
@@ -376,7 +366,7 @@ pub(crate) unsafe fn k_steps_down(
         let nxt = STAGE - cur;
         k0 += MM_BK;
         let next = unsafe { tl.load(k0) };
-        unsafe { tl.compute(a_s.add(cur), b_s.add(cur), acc) };
+        unsafe { tl.compute(a_s.add(cur), b_s.add(cur), acc, FmaOrder::Rows) };
         unsafe { tl.store(a_s.add(nxt), b_s.add(nxt), next) };
         sync_threads();
         left -= 1;
