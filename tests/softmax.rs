@@ -621,6 +621,51 @@ fn cluster_rows_every_order() {
     }
 }
 
+/// On a device that refuses cooperative launches (a shared MPS device), `Auto`
+/// answers the refusal of the kernel it picked (the stream kernel here) with the
+/// online passes; asked for by name, the kernel's refusal is the error.
+#[test]
+fn auto_falls_back_to_the_online_passes_without_cooperative_launches() {
+    let g = emulator_without_cooperative(8, Order::Random(3));
+    let (mut r, seed) = rng("softmax refused");
+    let (rows, cols) = (2, 200_000);
+    assert_eq!(
+        rust_simt::ops::softmax::auto_kernel(&g, rows, cols, true).unwrap(),
+        SoftmaxKernel::Stream
+    );
+    let x = long_rows(&mut r, rows, cols);
+    let want = reference::softmax(&x, rows, cols);
+    let xb = g.upload(&x).unwrap();
+    let (_, launches) = g
+        .profile(|| {
+            Ok(run_checked(
+                &g,
+                SoftmaxKernel::Auto,
+                &xb,
+                rows,
+                cols,
+                &want,
+                seed,
+            ))
+        })
+        .unwrap();
+    let names: Vec<_> = launches.iter().map(|l| l.kernel).collect();
+    assert_eq!(
+        names,
+        ["softmax_online_partials", "softmax_online_finish"],
+        "the online passes alone ran"
+    );
+    let mut out = poisoned(&g, rows * cols);
+    let e = softmax_with(
+        &g,
+        SoftmaxKernel::Stream,
+        xb.matrix(rows, cols).unwrap(),
+        out.matrix_mut(rows, cols).unwrap(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, SimtError::BadLaunch { .. }), "{e}");
+}
+
 #[test]
 fn auto_takes_the_stream_kernel_where_the_wide_split_kernel_fits() {
     // On an 8-block emulator the wide split kernel holds 8 chunks of 32768 at once

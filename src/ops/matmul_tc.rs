@@ -686,8 +686,16 @@ pub fn matmul_tf32_with(
                 // `epoch` (Gpu::flags), both used by launches on this Gpu's queue
                 // only, in order; one block per SM is resident (checked again by the
                 // cooperative launch).
-                return unsafe {
+                let r = unsafe {
                     gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(sms, 1, 1)), (sp,))
+                };
+                return match r {
+                    // Refused before it ran (a shared MPS device takes no cooperative
+                    // launch): stage 6t computes the product from the same maps.
+                    Err(SimtError::BadLaunch { kernel, .. }) if kernel == K::NAME => {
+                        go::<s6t::matmul_mma_tma_tf32, _>(gpu, grid, p)
+                    }
+                    r => r,
                 };
             }
             let b_src = TensorMap::tiled_tf32(gpu, b, TC6KB_ITEM, TC6T_TF32_BN, TmaSwizzle::None)?;
@@ -724,7 +732,37 @@ pub fn matmul_tf32_with(
                 // It may have stopped with some counts not back at zero.
                 gpu.discard_counts();
             }
-            r
+            match r {
+                // Refused before it ran (a shared MPS device takes no cooperative
+                // launch): the copy makes the strips its transposing blocks would
+                // have written, and stage 6t computes the product.
+                Err(SimtError::BadLaunch { kernel, .. }) if kernel == K::NAME => {
+                    let col0 = (first_strip * TC6T_TF32_BN).min(n);
+                    if col0 < n {
+                        let mut rest = job(&b, &bt, 1);
+                        rest.src.ptr = rest.src.ptr.wrapping_add(col0 as usize);
+                        rest.src.cols = n - col0;
+                        rest.dst = rest.dst.wrapping_add(col0 as usize * kp);
+                        let grid = dim3(
+                            rest.src.cols.div_ceil(region),
+                            rest.src.rows.div_ceil(region),
+                            1,
+                        );
+                        // SAFETY: as the copy above: columns col0.. of the checked view
+                        // B (col0 < n) into rows col0.. of Bᵀ's scratch (n x kp floats),
+                        // which nothing else reads or writes meanwhile; the grid covers
+                        // that block of B with the kernel's block.
+                        unsafe {
+                            gpu.launch::<Prep>(
+                                LaunchConfig::for_kernel::<Prep>(grid),
+                                (rest, rest),
+                            )?
+                        };
+                    }
+                    go::<s6t::matmul_mma_tma_tf32, _>(gpu, grid, p)
+                }
+                r => r,
+            }
         }
         TcKernel::WgmmaCluster => go_hopper::<s8::matmul_wgmma_cluster_tf32>(gpu, p),
         _ => go_hopper::<s7::matmul_wgmma_tf32>(gpu, p),

@@ -385,6 +385,7 @@ pub fn softmax_with(
     ptx::load(gpu)?;
     let n = cols as usize;
     let aligned = x.ptr() as usize % 16 == 0 && ld_x % 4 == 0;
+    let requested = kernel;
     let kernel = match kernel {
         SoftmaxKernel::Auto => {
             let h = auto_kernel(gpu, rows as usize, n, aligned)?;
@@ -411,6 +412,21 @@ pub fn softmax_with(
         }
         k => k,
     };
+    let cooperative = matches!(
+        kernel,
+        SoftmaxKernel::Split
+            | SoftmaxKernel::SplitAsync
+            | SoftmaxKernel::SplitWide
+            | SoftmaxKernel::Stream
+    );
+    if requested == SoftmaxKernel::Auto && cooperative {
+        return match softmax_with(gpu, kernel, x, y.reborrow()) {
+            // Refused before it ran (a shared MPS device takes no cooperative launch):
+            // the online passes need no block to wait for another.
+            Err(SimtError::BadLaunch { .. }) => softmax_with(gpu, SoftmaxKernel::Online, x, y),
+            r => r,
+        };
+    }
     let too_long = |limit: usize, name: &str, use_: &str| SimtError::TooLarge {
         op,
         detail: format!("rows of {n} columns; the {name} kernel takes at most {limit} ({use_})"),

@@ -32,6 +32,19 @@ pub fn emulator_workers(workers: usize, order: Order) -> Gpu {
     g
 }
 
+/// As [`emulator_workers`], on a device that refuses every cooperative launch, as
+/// the driver does on a shared (MPS) device.
+pub fn emulator_without_cooperative(workers: usize, order: Order) -> Gpu {
+    let g = Gpu::emulator(EmuConfig {
+        workers,
+        order,
+        cooperative: false,
+        ..EmuConfig::default()
+    });
+    rust_simt::ptx::load(&g).unwrap();
+    g
+}
+
 /// Whether tests run on a real GPU (larger shapes then).
 pub fn on_gpu(g: &Gpu) -> bool {
     g.kind() == BackendKind::Cuda

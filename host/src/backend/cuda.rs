@@ -415,10 +415,17 @@ impl Backend for CudaBackend {
             return match r {
                 CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
                 | CUDA_ERROR_NOT_SUPPORTED
-                | CUDA_ERROR_NOT_PERMITTED => Err(SimtError::BadLaunch {
-                    kernel: l.kernel,
-                    detail: format!("{what}: {r:?}; a cooperative grid must fit on the device at once (Gpu::max_resident_blocks)"),
-                }),
+                | CUDA_ERROR_NOT_PERMITTED => {
+                    // Refused: it never ran, so it is not in flight.
+                    let mut f = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+                    if f.last() == Some(&l.kernel) {
+                        f.pop();
+                    }
+                    Err(SimtError::BadLaunch {
+                        kernel: l.kernel,
+                        detail: format!("{what}: {r:?}; a cooperative grid must fit on the device at once (Gpu::max_resident_blocks)"),
+                    })
+                }
                 _ => check(r, &what),
             };
         }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::{Backend, DevPtr, Event};
 use crate::device::{BackendKind, DeviceProps, KernelResources, MemInfo};
 use crate::emulator::{self, fault, EmuConfig, EmuLaunch};
-use crate::error::Result;
+use crate::error::{Result, SimtError};
 use crate::launch::RawLaunch;
 use crate::module::Module;
 use crate::tensor_map::TensorMapDesc;
@@ -105,6 +105,12 @@ impl Backend for EmuBackend {
         Ok(()) // the kernels' host build is linked in; the Gpu records what was loaded
     }
     unsafe fn launch(&self, l: &RawLaunch) -> Result<()> {
+        if l.cooperative && !self.cfg.cooperative {
+            return Err(SimtError::BadLaunch {
+                kernel: l.kernel,
+                detail: "this emulated device takes no cooperative launches (EmuConfig::cooperative is false, as on a shared MPS device); launch the kernel normally or use one that needs no co-residency".into(),
+            });
+        }
         let launch = EmuLaunch {
             kernel: l.kernel,
             grid: l.grid,
