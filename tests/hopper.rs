@@ -1126,46 +1126,63 @@ fn stream_k_with_transposing_blocks_matches_float64_and_repeats_bit_for_bit() {
 
 /// On a device that refuses cooperative launches (a shared MPS device), stage 6k and
 /// stage 6kb answer the refusal with stage 6t: for 6kb after a second copy makes the
-/// strips of `Bᵀ` its transposing blocks would have written. Against float64, and
-/// only stage 6t multiplied.
+/// strips of `Bᵀ` its transposing blocks would have written. `check_tf32` checks the
+/// product against float64 on the refusing device; the launches show that only stage
+/// 6t multiplied there, and that the same product on a device that takes cooperative
+/// launches runs stage 6k or 6kb (so the fallback is what was tested).
 #[test]
 fn stream_k_falls_back_to_stage_6t_without_cooperative_launches() {
+    use kernels::matmul_mma_streamk::matmul_mma_streamk_tf32 as Stage6k;
+    use kernels::matmul_mma_streamk_tb::matmul_mma_streamk_tb_tf32 as Stage6kb;
     use kernels::matmul_mma_tma::matmul_mma_tma_tf32 as Stage6t;
-    use kernels::tf32_prep::tf32_operand_copy as Copy;
+    use kernels::tf32_prep::tf32_operand_copy as Prep;
     use rust_simt::ops::matmul_tc::matmul_tf32_with;
     use rust_simt::Kernel;
     let (mut r, seed) = rng("matmul_streamk_refused");
-    // (emulated SMs, shape, copies): 10 tiles on 3 SMs, stage 6k's plan (one copy,
-    // all of Bᵀ); 15 tiles on 8, stage 6kb's (strips 0-1 copied, then strip 2).
-    for (workers, (m, n, k, lda, ldb), copies) in [
-        (3, (640usize, 300usize, 37usize, 37usize, 301usize), 1),
-        (8, (640, 700, 100, 103, 700), 2),
+    // (emulated SMs, shape, the cooperative kernel, copies on a refusal): 10 tiles on
+    // 3 SMs, stage 6k's plan (one copy, all of Bᵀ); 15 tiles on 8, stage 6kb's
+    // (strips 0-1 copied, then strip 2).
+    for (workers, (m, n, k, lda, ldb), planned, copies) in [
+        (
+            3,
+            (640usize, 300usize, 37usize, 37usize, 301usize),
+            Stage6k::NAME,
+            1,
+        ),
+        (8, (640, 700, 100, 103, 700), Stage6kb::NAME, 2),
     ] {
-        let g = emulator_without_cooperative(workers, Order::Random(seed));
-        if !hopper(&g) {
-            return;
-        }
-        check_tf32(&g, &mut r, seed, TcKernel::MmaTma, (m, n, k, lda, ldb));
         let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
         let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
-        let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
-        let mut c = poisoned(&g, m * n);
-        let ((), launches) = g
-            .profile(|| {
-                matmul_tf32_with(
-                    &g,
-                    TcKernel::MmaTma,
-                    ab.matrix_strided(Layout::strided(m, k, lda))?,
-                    bb.matrix_strided(Layout::strided(k, n, ldb))?,
-                    c.matrix_mut(m, n)?,
-                    Epilogue::None,
-                )
-            })
-            .unwrap();
-        let names: Vec<_> = launches.iter().map(|l| l.kernel).collect();
-        let mut want = vec![Copy::NAME; copies];
+        let launches = |g: &Gpu| {
+            let (ab, bb) = (g.upload(&a).unwrap(), g.upload(&b).unwrap());
+            let mut c = poisoned(g, m * n);
+            let ((), l) = g
+                .profile(|| {
+                    matmul_tf32_with(
+                        g,
+                        TcKernel::MmaTma,
+                        ab.matrix_strided(Layout::strided(m, k, lda))?,
+                        bb.matrix_strided(Layout::strided(k, n, ldb))?,
+                        c.matrix_mut(m, n)?,
+                        Epilogue::None,
+                    )
+                })
+                .unwrap();
+            l.iter().map(|l| l.kernel).collect::<Vec<_>>()
+        };
+        let taking = emulator_workers(workers, Order::InOrder);
+        if !hopper(&taking) {
+            return;
+        }
+        assert!(
+            launches(&taking).contains(&planned),
+            "{m}x{n}x{k} on {workers} SMs: {planned} planned"
+        );
+        let g = emulator_without_cooperative(workers, Order::Random(seed));
+        check_tf32(&g, &mut r, seed, TcKernel::MmaTma, (m, n, k, lda, ldb));
+        let mut want = vec![Prep::NAME; copies];
         want.push(Stage6t::NAME);
-        assert_eq!(names, want, "{m}x{n}x{k} on {workers} SMs");
+        assert_eq!(launches(&g), want, "{m}x{n}x{k} on {workers} SMs");
     }
 }
 

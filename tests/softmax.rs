@@ -663,7 +663,7 @@ fn auto_falls_back_to_the_online_passes_without_cooperative_launches() {
         out.matrix_mut(rows, cols).unwrap(),
     )
     .unwrap_err();
-    assert!(matches!(e, SimtError::BadLaunch { .. }), "{e}");
+    assert!(matches!(e, SimtError::CooperativeRefused { .. }), "{e}");
 }
 
 #[test]

@@ -17,6 +17,15 @@ pub enum SimtError {
         kernel: &'static str,
         detail: String,
     },
+    /// A cooperative launch the device refused before anything ran: it cannot hold
+    /// the whole grid at once, or it takes no cooperative launches at all (a device
+    /// shared through MPS). The ops that launch cooperatively answer it with a kernel
+    /// that needs no co-residency (docs/RELIABILITY.md).
+    #[error("cooperative launch of `{kernel}` refused: {detail}")]
+    CooperativeRefused {
+        kernel: &'static str,
+        detail: String,
+    },
     /// A device allocation failed.
     #[error("out of device memory allocating {bytes} bytes; free buffers or use smaller inputs")]
     OutOfMemory {

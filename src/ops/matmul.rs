@@ -586,7 +586,7 @@ fn warptiled_streamk(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()>
     match r {
         // Refused before it ran (a device that cannot hold the grid at once, such as
         // a shared MPS one): stage 4 computes the same product.
-        Err(SimtError::BadLaunch { kernel, .. }) if kernel == K::NAME => stage4(),
+        Err(SimtError::CooperativeRefused { kernel, .. }) if kernel == K::NAME => stage4(),
         r => r,
     }
 }

@@ -692,7 +692,7 @@ pub fn matmul_tf32_with(
                 return match r {
                     // Refused before it ran (a shared MPS device takes no cooperative
                     // launch): stage 6t computes the product from the same maps.
-                    Err(SimtError::BadLaunch { kernel, .. }) if kernel == K::NAME => {
+                    Err(SimtError::CooperativeRefused { kernel, .. }) if kernel == K::NAME => {
                         go::<s6t::matmul_mma_tma_tf32, _>(gpu, grid, p)
                     }
                     r => r,
@@ -736,7 +736,7 @@ pub fn matmul_tf32_with(
                 // Refused before it ran (a shared MPS device takes no cooperative
                 // launch): the copy makes the strips its transposing blocks would
                 // have written, and stage 6t computes the product.
-                Err(SimtError::BadLaunch { kernel, .. }) if kernel == K::NAME => {
+                Err(SimtError::CooperativeRefused { kernel, .. }) if kernel == K::NAME => {
                     let col0 = (first_strip * TC6T_TF32_BN).min(n);
                     if col0 < n {
                         let mut rest = job(&b, &bt, 1);

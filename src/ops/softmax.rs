@@ -423,7 +423,9 @@ pub fn softmax_with(
         return match softmax_with(gpu, kernel, x, y.reborrow()) {
             // Refused before it ran (a shared MPS device takes no cooperative launch):
             // the online passes need no block to wait for another.
-            Err(SimtError::BadLaunch { .. }) => softmax_with(gpu, SoftmaxKernel::Online, x, y),
+            Err(SimtError::CooperativeRefused { .. }) => {
+                softmax_with(gpu, SoftmaxKernel::Online, x, y)
+            }
             r => r,
         };
     }

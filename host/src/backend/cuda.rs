@@ -382,13 +382,15 @@ impl Backend for CudaBackend {
         // SAFETY: a valid function handle; the size was checked against the device's opt-in limit.
         unsafe { opt_in_shared(&f, l.shared_bytes)? };
         let (g, b) = (l.grid, l.block);
-        {
+        // Listed once the driver took it: a launch that never ran cannot be the one a
+        // later fault report blames.
+        let in_flight = || {
             let mut f = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
             if f.len() == 64 {
                 f.remove(0);
             }
             f.push(l.kernel);
-        }
+        };
         if l.cooperative {
             // SAFETY: as the plain launch below; the driver checks that every block is
             // resident at once and refuses the launch otherwise.
@@ -408,26 +410,23 @@ impl Backend for CudaBackend {
             };
             let what = format!("cuLaunchCooperativeKernel(`{}`)", l.kernel);
             // A refusal of this launch (the grid does not fit at once, or the device or
-            // its MPS share takes no cooperative launches) is a `BadLaunch` of this
-            // kernel, which a caller may answer with another kernel; any other status
-            // (such as an earlier kernel's fault surfacing here) stays a driver error.
+            // its MPS share takes no cooperative launches) is `CooperativeRefused`,
+            // which a caller may answer with another kernel; any other status (such as
+            // an earlier kernel's fault surfacing here) stays a driver error.
             use sys::CUresult::*;
-            return match r {
-                CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
-                | CUDA_ERROR_NOT_SUPPORTED
-                | CUDA_ERROR_NOT_PERMITTED => {
-                    // Refused: it never ran, so it is not in flight.
-                    let mut f = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-                    if f.last() == Some(&l.kernel) {
-                        f.pop();
-                    }
-                    Err(SimtError::BadLaunch {
-                        kernel: l.kernel,
-                        detail: format!("{what}: {r:?}; a cooperative grid must fit on the device at once (Gpu::max_resident_blocks)"),
-                    })
+            let why = match r {
+                CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE => "the device cannot hold the whole grid at once (size it with Gpu::max_resident_blocks; an MPS client may hold fewer SMs than the device has)",
+                CUDA_ERROR_NOT_SUPPORTED | CUDA_ERROR_NOT_PERMITTED => "this device or its MPS share takes no cooperative launches",
+                _ => {
+                    check(r, &what)?;
+                    in_flight();
+                    return Ok(());
                 }
-                _ => check(r, &what),
             };
+            return Err(SimtError::CooperativeRefused {
+                kernel: l.kernel,
+                detail: format!("{what}: {r:?}: {why}"),
+            });
         }
         // SAFETY: one pointer per kernel parameter, each to a value of the parameter's
         // type (`LaunchArgs` of the kernel's own tuple); what they point to is
@@ -444,7 +443,9 @@ impl Backend for CudaBackend {
         .map_err(|e| SimtError::BadLaunch {
             kernel: l.kernel,
             detail: format!("cuLaunchKernel failed: {e}"),
-        })
+        })?;
+        in_flight();
+        Ok(())
     }
     fn event(&self) -> Result<Box<dyn Event>> {
         self.current()?;

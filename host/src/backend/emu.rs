@@ -106,9 +106,9 @@ impl Backend for EmuBackend {
     }
     unsafe fn launch(&self, l: &RawLaunch) -> Result<()> {
         if l.cooperative && !self.cfg.cooperative {
-            return Err(SimtError::BadLaunch {
+            return Err(SimtError::CooperativeRefused {
                 kernel: l.kernel,
-                detail: "this emulated device takes no cooperative launches (EmuConfig::cooperative is false, as on a shared MPS device); launch the kernel normally or use one that needs no co-residency".into(),
+                detail: "this emulated device takes no cooperative launches (EmuConfig::cooperative is false, as on a device shared through MPS)".into(),
             });
         }
         let launch = EmuLaunch {

@@ -86,17 +86,17 @@ pub struct EmuConfig {
     /// How long a block may wait for a [flag](simt_std::flag) while nothing in it
     /// moves before the launch fails with [`EmuError::Hang`].
     pub flag_timeout: std::time::Duration,
-    /// Whether the device takes cooperative launches. `false` refuses every one
-    /// with [`SimtError::BadLaunch`](crate::SimtError::BadLaunch), as the driver does
-    /// on a shared (MPS) device, so that the fallbacks of the kernels that launch
-    /// cooperatively can be tested.
+    /// Whether the device takes cooperative launches (default `true`). `false`
+    /// refuses every one with
+    /// [`SimtError::CooperativeRefused`](crate::SimtError::CooperativeRefused), as the
+    /// driver does on a device shared through MPS, so that the ops' fallbacks can be
+    /// tested.
     pub cooperative: bool,
 }
 
 impl Default for EmuConfig {
     /// `SIMT_EMU_ORDER` (default `inorder`), `SIMT_EMU_WORKERS` (default: all cores),
-    /// `SIMT_EMU_FLAG_TIMEOUT_S` (default 30 seconds), `SIMT_EMU_COOPERATIVE` (`0`
-    /// refuses cooperative launches; default: taken).
+    /// `SIMT_EMU_FLAG_TIMEOUT_S` (default 30 seconds); cooperative launches taken.
     fn default() -> Self {
         let order = std::env::var("SIMT_EMU_ORDER")
             .ok()
@@ -121,7 +121,7 @@ impl Default for EmuConfig {
                     .unwrap_or(30.0)
                     .max(0.001),
             ),
-            cooperative: std::env::var("SIMT_EMU_COOPERATIVE").map_or(true, |v| v != "0"),
+            cooperative: true,
         }
     }
 }
