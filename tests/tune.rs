@@ -309,6 +309,26 @@ fn heuristic_picks_by_shape() {
     assert!(auto_candidates(&g, shape(128 * (wave + 1), 128, 64)).contains(&sk));
     assert!(!auto_candidates(&g, shape(128 * wave, 128, 64)).contains(&sk));
     assert!(!auto_candidates(&g, shape(128, 128, 64)).contains(&sk));
+    // Aligned products that 64x64 tiles cover whole, a block per SM or more: the
+    // 3-stage 64x64 tile of 4 warps, unsplit (as 1024^3 on the H200); with edge tiles
+    // the 64x128 tile, K split (as 1000^3). The key tells the two apart. On an
+    // emulated device of 144 SMs: 768^2 is 144 such tiles and 36 of stage 4's.
+    let g144 = emulator_workers(144, rust_simt::emulator::Order::InOrder);
+    let w4 = MatmulKernel::TileAsync {
+        tile: MM_ASYNC_TILES
+            .iter()
+            .position(|t| (t.bm, t.bn, t.wm, t.wn, t.stages) == (64, 64, 16, 64, 3))
+            .unwrap(),
+        split_k: 1,
+    };
+    let (whole, edged) = (shape(768, 768, 1024), shape(744, 744, 1024));
+    assert_eq!(auto_heuristic(&g144, whole), w4);
+    assert!(auto_candidates(&g144, whole).contains(&w4));
+    assert!(matches!(
+        auto_heuristic(&g144, edged),
+        MatmulKernel::Tile { .. }
+    ));
+    assert_ne!(auto_key(&g144, whole), auto_key(&g144, edged));
     // Keys bucket shapes.
     assert_eq!(
         auto_key(&g, shape(1000, 1000, 1000)),

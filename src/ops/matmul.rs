@@ -680,9 +680,11 @@ pub struct Shape {
 }
 
 /// The tuner's key of a product: the device, then `m`, `n` and `k` rounded up to
-/// powers of two, whether the operands are aligned, and whether stage 4 would leave
-/// many of its slots idle ([`stage4_idles`]: 2560^3 and 4096^3 share the powers of
-/// two, and not the best kernel). Shapes in one bucket share a choice.
+/// powers of two, whether the operands are aligned, whether stage 4 would leave many
+/// of its slots idle ([`stage4_idles`]: 2560^3 and 4096^3 share the powers of two,
+/// and not the best kernel), and whether 64x64 tiles cover it whole
+/// ([`covers_whole`]: 1000^3 and 1024^3 share them, and not the best kernel either).
+/// Shapes in one bucket share a choice.
 pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
     crate::tune::Key::new(gpu, "matmul", "f32")
         .dim("m", s.m as usize)
@@ -690,6 +692,7 @@ pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
         .dim("k", s.k as usize)
         .flag("aligned", s.aligned)
         .flag("stage4_idles", stage4_idles(gpu, s))
+        .flag("tiles64", covers_whole(gpu, s))
 }
 
 /// Whether stage 4's 128x128 tiles, two blocks per SM, would leave more than 15% of
@@ -783,9 +786,11 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   (512^3); on Hopper 32x64 over a cluster of 4 while that is at most 2 blocks per
 ///   SM (300x200x700); otherwise 32x64 with K split only while the grid holds fewer
 ///   blocks than SMs (slices of at least 256);
+/// * aligned products that 64x64 tiles cover with no edge tile, at least one block
+///   per SM: the 3-stage `cp.async` 64x64 tile of 4 warps, unsplit ([`covers_whole`];
+///   H200, 2026-11-25: 1024^3);
 /// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
-///   (slices of at least 192: 1000^3 and 1024^3 tuned to 4 slices, 64x4096x4096 to
-///   16).
+///   (slices of at least 192: 1000^3 tuned to 4 slices, 64x4096x4096 to 16).
 pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     let sms = gpu.props().sms.max(1) as u64;
     let split_for = |blocks: u64, per_sm: u64, min_slice: u32| {
@@ -852,11 +857,40 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
             split_k: split_for(tile_blocks(&MM_ASYNC_TILES[tile], s.m, s.n), 1, 256),
         };
     }
+    if covers_whole(gpu, s) {
+        return MatmulKernel::TileAsync {
+            tile: async64_w4(),
+            split_k: 1,
+        };
+    }
     let tile = find(&MM_TILES, 64, 128, MM_ASYNC_STAGES);
     MatmulKernel::Tile {
         tile,
         split_k: split_for(tile_blocks(&MM_TILES[tile], s.m, s.n), 8, 192),
     }
+}
+
+/// The `cp.async` 64x64 tile of 4 warps (16x64 warp tiles) and 3 stages: the shape of
+/// Triton's best FP32 config at 1024^3.
+fn async64_w4() -> usize {
+    MM_ASYNC_TILES
+        .iter()
+        .position(|t| (t.bm, t.bn, t.wm, t.wn, t.stages) == (64, 64, 16, 64, MM_ASYNC_STAGES))
+        .expect("MM_ASYNC_TILES holds the 64x64 tile of 4 warps")
+}
+
+/// Whether [`async64_w4`]'s tiles cover the product with no edge tile and give every
+/// SM a block unsplit, on aligned operands: where it runs fastest. On the H200
+/// (2026-11-25, docs/PERFORMANCE.md session 24) it took 1024^3 in 0.0586-0.0588 ms
+/// against the 64x128 tile split 4's 0.0607-0.0610 (Triton's best config
+/// 0.0587-0.0590), and 1000^3, whose edge tiles it checks, in 0.072-0.076 against
+/// 0.0634-0.0638.
+pub fn covers_whole(gpu: &Gpu, s: Shape) -> bool {
+    let t = &MM_ASYNC_TILES[async64_w4()];
+    s.aligned
+        && s.m % t.bm == 0
+        && s.n % t.bn == 0
+        && tile_blocks(t, s.m, s.n) >= gpu.props().sms.max(1) as u64
 }
 
 /// Host-slice convenience: contiguous `a: m x k`, `b: k x n`; returns `m x n`.
