@@ -309,11 +309,12 @@ fn heuristic_picks_by_shape() {
     assert!(auto_candidates(&g, shape(128 * (wave + 1), 128, 64)).contains(&sk));
     assert!(!auto_candidates(&g, shape(128 * wave, 128, 64)).contains(&sk));
     assert!(!auto_candidates(&g, shape(128, 128, 64)).contains(&sk));
-    // Aligned products that 64x64 tiles cover whole, a block per SM or more: the
-    // 3-stage 64x64 tile of 4 warps, unsplit (as 1024^3 on the H200); with edge tiles
-    // the 64x128 tile, K split (as 1000^3). The key tells the two apart. On an
-    // emulated device of 144 SMs: 768^2 is 144 such tiles and 36 of stage 4's.
-    let g144 = emulator_workers(144, rust_simt::emulator::Order::InOrder);
+    // Aligned products that 64x64 tiles cover whole in one nearly full wave of two
+    // blocks per SM, K at most 1024: the 3-stage 64x64 tile of 4 warps, unsplit (as
+    // 1024^3 on the H200). Not with edge tiles (as 1000^3), more tiles than a wave,
+    // a wave under 7/8 full, or K past 1024. On an emulated device of 80 SMs, 768^2
+    // is 144 such tiles of 160 slots, and 36 of stage 4's tiles.
+    let g80 = emulator_workers(80, rust_simt::emulator::Order::InOrder);
     let w4 = MatmulKernel::TileAsync {
         tile: MM_ASYNC_TILES
             .iter()
@@ -321,14 +322,21 @@ fn heuristic_picks_by_shape() {
             .unwrap(),
         split_k: 1,
     };
-    let (whole, edged) = (shape(768, 768, 1024), shape(744, 744, 1024));
-    assert_eq!(auto_heuristic(&g144, whole), w4);
-    assert!(auto_candidates(&g144, whole).contains(&w4));
-    assert!(matches!(
-        auto_heuristic(&g144, edged),
-        MatmulKernel::Tile { .. }
-    ));
-    assert_ne!(auto_key(&g144, whole), auto_key(&g144, edged));
+    let whole = shape(768, 768, 1024);
+    assert_eq!(auto_heuristic(&g80, whole), w4);
+    assert!(auto_candidates(&g80, whole).contains(&w4));
+    for other in [
+        shape(744, 744, 1024),
+        shape(768, 896, 1024),
+        shape(640, 768, 1024),
+        shape(768, 768, 2048),
+    ] {
+        assert!(
+            matches!(auto_heuristic(&g80, other), MatmulKernel::Tile { .. }),
+            "{other:?}"
+        );
+    }
+    assert_ne!(auto_key(&g80, whole), auto_key(&g80, shape(744, 744, 1024)));
     // Keys bucket shapes.
     assert_eq!(
         auto_key(&g, shape(1000, 1000, 1000)),

@@ -786,9 +786,9 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   (512^3); on Hopper 32x64 over a cluster of 4 while that is at most 2 blocks per
 ///   SM (300x200x700); otherwise 32x64 with K split only while the grid holds fewer
 ///   blocks than SMs (slices of at least 256);
-/// * aligned products that 64x64 tiles cover with no edge tile, at least one block
-///   per SM: the 3-stage `cp.async` 64x64 tile of 4 warps, unsplit ([`covers_whole`];
-///   H200, 2026-11-25: 1024^3);
+/// * aligned products that 64x64 tiles cover with no edge tile in one nearly full
+///   wave, K at most 1024: the 3-stage `cp.async` 64x64 tile of 4 warps, unsplit
+///   ([`covers_whole`]; H200, 2026-11-25: 1024^3);
 /// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
 ///   (slices of at least 192: 1000^3 tuned to 4 slices, 64x4096x4096 to 16).
 pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
@@ -879,18 +879,30 @@ fn async64_w4() -> usize {
         .expect("MM_ASYNC_TILES holds the 64x64 tile of 4 warps")
 }
 
-/// Whether [`async64_w4`]'s tiles cover the product with no edge tile and give every
-/// SM a block unsplit, on aligned operands: where it runs fastest. On the H200
-/// (2026-11-25, docs/PERFORMANCE.md session 24) it took 1024^3 in 0.0586-0.0588 ms
-/// against the 64x128 tile split 4's 0.0607-0.0610 (Triton's best config
-/// 0.0587-0.0590), and 1000^3, whose edge tiles it checks, in 0.072-0.076 against
-/// 0.0634-0.0638.
+/// Whether [`async64_w4`]'s tiles cover an aligned product with no edge tile, as
+/// one wave that fills at least 7/8 of the slots its launch bounds give (2 blocks per
+/// SM), with K at most 1024: where it beats the 64x128 tile with K split. On the
+/// H200 (2026-11-25, docs/PERFORMANCE.md session 24), ms:
+///
+/// | shape | its tiles / slots | this tile | 64x128, K split as the heuristic does |
+/// |---|---|---|---|
+/// | 1024^3 | 256 / 264 | 0.0586-0.0588 | 0.0607-0.0610 (4) |
+/// | 2048x512x1024 | 256 / 264 | 0.0586-0.0589 | 0.0678-0.0682 (8) |
+/// | 1024x1024x256 | 256 / 264 | 0.0186-0.0188 | 0.0244-0.0246 (2, the best split) |
+/// | 1024x1024x4096 | 256 / 264 | 0.2176-0.2184 | 0.2088-0.2092 (8) |
+/// | 768^3 | 144 / 264 | 0.0451-0.0453 | 0.0386-0.0387 (4) |
+/// | 1280x1024x1024 | 320 / 264 | 0.1130-0.1131 | 0.0848-0.0849 (2, the best split) |
+/// | 1000^3 (edge tiles) | | 0.0763-0.0767 | 0.0637-0.0639 (4) |
 pub fn covers_whole(gpu: &Gpu, s: Shape) -> bool {
     let t = &MM_ASYNC_TILES[async64_w4()];
+    let slots = t.min_blocks as u64 * gpu.props().sms.max(1) as u64;
+    let tiles = tile_blocks(t, s.m, s.n);
     s.aligned
         && s.m % t.bm == 0
         && s.n % t.bn == 0
-        && tile_blocks(t, s.m, s.n) >= gpu.props().sms.max(1) as u64
+        && s.k <= 1024
+        && tiles <= slots
+        && 8 * tiles >= 7 * slots
 }
 
 /// Host-slice convenience: contiguous `a: m x k`, `b: k x n`; returns `m x n`.
