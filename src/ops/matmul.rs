@@ -859,7 +859,7 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     }
     if covers_whole(gpu, s) {
         return MatmulKernel::TileAsync {
-            tile: async64_w4(),
+            tile: ASYNC64_W4,
             split_k: 1,
         };
     }
@@ -870,16 +870,26 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     }
 }
 
-/// The `cp.async` 64x64 tile of 4 warps (16x64 warp tiles) and 3 stages: the shape of
-/// Triton's best FP32 config at 1024^3.
-fn async64_w4() -> usize {
-    MM_ASYNC_TILES
-        .iter()
-        .position(|t| (t.bm, t.bn, t.wm, t.wn, t.stages) == (64, 64, 16, 64, MM_ASYNC_STAGES))
-        .expect("MM_ASYNC_TILES holds the 64x64 tile of 4 warps")
-}
+/// The index in [`MM_ASYNC_TILES`] of the `cp.async` 64x64 tile of 4 warps (16x64
+/// warp tiles) and 3 stages: the shape of Triton's best FP32 config at 1024^3. A
+/// table without it fails to compile.
+const ASYNC64_W4: usize = {
+    let mut i = 0;
+    while i < MM_ASYNC_TILES.len() {
+        let t = MM_ASYNC_TILES[i];
+        if t.bm == 64 && t.bn == 64 && t.wm == 16 && t.wn == 64 && t.stages == MM_ASYNC_STAGES {
+            break;
+        }
+        i += 1;
+    }
+    assert!(
+        i < MM_ASYNC_TILES.len(),
+        "MM_ASYNC_TILES lacks the 64x64 tile of 4 warps"
+    );
+    i
+};
 
-/// Whether [`async64_w4`]'s tiles cover an aligned product with no edge tile, as
+/// Whether [`ASYNC64_W4`]'s tiles cover an aligned product with no edge tile, as
 /// one wave that fills at least 7/8 of the slots its launch bounds give (2 blocks per
 /// SM), with K at most 1024: where it beats the 64x128 tile with K split. On the
 /// H200 (2026-11-25, docs/PERFORMANCE.md session 24), ms:
@@ -894,7 +904,7 @@ fn async64_w4() -> usize {
 /// | 1280x1024x1024 | 320 / 264 | 0.1130-0.1131 | 0.0848-0.0849 (2, the best split) |
 /// | 1000^3 (edge tiles) | | 0.0763-0.0767 | 0.0637-0.0639 (4) |
 pub fn covers_whole(gpu: &Gpu, s: Shape) -> bool {
-    let t = &MM_ASYNC_TILES[async64_w4()];
+    let t = &MM_ASYNC_TILES[ASYNC64_W4];
     let slots = t.min_blocks as u64 * gpu.props().sms.max(1) as u64;
     let tiles = tile_blocks(t, s.m, s.n);
     s.aligned
