@@ -743,7 +743,7 @@ pub fn matmul_tf32_with(
                         rest.src.ptr = rest.src.ptr.wrapping_add(col0 as usize);
                         rest.src.cols = n - col0;
                         rest.dst = rest.dst.wrapping_add(col0 as usize * kp);
-                        let grid = dim3(
+                        let copy_grid = dim3(
                             rest.src.cols.div_ceil(region),
                             rest.src.rows.div_ceil(region),
                             1,
@@ -754,7 +754,7 @@ pub fn matmul_tf32_with(
                         // that block of B with the kernel's block.
                         unsafe {
                             gpu.launch::<Prep>(
-                                LaunchConfig::for_kernel::<Prep>(grid),
+                                LaunchConfig::for_kernel::<Prep>(copy_grid),
                                 (rest, rest),
                             )?
                         };

@@ -10,39 +10,40 @@ pub fn gpu() -> Gpu {
     rust_simt::gpu().unwrap_or_else(|e| panic!("no backend: {e}"))
 }
 
-/// The emulator with an explicit thread order, the lecture's module loaded.
-pub fn emulator(order: Order) -> Gpu {
-    let g = Gpu::emulator(EmuConfig {
-        order,
-        ..EmuConfig::default()
-    });
+/// An emulator with `cfg`, the lecture's module loaded.
+pub fn emulator_with(cfg: EmuConfig) -> Gpu {
+    let g = Gpu::emulator(cfg);
     rust_simt::ptx::load(&g).unwrap();
     g
+}
+
+/// The emulator with an explicit thread order, the lecture's module loaded.
+pub fn emulator(order: Order) -> Gpu {
+    emulator_with(EmuConfig {
+        order,
+        ..EmuConfig::default()
+    })
 }
 
 /// The emulator with `workers` workers (an emulated device of `workers` SMs, one
 /// resident block each) and thread order `order`, the lecture's module loaded.
 pub fn emulator_workers(workers: usize, order: Order) -> Gpu {
-    let g = Gpu::emulator(EmuConfig {
+    emulator_with(EmuConfig {
         workers,
         order,
         ..EmuConfig::default()
-    });
-    rust_simt::ptx::load(&g).unwrap();
-    g
+    })
 }
 
 /// As [`emulator_workers`], on a device that refuses every cooperative launch, as
 /// the driver does on a shared (MPS) device.
 pub fn emulator_without_cooperative(workers: usize, order: Order) -> Gpu {
-    let g = Gpu::emulator(EmuConfig {
+    emulator_with(EmuConfig {
         workers,
         order,
         cooperative: false,
         ..EmuConfig::default()
-    });
-    rust_simt::ptx::load(&g).unwrap();
-    g
+    })
 }
 
 /// Whether tests run on a real GPU (larger shapes then).
