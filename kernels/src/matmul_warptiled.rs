@@ -218,45 +218,18 @@ impl WarpTiling {
         };
     }
 
-    /// Fragments of k `kk` of one stage: the thread's 8 values of A (its rows) and 8 of
-    /// B (its columns), by 4 shared loads of 16 bytes.
-    ///
-    /// # Safety
-    /// The stage holds a fully stored K step (a barrier separates the stores from this).
-    #[inline(always)]
-    pub(crate) unsafe fn fragments(
-        &self,
-        a_s: Smem<f32>,
-        b_s: Smem<f32>,
-        kk: u32,
-    ) -> ([f32; 8], [f32; 8]) {
-        // SAFETY: offsets inside the stage; the swizzle flips bit 4 only, so 4-aligned
-        // groups stay contiguous and 16-byte aligned. Every offset is a constant plus
-        // `rm` or `cn`.
-        let (a_lo, a_hi, b_lo, b_hi) = unsafe {
-            (
-                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm)) as usize)
-                    .load4(),
-                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + WARP_M / 2)) as usize)
-                    .load4(),
-                b_s.add((kk * MM_BN + self.cn) as usize).load4(),
-                b_s.add((kk * MM_BN + self.cn + WARP_N / 2) as usize)
-                    .load4(),
-            )
-        };
-        (
-            [
-                a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w,
-            ],
-            [
-                b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w,
-            ],
-        )
-    }
-
     /// The 8 rank-1 updates of one stage into the thread's 8x8 accumulators: per k,
-    /// 4 shared loads of 16 bytes ([`WarpTiling::fragments`]) and 64 FMAs
-    /// ([`fmas`]), in the order `order` gives them to the compiler.
+    /// 4 shared loads of 16 bytes and 64 FMAs, in the order `order` gives them to
+    /// the compiler.
+    ///
+    /// The order does not change a single bit of the result (each accumulator still
+    /// takes its k in turn), only the code ptxas makes of it. ptxas reorders the FMAs
+    /// and allocates their registers itself, and which order reaches it decides how
+    /// often an FMA waits at dispatch (a register-file conflict): ncu counted 34.7 k
+    /// dispatch-stall samples for stage 4 with [`FmaOrder::Rows`] and 25.1 k with
+    /// [`FmaOrder::PairsSerpentine`], 1.6-1.8% of the time at 4096^3 (H200,
+    /// `docs/PERFORMANCE.md`, session 24). Stage 4k, whose loop is compiled inside a
+    /// persistent kernel, ran 8% slower with the pairs, so each caller picks.
     ///
     /// # Safety
     /// The stage holds a fully stored K step (a barrier separates the stores from this).
@@ -269,9 +242,34 @@ impl WarpTiling {
         order: FmaOrder,
     ) {
         unroll!(8, KK => {
-            // SAFETY: the caller's contract.
-            let (af, bf) = unsafe { self.fragments(a_s, b_s, KK as u32) };
-            fmas(acc, &af, &bf, order);
+            let kk = KK as u32;
+            // SAFETY: offsets inside the stage; the swizzle flips bit 4 only, so
+            // 4-aligned groups stay contiguous and 16-byte aligned. Every offset is a
+            // constant plus `rm` or `cn`.
+            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+                (
+                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm)) as usize).load4(),
+                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + WARP_M / 2)) as usize).load4(),
+                    b_s.add((kk * MM_BN + self.cn) as usize).load4(),
+                    b_s.add((kk * MM_BN + self.cn + WARP_N / 2) as usize).load4(),
+                )
+            };
+            let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
+            let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
+            let mut fma = |i: usize, j: usize| acc[i][j] = simt_std::math::fma(af[i], bf[j], acc[i][j]);
+            match order {
+                FmaOrder::Rows => unroll!(8, I => {
+                    unroll!(8, J => { fma(I, J); });
+                }),
+                // Column pairs left to right; down the rows, then up, so that the
+                // row at a turn is used twice running.
+                FmaOrder::PairsSerpentine => unroll!(4, JP => {
+                    unroll!(8, II => {
+                        let i = if JP % 2 == 0 { II } else { TM - 1 - II };
+                        unroll!(2, JJ => { fma(i, 2 * JP + JJ); });
+                    });
+                }),
+            }
         });
     }
 
@@ -304,35 +302,6 @@ impl WarpTiling {
     }
 }
 
-/// One k's 64 FMAs, `acc[i][j] += af[i] · bf[j]`, in the order `order` gives them to
-/// the compiler.
-///
-/// The order does not change a single bit of the result (each accumulator still takes
-/// its k in turn), only the code ptxas makes of it. ptxas reorders the FMAs and
-/// allocates their registers itself, and which order reaches it decides how often an
-/// FMA waits at dispatch (a register-file conflict): ncu counted 34.7 k dispatch-stall
-/// samples for stage 4 with [`FmaOrder::Rows`] and 25.1 k with
-/// [`FmaOrder::PairsSerpentine`], 1.6-1.8% of the time at 4096^3 (H200,
-/// `docs/PERFORMANCE.md`, session 24). Stage 4k, whose loop is compiled inside a
-/// persistent kernel, ran 8% slower with the pairs, so each caller picks.
-#[inline(always)]
-pub(crate) fn fmas(acc: &mut [[f32; TN]; TM], af: &[f32; 8], bf: &[f32; 8], order: FmaOrder) {
-    let mut fma = |i: usize, j: usize| acc[i][j] = simt_std::math::fma(af[i], bf[j], acc[i][j]);
-    match order {
-        FmaOrder::Rows => unroll!(8, I => {
-            unroll!(8, J => { fma(I, J); });
-        }),
-        // Column pairs left to right; down the rows, then up, so that the row at a
-        // turn is used twice running.
-        FmaOrder::PairsSerpentine => unroll!(4, JP => {
-            unroll!(8, II => {
-                let i = if JP % 2 == 0 { II } else { TM - 1 - II };
-                unroll!(2, JJ => { fma(i, 2 * JP + JJ); });
-            });
-        }),
-    }
-}
-
 /// K steps `s0 .. s1` (of `MM_BK`) of `tl`'s tile into `acc`, double-buffered through
 /// the two stages of `a_s` and `b_s`, one barrier per step.
 ///
@@ -353,32 +322,18 @@ pub(crate) unsafe fn k_steps(
     // arrays.
     unsafe { tl.store(a_s, b_s, tl.load(s0 * MM_BK)) };
     sync_threads();
-    let order = FmaOrder::PairsSerpentine;
-    let mut f = unsafe { tl.fragments(a_s, b_s, 0) };
     let mut s = s0;
     while s < s1 {
         let cur = ((s - s0) as usize % 2) * STAGE;
         let nxt = STAGE - cur;
         // 1. issue step s+1's global loads (registers; past K they read zeros)
         let next = unsafe { tl.load((s + 1) * MM_BK) };
-        // 2. compute k = 0..7 of step s from shared memory while they fly, each k's
-        //    fragments loaded during the one before
-        unroll!(8, KK => {
-            if KK < 7 {
-                let f_next = unsafe { tl.fragments(a_s.add(cur), b_s.add(cur), KK as u32 + 1) };
-                fmas(acc, &f.0, &f.1, order);
-                f = f_next;
-            }
-        });
+        // 2. compute step s from shared memory while they fly
+        unsafe { tl.compute(a_s.add(cur), b_s.add(cur), acc, FmaOrder::PairsSerpentine) };
         // 3. store them into the other stage: its last readers finished step s-1,
         //    before the barrier that ended it
         unsafe { tl.store(a_s.add(nxt), b_s.add(nxt), next) };
         sync_threads();
-        // 4. the last k of step s, while step s+1's first fragments load (past the
-        //    last step, the zeros its loads stored)
-        let f_next = unsafe { tl.fragments(a_s.add(nxt), b_s.add(nxt), 0) };
-        fmas(acc, &f.0, &f.1, order);
-        f = f_next;
         s += 1;
     }
 }
