@@ -27,7 +27,9 @@
 //! * computes shared-memory offsets relative to the stage, so all 32 shared loads of
 //!   a step use immediate offsets from two base registers;
 //! * has a branch-free main loop: the last step "loads" the step past K, which reads
-//!   zeros into the stage that no one reads again.
+//!   zeros into the stage that no one reads again;
+//! * loads each k's fragments from shared memory during the k before, across the
+//!   barrier too ([`k_steps`]), in the FMA order measured best ([`fmas`]).
 //!
 //! K steps of 16 instead of 8 (`MM_BK`) were measured at 3.07 ms against 2.93.
 //! The bigger loop body raised the dispatch stalls from 9% to 15% of ncu's samples.
@@ -95,14 +97,30 @@ pub(crate) struct WarpTiling {
     cn: u32,
 }
 
-/// The order in which [`WarpTiling::compute`] writes a k's 64 FMAs.
+/// The order in which [`fmas`] hands ptxas a k's 64 FMAs.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FmaOrder {
     /// Row by row: `acc[0][0..8]`, `acc[1][0..8]`, ...
     Rows,
-    /// 2x2 blocks, as cuBLAS's FP32 kernel issues them: for each pair of columns, the
-    /// 8 rows down (even pairs) or up (odd pairs), both columns of a row in turn.
-    PairsSerpentine,
+    /// 2x2 blocks, the shape in which cuBLAS's FP32 kernel issues its FFMAs: the four
+    /// column pairs in turn, each pair's 8 rows down or up (alternating, so that the row
+    /// at a turn is used twice running), both columns of a row in turn. From the left
+    /// and down first ([`pairs_at`]); `mirrored` starts at the bottom right instead
+    /// (row `i` becomes `7 - i`, column `j` becomes `7 - j`).
+    Pairs { mirrored: bool },
+}
+
+/// Place `x` (0..64) of [`FmaOrder::Pairs`]: `(row, column)` of the thread's 8x8.
+#[inline(always)]
+pub(crate) const fn pairs_at(x: usize, mirrored: bool) -> (usize, usize) {
+    let (jp, ii, jj) = (x / 16, x % 16 / 2, x % 2);
+    let i = if jp % 2 == 0 { ii } else { TM - 1 - ii };
+    let j = 2 * jp + jj;
+    if mirrored {
+        (TM - 1 - i, TN - 1 - j)
+    } else {
+        (i, j)
+    }
 }
 
 impl WarpTiling {
@@ -218,18 +236,45 @@ impl WarpTiling {
         };
     }
 
-    /// The 8 rank-1 updates of one stage into the thread's 8x8 accumulators: per k,
-    /// 4 shared loads of 16 bytes and 64 FMAs, in the order `order` gives them to
-    /// the compiler.
+    /// Fragments of k `kk` of one stage: the thread's 8 values of A (its rows) and 8 of
+    /// B (its columns), by 4 shared loads of 16 bytes.
     ///
-    /// The order does not change a single bit of the result (each accumulator still
-    /// takes its k in turn), only the code ptxas makes of it. ptxas reorders the FMAs
-    /// and allocates their registers itself, and which order reaches it decides how
-    /// often an FMA waits at dispatch (a register-file conflict): ncu counted 34.7 k
-    /// dispatch-stall samples for stage 4 with [`FmaOrder::Rows`] and 25.1 k with
-    /// [`FmaOrder::PairsSerpentine`], 1.6-1.8% of the time at 4096^3 (H200,
-    /// `docs/PERFORMANCE.md`, session 24). Stage 4k, whose loop is compiled inside a
-    /// persistent kernel, ran 8% slower with the pairs, so each caller picks.
+    /// # Safety
+    /// The stage holds a fully stored K step (a barrier separates the stores from this).
+    #[inline(always)]
+    pub(crate) unsafe fn fragments(
+        &self,
+        a_s: Smem<f32>,
+        b_s: Smem<f32>,
+        kk: u32,
+    ) -> ([f32; 8], [f32; 8]) {
+        // SAFETY: offsets inside the stage; the swizzle flips bit 4 only, so 4-aligned
+        // groups stay contiguous and 16-byte aligned. Every offset is a constant plus
+        // `rm` or `cn`.
+        let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+            (
+                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm)) as usize)
+                    .load4(),
+                a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + WARP_M / 2)) as usize)
+                    .load4(),
+                b_s.add((kk * MM_BN + self.cn) as usize).load4(),
+                b_s.add((kk * MM_BN + self.cn + WARP_N / 2) as usize)
+                    .load4(),
+            )
+        };
+        (
+            [
+                a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w,
+            ],
+            [
+                b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w,
+            ],
+        )
+    }
+
+    /// The 8 rank-1 updates of one stage into the thread's 8x8 accumulators: per k,
+    /// 4 shared loads of 16 bytes ([`WarpTiling::fragments`]) and 64 FMAs
+    /// ([`fmas`]), in the order `order` gives them to the compiler.
     ///
     /// # Safety
     /// The stage holds a fully stored K step (a barrier separates the stores from this).
@@ -242,34 +287,9 @@ impl WarpTiling {
         order: FmaOrder,
     ) {
         unroll!(8, KK => {
-            let kk = KK as u32;
-            // SAFETY: offsets inside the stage; the swizzle flips bit 4 only, so
-            // 4-aligned groups stay contiguous and 16-byte aligned. Every offset is a
-            // constant plus `rm` or `cn`.
-            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
-                (
-                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm)) as usize).load4(),
-                    a_s.add((kk * MM_BM + swizzle::matmul_a(kk, self.rm + WARP_M / 2)) as usize).load4(),
-                    b_s.add((kk * MM_BN + self.cn) as usize).load4(),
-                    b_s.add((kk * MM_BN + self.cn + WARP_N / 2) as usize).load4(),
-                )
-            };
-            let af = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
-            let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
-            let mut fma = |i: usize, j: usize| acc[i][j] = simt_std::math::fma(af[i], bf[j], acc[i][j]);
-            match order {
-                FmaOrder::Rows => unroll!(8, I => {
-                    unroll!(8, J => { fma(I, J); });
-                }),
-                // Column pairs left to right; down the rows, then up, so that the
-                // row at a turn is used twice running.
-                FmaOrder::PairsSerpentine => unroll!(4, JP => {
-                    unroll!(8, II => {
-                        let i = if JP % 2 == 0 { II } else { TM - 1 - II };
-                        unroll!(2, JJ => { fma(i, 2 * JP + JJ); });
-                    });
-                }),
-            }
+            // SAFETY: the caller's contract.
+            let (af, bf) = unsafe { self.fragments(a_s, b_s, KK as u32) };
+            fmas(acc, &af, &bf, order);
         });
     }
 
@@ -302,13 +322,54 @@ impl WarpTiling {
     }
 }
 
+/// One k's 64 FMAs, `acc[i][j] += af[i] · bf[j]`, in the order `order` gives them to
+/// the compiler.
+///
+/// The order does not change a single bit of the result (each accumulator still takes
+/// its k in turn), only the code ptxas makes of it. ptxas reorders the FMAs and
+/// allocates their registers itself, and which order reaches it decides how often an
+/// FMA waits at dispatch: an FFMA whose three source registers share a parity (one of
+/// the two register banks) waits a cycle. Counted in the SASS, one order gives a K
+/// loop 3 such FFMAs and another 45, and ncu's dispatch stalls follow the count (H200,
+/// `docs/PERFORMANCE.md`, sessions 24 and 25). The count sorts the bad orders out; the
+/// GPU picks among the rest, and each K loop takes the order measured best for it.
+#[inline(always)]
+pub(crate) fn fmas(acc: &mut [[f32; TN]; TM], af: &[f32; 8], bf: &[f32; 8], order: FmaOrder) {
+    let mut fma = |i: usize, j: usize| acc[i][j] = simt_std::math::fma(af[i], bf[j], acc[i][j]);
+    match order {
+        FmaOrder::Rows => unroll!(8, I => {
+            unroll!(8, J => { fma(I, J); });
+        }),
+        FmaOrder::Pairs { mirrored } => unroll!(8, A => {
+            unroll!(8, B => {
+                let (i, j) = pairs_at(8 * A + B, mirrored);
+                fma(i, j);
+            });
+        }),
+    }
+}
+
+/// Stage 4's FMA order: the pairs from the bottom right. Timed on the H200 against 12
+/// other orders of the same loop (session 25), it ran 2048^3 to 8192^3 0.4-0.7% faster
+/// than the next best and 4-5% faster than the unmirrored pairs.
+const STAGE4_ORDER: FmaOrder = FmaOrder::Pairs { mirrored: true };
+
 /// K steps `s0 .. s1` (of `MM_BK`) of `tl`'s tile into `acc`, double-buffered through
 /// the two stages of `a_s` and `b_s`, one barrier per step.
 ///
+/// Each k's fragments are loaded from shared memory while the k before computes, and
+/// the barrier that ends a step comes before its last k: the next step's first
+/// fragments load while the last k's 64 FMAs run. Without that, every warp met the
+/// shared loads' latency right after each barrier; ncu at 4096^3 counted 71 k
+/// short-scoreboard samples against 48 k after it, and the time fell 4.6% (H200,
+/// session 25).
+///
 /// # Safety
 /// Every thread of the block calls it with its own `tl` of the same tile and the same
-/// arguments; `a_s` and `b_s` hold two stages each, which no thread reads until this
-/// returns (it ends with a barrier); the kernel's contract for A and B.
+/// arguments; `a_s` and `b_s` hold two stages each, used by nothing else while this
+/// runs and **still read when it returns** (the fragments for a step past the last):
+/// a caller that writes them afterwards needs a barrier first. The kernel's contract
+/// for A and B.
 #[inline(always)]
 pub(crate) unsafe fn k_steps(
     tl: &WarpTiling,
@@ -322,18 +383,32 @@ pub(crate) unsafe fn k_steps(
     // arrays.
     unsafe { tl.store(a_s, b_s, tl.load(s0 * MM_BK)) };
     sync_threads();
+    let order = STAGE4_ORDER;
+    let mut f = unsafe { tl.fragments(a_s, b_s, 0) };
     let mut s = s0;
     while s < s1 {
         let cur = ((s - s0) as usize % 2) * STAGE;
         let nxt = STAGE - cur;
         // 1. issue step s+1's global loads (registers; past K they read zeros)
         let next = unsafe { tl.load((s + 1) * MM_BK) };
-        // 2. compute step s from shared memory while they fly
-        unsafe { tl.compute(a_s.add(cur), b_s.add(cur), acc, FmaOrder::PairsSerpentine) };
+        // 2. compute k = 0..7 of step s from shared memory while they fly, each k's
+        //    fragments loaded during the one before
+        unroll!(8, KK => {
+            if KK < 7 {
+                let f_next = unsafe { tl.fragments(a_s.add(cur), b_s.add(cur), KK as u32 + 1) };
+                fmas(acc, &f.0, &f.1, order);
+                f = f_next;
+            }
+        });
         // 3. store them into the other stage: its last readers finished step s-1,
         //    before the barrier that ended it
         unsafe { tl.store(a_s.add(nxt), b_s.add(nxt), next) };
         sync_threads();
+        // 4. the last k of step s, while step s+1's first fragments load (past the
+        //    last step, the zeros its loads stored)
+        let f_next = unsafe { tl.fragments(a_s.add(nxt), b_s.add(nxt), 0) };
+        fmas(acc, &f.0, &f.1, order);
+        f = f_next;
         s += 1;
     }
 }
