@@ -285,23 +285,30 @@ fn heuristic_picks_by_shape() {
         assert!(auto_candidates(&g, s).contains(&h), "{s:?}: {h:?}");
         assert_ne!(h, MatmulKernel::Auto);
     }
-    // Stage 4k where stage 4's last wave would idle more than 15% of the slots (1.5
-    // waves); stage 4 where the waves are nearly whole (3.9 waves).
-    let slots = 2 * sms as u32;
+    // Stage 4k where its tail beats stage 4's partial last wave (`streamk_pays`), on
+    // an emulated device of 80 SMs (160 slots): 1.6 waves, a last wave that gives some
+    // SMs two blocks; stage 4 where the waves are nearly whole (3.9 waves), and where
+    // the last wave gives each SM at most one block (2.25 and 1.5 waves), as 3072^3 on
+    // the H200.
+    let g80 = emulator_workers(80, rust_simt::emulator::Order::InOrder);
+    let slots = 160;
+    let sk_shape = shape(128 * (slots + slots / 2 + slots / 10), 128, 512);
     assert_eq!(
-        auto_heuristic(&g, shape(128 * (slots + slots / 2), 128, 512)),
+        auto_heuristic(&g80, sk_shape),
         MatmulKernel::WarpTiledStreamK
     );
-    assert_eq!(
-        auto_heuristic(&g, shape(128 * (4 * slots - slots / 8), 128, 512)),
-        MatmulKernel::WarpTiled
-    );
-    // ... and the tuner's key tells them apart (one power-of-two bucket for m).
-    let partial = shape(128 * (slots + slots / 2), 128, 512);
-    let nearly_whole = shape(128 * (2 * slots - slots / 8), 128, 512);
-    if (partial.m as usize).next_power_of_two() == (nearly_whole.m as usize).next_power_of_two() {
-        assert_ne!(auto_key(&g, partial), auto_key(&g, nearly_whole));
+    for waves_x8 in [31, 18, 12] {
+        assert_eq!(
+            auto_heuristic(&g80, shape(128 * (slots * waves_x8 / 8), 128, 512)),
+            MatmulKernel::WarpTiled,
+            "{waves_x8}/8 waves"
+        );
     }
+    // ... and the tuner's key tells them apart (one power-of-two bucket for m).
+    let lone_tail = shape(128 * (slots * 12 / 8), 128, 512);
+    let bucket = |s: Shape| (s.m as usize).next_power_of_two();
+    assert_eq!(bucket(sk_shape), bucket(lone_tail));
+    assert_ne!(auto_key(&g80, sk_shape), auto_key(&g80, lone_tail));
     // Stage 4k is timed where its stream-K tail applies (two resident blocks per SM):
     // a partial last wave, not whole waves.
     let wave = 2 * sms as u32;
@@ -314,7 +321,6 @@ fn heuristic_picks_by_shape() {
     // 1024^3 on the H200). Not with edge tiles (as 1000^3), more tiles than a wave,
     // a wave under 7/8 full, or K past 1024. On an emulated device of 80 SMs, 768^2
     // is 144 such tiles of 160 slots, and 36 of stage 4's tiles.
-    let g80 = emulator_workers(80, rust_simt::emulator::Order::InOrder);
     let w4 = MatmulKernel::TileAsync {
         tile: MM_ASYNC_TILES
             .iter()

@@ -26,14 +26,16 @@
 //! own: the result differs from stage 4's in the last bits where a tile is split, and
 //! is the same on every run (the split depends only on the shape and the grid).
 //!
-//! **Where it pays.** The same K loop runs about 8% slower per cycle here than in
+//! **Where it pays.** The same work runs about 18% slower per wave here than in
 //! stage 4: in the persistent kernel ptxas allocates the 128 registers differently,
 //! and ncu counts more dispatch stalls (0.76 against 0.45 warps per issue cycle at
-//! 4096^3 on the H200). So stage 4k wins only where stage 4's last wave is emptier
-//! than that: on the H200 (2026-11-25) 2560^3 ran 0.778 ms against 0.920 and
-//! 3072^3 1.330 against 1.385, while 4096^3 ran 3.12 against 2.92
-//! (docs/PERFORMANCE.md, session 23). `MatmulKernel::Auto` takes it where stage 4
-//! would leave more than 15% of its slot-waves idle.
+//! 4096^3 on the H200, session 23), and stage 4's own loop has since gained a
+//! fragment prefetch and an FMA order that do not carry over (session 25: compiled
+//! here they spilled, or left 39-60 FFMAs on same-bank sources against stage 4's 6). So stage 4k wins only where stage 4's last wave costs more than
+//! that: on the H200 (2026-11-25, session 25) 2560^3 ran 0.778 ms against stage 4's
+//! 0.864, while 3072^3 ran 1.332 against 1.299, and 3584^3 and 6144^3 lost 17% and
+//! 15% (docs/PERFORMANCE.md). `MatmulKernel::Auto` takes it where a model of the two
+//! predicts it faster (`streamk_pays` in the host crate).
 //!
 //! The tiles are counted row by row, as stage 4's grid runs them. The host sends only
 //! products whose tiles are not a whole number of waves and more than one, with

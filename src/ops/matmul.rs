@@ -680,8 +680,8 @@ pub struct Shape {
 }
 
 /// The tuner's key of a product: the device, then `m`, `n` and `k` rounded up to
-/// powers of two, whether the operands are aligned, whether stage 4 would leave many
-/// of its slots idle ([`stage4_idles`]: 2560^3 and 4096^3 share the powers of two,
+/// powers of two, whether the operands are aligned, whether stage 4k's stream-K tail
+/// is expected to pay ([`streamk_pays`]: 2560^3 and 4096^3 share the powers of two,
 /// and not the best kernel), and whether 64x64 tiles cover it whole
 /// ([`covers_whole`]: 1000^3 and 1024^3 share them, and not the best kernel either).
 /// Shapes in one bucket share a choice.
@@ -691,21 +691,38 @@ pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
         .dim("n", s.n as usize)
         .dim("k", s.k as usize)
         .flag("aligned", s.aligned)
-        .flag("stage4_idles", stage4_idles(gpu, s))
+        .flag("streamk_pays", streamk_pays(gpu, s))
         .flag("tiles64", covers_whole(gpu, s))
 }
 
-/// Whether stage 4's 128x128 tiles, two blocks per SM, would leave more than 15% of
-/// their slot-waves idle (the empty slots of the last wave over all the waves' slots)
-/// on a product with more tiles than slots and K of at least 128: where stage 4k's
-/// stream-K tail pays. On the H200 (docs/PERFORMANCE.md, session 23) 2560^3 (1.52
-/// waves) and 3072^3 (2.18) ran 18% and 4% faster in stage 4k, while from 2.97 waves
-/// up (3584^3, 4096^3, 6144^3, 8192^3) stage 4 was 7-10% faster.
-pub fn stage4_idles(gpu: &Gpu, s: Shape) -> bool {
-    let slots = 2 * gpu.props().sms.max(1) as u64;
+/// Whether stage 4k's stream-K tail is expected to beat stage 4 on a product with more
+/// of stage 4's 128x128 tiles than slots (two blocks per SM) and K of at least 128.
+///
+/// The model, fitted to one H200 run (docs/PERFORMANCE.md, session 25), in units of one
+/// wave of two blocks per SM:
+/// * stage 4 takes its whole waves, plus 1 for a partial last wave that gives some SM
+///   two blocks, or 1/2 for one that gives each SM at most one (a block alone on its SM
+///   runs about twice as fast as a pair);
+/// * stage 4k takes `tiles / slots` waves at 1.18 times stage 4's time per wave (its K
+///   loop, compiled inside the persistent kernel, gets a worse register allocation).
+///
+/// On the H200 that picks stage 4k at 2560^3 (1.52 waves: 0.778 ms against 0.864) and
+/// stage 4 at 3072^3 (2.18 waves, a lone-block tail: 1.299 against 1.332), 3584^3,
+/// 4096^3, 6144^3 and 8192^3, as measured.
+pub fn streamk_pays(gpu: &Gpu, s: Shape) -> bool {
+    let sms = gpu.props().sms.max(1) as u64;
+    let slots = 2 * sms;
     let tiles = stage4_tiles(s);
-    let spent = tiles.div_ceil(slots) * slots;
-    tiles > slots && (spent - tiles) * 100 > 15 * spent && s.k >= 16 * MM_BK
+    let tail = tiles % slots;
+    // Stage 4's time in half waves.
+    let stage4 = 2 * (tiles / slots)
+        + match tail {
+            0 => 0,
+            r if r <= sms => 1,
+            _ => 2,
+        };
+    // 1.18 · tiles / slots < stage4 / 2, in integers.
+    tiles > slots && 236 * tiles < 100 * slots * stage4 && s.k >= 16 * MM_BK
 }
 
 /// Stage 4's (and 4k's) 128x128 tiles over the product.
@@ -776,9 +793,9 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///
 /// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 4 blocks
 ///   per SM (each slice at least 256 of K);
-/// * stage 4 when its 128x128 tiles give every SM a block, or stage 4k where stage
-///   4 would leave more than 15% of its slot-waves idle (H200, 2026-11-25) and K is
-///   at least 128;
+/// * stage 4 when its 128x128 tiles give every SM a block, or stage 4k where its
+///   stream-K tail is expected to beat stage 4's last wave ([`streamk_pays`]; H200,
+///   2026-11-25) and K is at least 128;
 /// * small products (at most 512 x 512 outputs and K at most 1024), the 4-stage
 ///   `cp.async` tiles, as the H100 tuning of 2026-11-24 chose (commit 83f0783): on
 ///   Hopper (K at least 256) 16x64 with K over a cluster of 4 while that is at most
@@ -814,8 +831,8 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
         };
     }
     if stage4_tiles(s) >= sms {
-        // Stage 4k where stage 4 would leave many of its slots idle.
-        if stage4_idles(gpu, s) {
+        // Stage 4k where its stream-K tail is expected to beat stage 4's last wave.
+        if streamk_pays(gpu, s) {
             return MatmulKernel::WarpTiledStreamK;
         }
         return MatmulKernel::WarpTiled;
