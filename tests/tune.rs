@@ -291,7 +291,7 @@ fn heuristic_picks_by_shape() {
     // the last wave gives each SM at most one block (2.25 and 1.5 waves), as 3072^3 on
     // the H200.
     let g80 = emulator_workers(80, rust_simt::emulator::Order::InOrder);
-    let slots = 160;
+    let slots = 2 * g80.props().sms;
     let sk_shape = shape(128 * (slots + slots / 2 + slots / 10), 128, 512);
     assert_eq!(
         auto_heuristic(&g80, sk_shape),

@@ -27,7 +27,7 @@
 //! * computes shared-memory offsets relative to the stage, so all 32 shared loads of
 //!   a step use immediate offsets from two base registers;
 //! * has a branch-free main loop: the last step "loads" the step past K, which reads
-//!   zeros into the stage that no one reads again;
+//!   zeros into a stage whose only later read (a fragment load) nothing uses;
 //! * loads each k's fragments from shared memory during the k before, across the
 //!   barrier too ([`k_steps`]), in the FMA order measured best ([`fmas`]).
 //!
@@ -122,6 +122,22 @@ pub(crate) const fn pairs_at(x: usize, mirrored: bool) -> (usize, usize) {
         (i, j)
     }
 }
+
+// Both pair orders visit each of the 64 accumulators exactly once.
+const _: () = {
+    let mut m = 0;
+    while m < 2 {
+        let mut seen = 0u64;
+        let mut x = 0;
+        while x < TM * TN {
+            let (i, j) = pairs_at(x, m == 1);
+            seen |= 1u64 << (i * TN + j);
+            x += 1;
+        }
+        assert!(seen == u64::MAX);
+        m += 1;
+    }
+};
 
 impl WarpTiling {
     /// Thread `t`'s view of the tile at `(row0, col0)` of C.
@@ -403,8 +419,8 @@ pub(crate) unsafe fn k_steps(
                 f = f_next;
             }
         });
-        // 3. store them into the other stage: its last readers finished step s-1,
-        //    before the barrier that ended it
+        // 3. store them into the other stage: every read of it (step s-1's, its last
+        //    k's fragments included) was issued before the last barrier
         unsafe { tl.store(a_s.add(nxt), b_s.add(nxt), next) };
         sync_threads();
         // 4. the last k of step s, while step s+1's first fragments load (past the
@@ -465,7 +481,9 @@ kernel! {
     /// (transposed, swizzled) and `Bs[8][128]` (16 KiB). Warp tile 32x64 (8 warps:
     /// 4 down, 2 across); thread tile 8x8 as 2x2 groups of 4x4, 16 rows and 32
     /// columns apart. Step `s` computes from stage `s % 2` while step `s+1`'s global
-    /// loads are in flight, then stores them into the other stage; one barrier per step.
+    /// loads are in flight, then stores them into the other stage; one barrier per step,
+    /// before the step's last k, whose FMAs run while step `s+1`'s first fragments load
+    /// ([`k_steps`]).
     ///
     /// # Thread Mapping
     /// `grid = (ceil(n/128), ceil(m/128))`, 256 threads. Loading: thread `t` loads A

@@ -708,7 +708,8 @@ pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
 ///
 /// On the H200 that picks stage 4k at 2560^3 (1.52 waves: 0.778 ms against 0.864) and
 /// stage 4 at 3072^3 (2.18 waves, a lone-block tail: 1.299 against 1.332), 3584^3,
-/// 4096^3, 6144^3 and 8192^3, as measured.
+/// 4096^3, 6144^3 and 8192^3, as measured. It also picks stage 4k from 1 to about 1.27
+/// waves with a lone-block tail, where no run has checked it (the tuner times both).
 pub fn streamk_pays(gpu: &Gpu, s: Shape) -> bool {
     let sms = gpu.props().sms.max(1) as u64;
     let slots = 2 * sms;
