@@ -31,10 +31,11 @@
 //! and ncu counts more dispatch stalls (0.76 against 0.45 warps per issue cycle at
 //! 4096^3 on the H200, session 23), and stage 4's own loop has since gained a
 //! fragment prefetch and an FMA order that do not carry over (session 25: compiled
-//! here they spilled, or left 39-60 FFMAs on same-bank sources against stage 4's 6). So stage 4k wins only where stage 4's last wave costs more than
-//! that: on the H200 (2026-11-25, session 25) 2560^3 ran 0.778 ms against stage 4's
-//! 0.864, while 3072^3 ran 1.332 against 1.299, and 3584^3 and 6144^3 lost 17% and
-//! 15% (docs/PERFORMANCE.md). `MatmulKernel::Auto` takes it where a model of the two
+//! here they spilled, or left 39-60 FFMAs on same-bank sources against stage 4's 6).
+//! So stage 4k wins only where stage 4's last wave costs more than that: on the H200
+//! (2026-11-25, session 25) 2560^3 ran 0.778 ms against stage 4's 0.864, while 3072^3
+//! ran 1.332 against 1.299, and 3584^3 and 6144^3 lost 17% and 15%
+//! (docs/PERFORMANCE.md). `MatmulKernel::Auto` takes it where a model of the two
 //! predicts it faster (`streamk_pays` in the host crate).
 //!
 //! The tiles are counted row by row, as stage 4's grid runs them. The host sends only
