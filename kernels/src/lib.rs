@@ -21,6 +21,7 @@
 //! | [`row_sum_stream`] | few, very long rows: striding blocks, 4 read-only loads in flight per thread |
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
 //! | [`matmul_warptiled_streamk`] | stage 4 on persistent blocks with a stream-K tail (stage 4k) |
+//! | [`matmul_warptiled_tail`] | stage 4 with its partial last wave's tiles split along K, one segment per block (stage 4s) |
 //! | [`streamk`] | stream-K schedules (stages 4k and 6k) |
 //! | [`matmul_tiles`] | stage 4 with the block tile as a parameter (128x128 to 32x32) and split K: the autotuner's FP32 kernels |
 //! | [`matmul_tiles_async`] | the same tiles fed by a 3-stage `cp.async` pipeline, K steps of 32: small products |
@@ -82,6 +83,7 @@ portable!(
     matmul_tiled_db,
     matmul_warptiled,
     matmul_warptiled_streamk,
+    matmul_warptiled_tail,
     row_sum,
     row_sum_stream,
     row_sum_tiny,

@@ -103,6 +103,22 @@ kernel_params! {
         pub epoch: u32,
     }
 
+    /// Stage 4s ([`crate::matmul_warptiled_tail`]): stage 4's product with the tiles
+    /// of its partial last wave split along K. Blocks `0 .. dp_tiles` take the first
+    /// tiles whole; the last `split_tiles` tiles are cut into `parts` parts (part 0 the
+    /// first `cut` K steps, the others sharing the rest evenly), one block each. Each
+    /// part writes its sums to its slot of `partials` (`parts x split_tiles x
+    /// MM4K_PARTIAL_FLOATS` floats: slot `p · split_tiles + j` for part `p` of split
+    /// tile `j`), and `matmul_tail_reduce` adds them into C.
+    pub struct MatmulParamsTail4 {
+        pub mm: MatmulParams,
+        pub dp_tiles: u32,
+        pub split_tiles: u32,
+        pub parts: u32,
+        pub cut: u32,
+        pub partials: *mut f32,
+    }
+
     /// Stage 6k ([`crate::matmul_mma_streamk`]): stage 6t's TF32 product with a
     /// stream-K tail. The first `dp_tiles` tiles (in grouped order) are whole, the last
     /// `sk_tiles` are shared along K; a block that holds a tile's first K steps but

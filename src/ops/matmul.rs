@@ -12,11 +12,11 @@ use kernels::config::{
 };
 pub use kernels::params::Epilogue;
 use kernels::params::{
-    MatMut, MatRef, MatmulParams, MatmulParamsStreamK4, MatmulSplitParams, SplitReduceParams,
+    MatMut, MatRef, MatmulParams, MatmulParamsStreamK4, MatmulParamsTail4, MatmulSplitParams, SplitReduceParams,
 };
 use kernels::{
     matmul_cluster_splitk, matmul_gemv, matmul_naive, matmul_tiled, matmul_tiled_db, matmul_tiles,
-    matmul_tiles_async, matmul_warptiled, matmul_warptiled_streamk,
+    matmul_tiles_async, matmul_warptiled, matmul_warptiled_streamk, matmul_warptiled_tail,
 };
 use simt::{dim3, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
@@ -48,6 +48,13 @@ pub enum MatmulKernel {
     /// stage 4 itself. Results can differ from stage 4's in the last bits where a tile
     /// is split; they are the same on every run.
     WarpTiledStreamK,
+    /// Stage 4s: stage 4 with the tiles of its partial last wave split along K, one
+    /// segment per block in one ordinary launch: the long first parts start first and
+    /// the short ones fill the slots they leave ([`tail_plan`] picks the cut). Where
+    /// the tiles are a whole number of waves, or the plan saves too little, it runs
+    /// stage 4 itself. Results can differ from stage 4's in the last bits where a
+    /// tile is split; they are the same on every run.
+    WarpTiledTail,
     /// Stage 4's warp tiling with block tile `MM_TILES[tile]` (128x128 down to 32x32)
     /// and K cut into `split_k` slices (1: no split; at most [`SPLITK_MAX`]) whose
     /// partial products a second kernel adds in a fixed order.
@@ -104,6 +111,7 @@ impl MatmulKernel {
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
             MatmulKernel::WarpTiled => "warptiled",
             MatmulKernel::WarpTiledStreamK => "warptiled-sk",
+            MatmulKernel::WarpTiledTail => "warptiled-tail",
             MatmulKernel::Tile { .. } => "tile",
             MatmulKernel::TileAsync { .. } => "async",
             MatmulKernel::TileCluster { .. } => "cluster",
@@ -197,7 +205,11 @@ impl MatmulKernel {
         }
         [
             Self::ALL.as_slice(),
-            &[MatmulKernel::WarpTiledStreamK, MatmulKernel::Auto],
+            &[
+                MatmulKernel::WarpTiledStreamK,
+                MatmulKernel::WarpTiledTail,
+                MatmulKernel::Auto,
+            ],
         ]
         .concat()
         .into_iter()
@@ -215,6 +227,7 @@ impl MatmulKernel {
             MatmulKernel::WarpTiledStreamK => {
                 matmul_warptiled_streamk::matmul_relu_warptiled_streamk::NAME
             }
+            MatmulKernel::WarpTiledTail => matmul_warptiled_tail::matmul_relu_warptiled_tail::NAME,
             MatmulKernel::Tile { tile, .. } => matmul_tiles::TILE_KERNEL_NAMES.get(tile)?,
             MatmulKernel::TileAsync { tile, .. } => {
                 matmul_tiles_async::ASYNC_KERNEL_NAMES.get(tile)?
@@ -343,6 +356,7 @@ pub fn matmul(
             | MatmulKernel::TileAsync { .. }
             | MatmulKernel::TileCluster { .. }
             | MatmulKernel::WarpTiledStreamK
+            | MatmulKernel::WarpTiledTail
             | MatmulKernel::GemvRow { .. }
             | MatmulKernel::GemvCol { .. }
     ) {
@@ -387,6 +401,7 @@ pub fn matmul(
             go::<matmul_warptiled::matmul_relu_warptiled>(gpu, grid(MM_BM, MM_BN)?, p)
         }
         MatmulKernel::WarpTiledStreamK => warptiled_streamk(gpu, grid(MM_BM, MM_BN)?, p),
+        MatmulKernel::WarpTiledTail => warptiled_tail(gpu, grid(MM_BM, MM_BN)?, p),
         MatmulKernel::Tile { tile, split_k } => {
             let Some(t) = MM_TILES.get(tile) else {
                 return Err(SimtError::Unsupported(format!(
@@ -589,6 +604,112 @@ fn warptiled_streamk(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()>
         Err(SimtError::CooperativeRefused { kernel, .. }) if kernel == K::NAME => stage4(),
         r => r,
     }
+}
+
+/// How stage 4s ([`MatmulKernel::WarpTiledTail`]) cuts a product: the first
+/// `dp_tiles` tiles whole, the last `split_tiles` in `parts` parts along K, part 0
+/// the first `cut` K steps and the others sharing the rest evenly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TailPlan {
+    pub dp_tiles: u32,
+    pub split_tiles: u32,
+    pub parts: u32,
+    pub cut: u32,
+}
+
+/// What one segment costs besides its K steps, in K steps: the first stage's load
+/// and barrier, the slot written and read back, the tile's stores.
+const TAIL_OVERHEAD_STEPS: u64 = 4;
+/// The fewest K steps a part of a split tile gets.
+const TAIL_MIN_PART_STEPS: u64 = 4;
+
+/// Stage 4s's plan for `tiles` 128x128 tiles of `ksteps` K steps (of 8) on `sms` SMs
+/// of two blocks each, or `None` where stage 4 runs instead: the tiles a whole number
+/// of waves, or the split not expected to save a tenth of the last wave.
+///
+/// The model counts time in K steps of a block that shares its SM (a block alone on
+/// its SM runs about twice as fast: docs/PERFORMANCE.md, session 25), each segment
+/// [`TAIL_OVERHEAD_STEPS`] more. The `t` tiles past the whole waves cost stage 4
+/// `ksteps` where some SM gets two of them, half that where none does. Split:
+/// * `t` above `sms`: two parts. The `t` first parts take `cut` steps while the
+///   `slots - t` other slots run the short parts, `r = ceil(t / (slots - t))` each,
+///   so `cut = ceil((r·ksteps + (r - 1)·overhead) / (r + 1))` ends both together
+///   (4096^3 on 132 SMs: 232 tiles, r = 8, parts of 459 and 53 steps);
+/// * `t` at most `sms`: `q` equal parts, `q` from 2 to [`TAIL_MAX_PARTS`] as long as
+///   the `q·t` parts fit in one wave, the cheapest of them (alone on an SM where
+///   `q·t <= sms`; 3072^3: 48 tiles in 5 parts).
+///
+/// [`TAIL_MAX_PARTS`]: kernels::matmul_warptiled_tail::TAIL_MAX_PARTS
+pub fn tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
+    use kernels::matmul_warptiled_tail::TAIL_MAX_PARTS;
+    let (sms, n, o) = (sms.max(1) as u64, ksteps as u64, TAIL_OVERHEAD_STEPS);
+    let slots = 2 * sms;
+    let t = tiles % slots;
+    if t == 0 || tiles >= 1 << 31 {
+        return None;
+    }
+    // Costs in half steps (a lone block's step is one).
+    let stage4 = if t > sms { 2 * (n + o) } else { n + o };
+    let (parts, cut, cost) = if t > sms {
+        let r = t.div_ceil(slots - t);
+        let cut = (r * n + (r - 1) * o).div_ceil(r + 1).min(n);
+        (2, cut, 2 * (cut + o))
+    } else {
+        (2..=TAIL_MAX_PARTS as u64)
+            .take_while(|q| q * t <= slots)
+            .map(|q| {
+                let cost = n / q + o;
+                (q, n / q, if q * t <= sms { cost } else { 2 * cost })
+            })
+            .min_by_key(|&(_, _, cost)| cost)?
+    };
+    // Every part at least TAIL_MIN_PART_STEPS (the short ones share n - cut).
+    let shortest = cut.min((n - cut) / (parts - 1));
+    (shortest >= TAIL_MIN_PART_STEPS && 10 * cost <= 9 * stage4).then_some(TailPlan {
+        dp_tiles: (tiles - t) as u32,
+        split_tiles: t as u32,
+        parts: parts as u32,
+        cut: cut as u32,
+    })
+}
+
+/// Stage 4s: stage 4 with the tiles of its partial last wave split along K
+/// ([`MatmulKernel::WarpTiledTail`]), then the split tiles' parts added.
+fn warptiled_tail(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()> {
+    type K = matmul_warptiled_tail::matmul_relu_warptiled_tail;
+    type R = matmul_warptiled_tail::matmul_tail_reduce;
+    type S4 = matmul_warptiled::matmul_relu_warptiled;
+    let tiles = grid.x as u64 * grid.y as u64;
+    let plan = tail_plan(tiles, p.a.cols.div_ceil(MM_BK), gpu.props().sms)
+        // A slot's rows are addressed as C's, 128 floats long, in 32 bits.
+        .filter(|_| (p.c.rows as u64) * (MM_BN as u64) < 1 << 32);
+    let Some(plan) = plan else {
+        // SAFETY: as in `matmul`: the views were checked against their buffers and
+        // each other, C does not overlap A or B, the grid covers C.
+        return unsafe { gpu.launch::<S4>(LaunchConfig::for_kernel::<S4>(grid), (p,)) };
+    };
+    let slots = plan.parts as usize * plan.split_tiles as usize;
+    let partials = gpu.scratch_f32(super::SCRATCH_TAIL, slots * MM4K_PARTIAL_FLOATS as usize)?;
+    let sp = MatmulParamsTail4 {
+        mm: p,
+        dp_tiles: plan.dp_tiles,
+        split_tiles: plan.split_tiles,
+        parts: plan.parts,
+        cut: plan.cut,
+        partials: partials.ptr() as *mut f32,
+    };
+    let blocks = plan.dp_tiles + plan.parts * plan.split_tiles;
+    // SAFETY: `p` as for stage 4 (checked views, C apart from A and B, k <= 2^31 and
+    // every view under 2^32 elements: `matmul`'s checks), m · 128 < 2^32 (above);
+    // dp_tiles + split_tiles are the grid's tiles, 2 <= parts <= TAIL_MAX_PARTS and
+    // every part at least TAIL_MIN_PART_STEPS K steps (`tail_plan`); the workspace holds
+    // parts · split_tiles slots, this Gpu's alone while its queue runs the two
+    // launches; the grid is one block per segment (blocks < 2^31: tiles < 2^31 and
+    // parts · split_tiles <= 4 · sms).
+    unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(blocks, 1, 1)), (sp,))? };
+    // SAFETY: after the product above with the same parameters (queue order), every
+    // slot holds its part's sums; C as checked; one block per split tile.
+    unsafe { gpu.launch::<R>(LaunchConfig::for_kernel::<R>(dim3(plan.split_tiles, 1, 1)), (sp,)) }
 }
 
 /// K slices of `chunk` elements (a multiple of 8) for `split_k` requested slices:

@@ -26,6 +26,7 @@ pub(crate) const SCRATCH_TF32_B: usize = 1;
 pub(crate) const SCRATCH_SOFTMAX_PAIRS: usize = 2;
 pub(crate) const SCRATCH_SPLITK: usize = 3;
 pub(crate) const SCRATCH_STREAMK: usize = 4;
+pub(crate) const SCRATCH_TAIL: usize = 5;
 
 pub(crate) fn fits_u32(op: &'static str, what: &str, v: usize) -> Result<u32> {
     u32::try_from(v).map_err(|_| SimtError::TooLarge {

@@ -1,0 +1,225 @@
+//! Matmul + ReLU, stage 4s: stage 4 with its partial last wave's tiles **split along
+//! K**, one segment per block, in one ordinary (non-persistent) launch.
+//!
+//! Stage 4 ([`matmul_relu_warptiled()`](crate::matmul_warptiled::matmul_relu_warptiled()))
+//! runs two 256-thread blocks per SM, one 128x128 tile of C each. At 4096^3 that is
+//! 1024 tiles on the 264 blocks an H100 or H200 holds at once: three full waves,
+//! then a fourth in which 232 blocks work and 32 slots stay empty, and the whole
+//! wave costs as much as a full one (3.88 waves of work in 4). Stage 4k
+//! ([`crate::matmul_warptiled_streamk`]) evens the work out with stream-K, but its
+//! persistent K loop runs 18% slower per wave than stage 4's, which costs more than
+//! the tail saves on most shapes.
+//!
+//! Here every block runs stage 4's own K loop ([`k_steps`]) over one contiguous range
+//! of K steps of one tile, so the loop and its registers are stage 4's. The grid is
+//! 1-D, `dp_tiles + parts · split_tiles` blocks:
+//! * blocks `0 .. dp_tiles` take the first tiles (in stage 4's row-by-row order)
+//!   whole: the whole waves;
+//! * the last `split_tiles` tiles are cut along K into `parts` segments
+//!   ([`tail_segment`]): part 0 is the first `cut` K steps, parts `1 .. parts` share
+//!   the rest evenly. Block `dp_tiles + p · split_tiles + j` takes part `p` of split
+//!   tile `j`: all first parts come first in the grid, so the hardware, which hands
+//!   out blocks in order as slots free up, starts the long parts first and fills the
+//!   remaining slots with the short ones.
+//!
+//! The host picks `cut` and `parts` so that the slots finish together
+//! (`tail_plan` in the host crate): at 4096^3, 232 tiles in two parts of 459 and
+//! 53 K steps, the short parts running eight at a time on the 32 slots the long ones
+//! leave free; where the partial wave gives each SM one block at most (3072^3: 48
+//! tiles), equal parts, as many as one wave holds.
+//!
+//! **The fix-up is a second launch.** A part writes its raw sums to its own slot of a
+//! workspace, a 128x128 row-major tile, with stage 4's own C stores (a different base
+//! and row length); [`matmul_tail_reduce()`] then adds each split tile's slots in part
+//! order and writes C with the epilogue. No block ever waits for another, so the
+//! product needs no co-residency (no cooperative launch), and the sum is `((p_0 +
+//! p_1) + p_2) + …` on every run: the result differs from stage 4's in the last bits
+//! where a tile is split, as stage 4k's does, and is the same on every run.
+//!
+//! Why not in the same launch (the last part to finish adding the others' slots, as
+//! stage 4k's tails do): any such code after the K loop, inlined or called, changed
+//! how ptxas allocated the loop's registers for every tile. Compiled for sm_90 the
+//! loop spilled, or put 50-70 of its 512 FFMAs on three same-bank sources against
+//! stage 4's 6-8 (the count that predicted stage 4's dispatch stalls, sessions 24 and
+//! 25 of docs/PERFORMANCE.md). Only the store's base, row length and epilogue differ
+//! between a whole tile and a part here, and the loop is stage 4's, FFMA for FFMA.
+use crate::config::{MM4K_PARTIAL_FLOATS, MM_BK, MM_BM, MM_BN, MM_THREADS};
+use crate::matmul_tiled::{TM, TN};
+use crate::matmul_warptiled::{k_steps, WarpTiling, STAGE};
+use crate::params::MatmulParamsTail4;
+use simt_std::memory::{is_aligned16, load4, opaque_u32, store4_first, F32x4};
+use simt_std::thread::{block_idx, thread_idx};
+use simt_std::{kernel, shared_array};
+
+const _: () = assert!(MM4K_PARTIAL_FLOATS == MM_BM * MM_BN);
+
+/// The most parts a split tile is cut into (the host's plans stay within it).
+pub const TAIL_MAX_PARTS: u32 = 16;
+
+/// The first K step of part `p` of a split tile of `ksteps` steps: part 0 is
+/// `[0, cut)`, parts `1 .. parts` share `[cut, ksteps)` evenly (the remainder to the
+/// later parts). `part_start(parts, ..) == ksteps`.
+#[inline(always)]
+pub const fn part_start(p: u32, parts: u32, cut: u32, ksteps: u32) -> u32 {
+    if p == 0 {
+        0
+    } else {
+        cut + ((ksteps - cut) as u64 * (p - 1) as u64 / (parts - 1) as u64) as u32
+    }
+}
+
+/// Block `blk`'s segment: `(tile, s0, s1, part)`, K steps `[s0, s1)` of tile `tile`
+/// (counted row by row), `part` `None` for a whole tile. `dp_tiles` whole tiles first,
+/// then part 0 of each of the `split_tiles` last tiles, then part 1 of each, and so on
+/// (module docs).
+#[inline(always)]
+pub const fn tail_segment(
+    blk: u32,
+    dp_tiles: u32,
+    split_tiles: u32,
+    parts: u32,
+    cut: u32,
+    ksteps: u32,
+) -> (u32, u32, u32, Option<u32>) {
+    if blk < dp_tiles || split_tiles == 0 {
+        return (blk, 0, ksteps, None);
+    }
+    let j = blk - dp_tiles;
+    let (p, t) = (j / split_tiles, j % split_tiles);
+    (
+        dp_tiles + t,
+        part_start(p, parts, cut, ksteps),
+        part_start(p + 1, parts, cut, ksteps),
+        Some(p),
+    )
+}
+
+/// Slot `s` of the workspace: a 128x128 row-major tile of raw sums.
+#[inline(always)]
+fn slot_base(partials: *mut f32, s: u32) -> *mut f32 {
+    partials.wrapping_add((s * MM4K_PARTIAL_FLOATS) as usize)
+}
+
+// Two 256-thread blocks per SM, as stage 4: at most 128 registers per thread.
+kernel! {
+    /// `C = relu?(A · B)` as [`matmul_relu_warptiled()`](crate::matmul_warptiled::matmul_relu_warptiled()),
+    /// the tiles of its partial last wave split along K (module docs).
+    ///
+    /// # Safety
+    /// `p.mm` as for `matmul_relu_warptiled` (A, B readable, C writable, C not
+    /// overlapping them, fewer than 2^32 elements each, `k <= 2^31`, `k >= 1`);
+    /// `p.dp_tiles + p.split_tiles` is the number of 128x128 tiles of C; where
+    /// `p.split_tiles > 0`, `2 <= p.parts <= TAIL_MAX_PARTS` and `1 <= p.cut` with
+    /// every part at least one K step (`part_start` increasing up to `ceil(k / 8)`);
+    /// `p.partials` holds `parts · split_tiles · MM4K_PARTIAL_FLOATS` floats, 16-byte
+    /// aligned, used by no other launch running at the same time, and
+    /// `m · 128 < 2^32` (a slot's rows are addressed as C's, 128 long).
+    ///
+    /// # Parameters
+    /// One [`MatmulParamsTail4`]: `mm` (A `[m, k]`, B `[k, n]`, C `[m, n]`, row-major
+    /// with their strides, and the epilogue), `dp_tiles`, `split_tiles`, `parts` and
+    /// `cut`, the workspace `partials`.
+    ///
+    /// # Tiling
+    /// As stage 4: block tile 128x128, K steps of 8, two shared stages; warp tile
+    /// 32x64; thread tile 8x8. One segment (a whole tile or one part) per block; a
+    /// part's sums go to its slot, and [`matmul_tail_reduce()`] finishes its tile.
+    ///
+    /// # Thread Mapping
+    /// As stage 4 within a tile. A 1-D grid of `dp_tiles + parts · split_tiles`
+    /// blocks of 256 threads; block `b` takes [`tail_segment`]`(b, ..)`.
+    #[launch(threads = MM_THREADS, min_blocks = 2)]
+    pub unsafe fn matmul_relu_warptiled_tail(sp: MatmulParamsTail4) {
+        let (a, b, c, m, n, k, lda, ldb, ldc, relu) = sp.mm.unpack();
+        let a_s = shared_array!(MM_WS_A, f32, 2 * STAGE);
+        let b_s = shared_array!(MM_WS_B, f32, 2 * STAGE);
+        let t = thread_idx().x;
+        let ksteps = k.div_ceil(MM_BK);
+        let (tile, s0, s1, _) = tail_segment(block_idx().x, sp.dp_tiles, sp.split_tiles, sp.parts, sp.cut, ksteps);
+        let tiles_n = n.div_ceil(MM_BN);
+        let origin = ((tile / tiles_n) * MM_BM, (tile % tiles_n) * MM_BN);
+        // The segment as a product of its own: A's columns and B's rows from K step
+        // s0 on, so that the loop counts from 0 as stage 4's does (with s0 live in
+        // it, ptxas spilled and put 64-70 FFMAs on same-bank sources). Its bounds stay
+        // the matrices' (k - off); the loads of the step past s1, which nothing
+        // uses, read the next part's K steps inside them.
+        let off = s0 * MM_BK;
+        let (a_seg, b_seg) = (a.wrapping_add(off as usize), b.wrapping_add(off as usize * ldb as usize));
+        let tl = WarpTiling::at(a_seg, b_seg, c, m, n, k - off, lda, ldb, ldc, t, origin);
+        let mut acc = [[0.0f32; TN]; TM];
+        // SAFETY: kernel contract (A from column off and B from row off, with k - off
+        // columns and rows left, are inside them: off < k); the tiles are this
+        // kernel's own shared arrays, two stages each; s0 < s1 <= ceil(k / 8) (the
+        // contract's parts).
+        unsafe { k_steps(&tl, a_s, b_s, &mut acc, 0, s1 - s0) };
+        // The schedule again, from the launch's constants (`opaque_u32`): nothing of it
+        // stays live through the K loop, whose registers are stage 4's.
+        let blk = opaque_u32(block_idx().x);
+        let ksteps = opaque_u32(k).div_ceil(MM_BK);
+        let (_, _, _, part) = tail_segment(blk, sp.dp_tiles, sp.split_tiles, sp.parts, sp.cut, ksteps);
+        // A whole tile to C with the epilogue; a part's raw sums to its slot, C's
+        // address arithmetic landing in it from a base `origin` elements before it.
+        let (cw, ldw, reluw) = match part {
+            None => (c, ldc, relu),
+            Some(p) => {
+                let slot = slot_base(sp.partials, p * sp.split_tiles + (blk - sp.dp_tiles) % sp.split_tiles);
+                (slot.wrapping_sub((origin.0 * MM_BN + origin.1) as usize), MM_BN, 0)
+            }
+        };
+        // SAFETY: the kernel's contract for C, or for the workspace: the part's slot
+        // holds the tile's 128x128 sums in rows of 128, and the stores touch its
+        // elements of C's rows and columns only (origin.0 · 128 < 2^32: the contract).
+        unsafe { tl.write(cw, ldw, reluw, &acc) };
+    }
+}
+
+kernel! {
+    /// `C[tile] = epilogue(Σ_p slot(p, tile))` for stage 4s's split tiles: adds the
+    /// `parts` slots of each of the `split_tiles` last tiles in part order `p = 0, 1,
+    /// …` (every run rounds the same way), then applies the epilogue.
+    ///
+    /// # Safety
+    /// After [`matmul_relu_warptiled_tail()`] with the same `sp`, in queue order: every
+    /// slot holds its part's sums for the tile's elements inside C; C writable with
+    /// its stride, not overlapping the workspace.
+    ///
+    /// # Parameters
+    /// The [`MatmulParamsTail4`] of the product.
+    ///
+    /// # Thread Mapping
+    /// Block `j` of `split_tiles` takes split tile `dp_tiles + j`; thread `t` of 256
+    /// its 16-byte groups `t + 256·i` (`i < 16`) of the 128x128 tile, row-major.
+    #[launch(threads = MM_THREADS)]
+    pub unsafe fn matmul_tail_reduce(sp: MatmulParamsTail4) {
+        let (c, m, n, ldc) = (sp.mm.c.ptr, sp.mm.c.rows, sp.mm.c.cols, sp.mm.c.ld);
+        let relu = sp.mm.epilogue as u32 != 0;
+        let act = |x: f32| if relu && !(x > 0.0) { 0.0 } else { x };
+        let j = block_idx().x;
+        let tile = sp.dp_tiles + j;
+        let tiles_n = n.div_ceil(MM_BN);
+        let (row0, col0) = ((tile / tiles_n) * MM_BM, (tile % tiles_n) * MM_BN);
+        let vec_c = is_aligned16(c) && ldc % 4 == 0;
+        let mut g = thread_idx().x;
+        while g < MM4K_PARTIAL_FLOATS / 4 {
+            let (r, c0) = ((4 * g) / MM_BN, (4 * g) % MM_BN);
+            if row0 + r < m && col0 + c0 < n {
+                let at = |p: u32| {
+                    // SAFETY: slot p·split + j (the contract's workspace), element
+                    // (r, c0..c0+4) of its 128x128 tile, written by part p (inside C).
+                    unsafe { load4(slot_base(sp.partials, p * sp.split_tiles + j).add((r * MM_BN + c0) as usize)) }
+                };
+                let mut s = at(0);
+                let mut p = 1;
+                while p < sp.parts {
+                    let v = at(p);
+                    s = F32x4 { x: s.x + v.x, y: s.y + v.y, z: s.z + v.z, w: s.w + v.w };
+                    p += 1;
+                }
+                // SAFETY: row row0 + r < m; of the columns col0 + c0.., those below n are
+                // written (the contract for C).
+                unsafe { store4_first(c.add(((row0 + r) * ldc + col0 + c0) as usize), s.map(act), n - col0 - c0, vec_c) };
+            }
+            g += MM_THREADS;
+        }
+    }
+}
