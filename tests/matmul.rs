@@ -12,13 +12,14 @@ use rust_simt::{reference, SimtError};
 
 const KERNELS: [MatmulKernel; MatmulKernel::ALL.len()] = MatmulKernel::ALL;
 
-/// Every kernel that takes an `m x n` product: the stages and stage 4k, every tile
+/// Every kernel that takes an `m x n` product: the stages, stages 4k and 4s, every tile
 /// of both tile kernels unsplit and in 3 K slices (an odd count: the last slice is
 /// short), every cluster split-K kernel where the device has clusters, the GEMV paths
 /// where a side is 1 (unsplit and in 5 slices), and `Auto`.
 fn kernels_for(g: &rust_simt::Gpu, m: usize, n: usize) -> Vec<MatmulKernel> {
     let mut v = KERNELS.to_vec();
     v.push(MatmulKernel::WarpTiledStreamK);
+    v.push(MatmulKernel::WarpTiledTail);
     if has_clusters(g) {
         v.extend((0..MM_CLUSTER_CONFIGS.len()).map(|config| MatmulKernel::TileCluster { config }));
     }
@@ -444,6 +445,171 @@ fn streamk_plan_covers_every_k_step_once() {
             }
         }
     }
+}
+
+/// Stage 4s's plans (the numbers of `tail_plan`'s docs, 132 SMs): 4096^3 leaves 232
+/// tiles past three waves, cut in three parts of 5/8, 3/16 and 3/16 of its 512 K steps;
+/// 3072^3 leaves 48, in five equal parts; 2048^3 (no whole wave), 3584^3 (a last wave
+/// 97% full) and whole waves run stage 4. Over many plans, the segments of the grid
+/// cover every K step of every tile once, in the documented order.
+#[test]
+fn tail_plan_covers_every_k_step_once() {
+    use kernels::matmul_warptiled_tail::{tail_segment, TAIL_MAX_PARTS};
+    use rust_simt::ops::matmul::{tail_plan, TailPlan};
+    let plan = |dp_tiles, split_tiles, parts, cut| TailPlan {
+        dp_tiles,
+        split_tiles,
+        parts,
+        cut,
+    };
+    assert_eq!(tail_plan(1024, 512, 132), Some(plan(792, 232, 3, 320)));
+    assert_eq!(tail_plan(576, 384, 132), Some(plan(528, 48, 5, 76)));
+    assert_eq!(tail_plan(4096, 1024, 132), Some(plan(3960, 136, 3, 640)));
+    assert_eq!(tail_plan(256, 256, 132), None);
+    assert_eq!(tail_plan(784, 448, 132), None);
+    assert_eq!(tail_plan(792, 512, 132), None);
+    assert_eq!(tail_plan(1 << 31, 8, 132), None);
+    // K too short for parts of 4 steps.
+    assert_eq!(tail_plan(1024, 8, 132), None);
+    for sms in 1..6u32 {
+        for tiles in 1..7 * sms as u64 {
+            for ksteps in [1u32, 4, 9, 13, 40, 100] {
+                let Some(p) = tail_plan(tiles, ksteps, sms) else {
+                    continue;
+                };
+                assert!(p.dp_tiles + p.split_tiles == tiles as u32 && p.split_tiles > 0);
+                assert!((2..=TAIL_MAX_PARTS).contains(&p.parts) && p.dp_tiles >= 2 * sms);
+                let blocks = p.dp_tiles + p.parts * p.split_tiles;
+                let mut seen = vec![0u32; (tiles as u32 * ksteps) as usize];
+                let mut last_part = 0;
+                for b in 0..blocks {
+                    let (tile, s0, s1, part) =
+                        tail_segment(b, p.dp_tiles, p.split_tiles, p.parts, p.cut, ksteps);
+                    assert!(
+                        s0 + 4 <= s1 && s1 <= ksteps && tile < tiles as u32,
+                        "{p:?} block {b}"
+                    );
+                    match part {
+                        None => assert!(b < p.dp_tiles && (s0, s1) == (0, ksteps)),
+                        Some(q) => {
+                            // Part 0 of every split tile first, then part 1, ...
+                            assert!(b >= p.dp_tiles && q >= last_part && tile >= p.dp_tiles);
+                            last_part = q;
+                        }
+                    }
+                    for s in s0..s1 {
+                        seen[(tile * ksteps + s) as usize] += 1;
+                    }
+                }
+                assert!(
+                    seen.iter().all(|&c| c == 1),
+                    "{tiles} tiles, {sms} SMs, {ksteps} steps: {p:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Stage 4s on emulated devices of 2, 3 and 5 SMs (4, 6 and 10 slots), under every
+/// thread order: ragged shapes whose last wave is split in three unequal parts (more
+/// tiles left than SMs) or in 2, 3 or 5 equal parts (fewer), K not a multiple of the K step,
+/// padded strides and C padding, ReLU and none, against float64; the same bits under
+/// every order and on a second run; the tiles before the split ones equal to stage
+/// 4's bit for bit (same sums in the same order). A product of whole waves runs
+/// stage 4 itself.
+#[test]
+fn warptiled_tail_under_every_order() {
+    use rust_simt::ops::matmul::{tail_plan, TailPlan};
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let (mut r, seed) = rng("warptiled_tail");
+    // (SMs, m, n, k, pad, relu, the plan's parts)
+    for (sms, m, n, k, pad, relu, parts) in [
+        (2, 100, 891, 300, 0, true, 3),
+        (3, 390, 520, 257, 3, false, 3),
+        (5, 1300, 40, 300, 1, true, 5),
+        (5, 380, 500, 200, 0, true, 2),
+    ] {
+        let tiles = (m as u64).div_ceil(128) * (n as u64).div_ceil(128);
+        let plan: TailPlan = tail_plan(tiles, (k as u32).div_ceil(8), sms as u32)
+            .unwrap_or_else(|| panic!("{m}x{n}x{k} on {sms} SMs: no plan"));
+        assert_eq!(plan.parts, parts, "{m}x{n}x{k} on {sms} SMs: {plan:?}");
+        let (lda, ldb, ldc) = (k + pad, n + pad, n + 2 * pad);
+        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
+        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
+        let want = reference::matmul(&a, &b, m, n, k, lda, ldb, relu);
+        let epi = if relu { Epilogue::Relu } else { Epilogue::None };
+        let mut first: Option<Vec<u32>> = None;
+        for order in [Order::InOrder, Order::Reversed, Order::Random(5)] {
+            let g = emulator_workers(sms, order);
+            let run = |kern| profiled_product(&g, kern, &a, &b, (m, n, k), (lda, ldb, ldc), epi);
+            let (got, launches) = run(MatmulKernel::WarpTiledTail);
+            let what = format!("{m}x{n}x{k} pad {pad} on {sms} SMs, {plan:?}, {order:?}");
+            assert_eq!(
+                launches,
+                ["matmul_relu_warptiled_tail", "matmul_tail_reduce"],
+                "{what}"
+            );
+            assert_matmul_close(&what, seed, &dense_rows(&got, m, n, ldc), &want, k);
+            if pad > 0 {
+                assert!(got[n].is_nan(), "{what}: C's row padding written");
+            }
+            assert_eq!(
+                bits(&got),
+                bits(&run(MatmulKernel::WarpTiledTail).0),
+                "{what}: two runs"
+            );
+            match &first {
+                None => first = Some(bits(&got)),
+                Some(f) => assert_eq!(f, &bits(&got), "{what}: differs from the first order"),
+            }
+            // The whole tiles (counted row by row, as stage 4's grid) carry stage 4's bits.
+            let s4 = run(MatmulKernel::WarpTiled).0;
+            let tiles_n = n.div_ceil(128);
+            for tile in 0..plan.dp_tiles as usize {
+                let (r0, c0) = (tile / tiles_n * 128, tile % tiles_n * 128);
+                for i in r0..(r0 + 128).min(m) {
+                    let (lo, hi) = (i * ldc + c0, i * ldc + (c0 + 128).min(n));
+                    assert_eq!(
+                        bits(&got[lo..hi]),
+                        bits(&s4[lo..hi]),
+                        "{what}: tile {tile} row {i}"
+                    );
+                }
+            }
+        }
+    }
+    // On a GPU: 4096^3's shape of plan (tiles past whole waves, more than the SMs).
+    let g = gpu();
+    if on_gpu(&g) {
+        let sms = g.props().sms as usize;
+        let (m, n, k) = (128, 128 * (2 * sms + sms + sms / 2), 520);
+        let a = uniform(&mut r, m * k, -1.0, 1.0);
+        let b = uniform(&mut r, k * n, -1.0, 1.0);
+        let want = reference::matmul(&a, &b, m, n, k, k, n, false);
+        let kern = MatmulKernel::WarpTiledTail;
+        let (got, names) = profiled_product(&g, kern, &a, &b, (m, n, k), (k, n, n), Epilogue::None);
+        assert_eq!(
+            names,
+            ["matmul_relu_warptiled_tail", "matmul_tail_reduce"],
+            "{m}x{n}x{k} on the GPU"
+        );
+        assert_matmul_close(&format!("{m}x{n}x{k} on the GPU"), seed, &got, &want, k);
+    }
+    // Whole waves: 4 tiles on 2 SMs' 4 slots run stage 4.
+    let g = emulator_workers(2, Order::InOrder);
+    let (a, b) = (vec![0.5f32; 256 * 8], vec![0.25f32; 8 * 256]);
+    let kern = MatmulKernel::WarpTiledTail;
+    let (c, names) = profiled_product(
+        &g,
+        kern,
+        &a,
+        &b,
+        (256, 256, 8),
+        (8, 256, 256),
+        Epilogue::None,
+    );
+    assert_eq!(names, ["matmul_relu_warptiled"]);
+    assert!(c.iter().all(|&v| v == 1.0));
 }
 
 /// Stage 4k on emulated devices of 2, 3 and 5 resident blocks, under every thread

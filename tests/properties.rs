@@ -704,7 +704,8 @@ fn epilogue(relu: bool) -> Epilogue {
 /// else `Auto`), stage 4k (its stream-K tail where the shape has more tiles than the
 /// device's resident blocks and not a whole number of waves: on an emulator of 2
 /// workers, as in CI, from 3 tiles; elsewhere it may run the stage 4 it falls back
-/// to) or `Auto`.
+/// to), stage 4s (its split parts where `tail_plan` gives the shape a plan: on 2
+/// workers, from 5 tiles and K of about 170; else stage 4) or `Auto`.
 fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
     let stages = MatmulKernel::ALL.len();
     match ki {
@@ -723,10 +724,11 @@ fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel 
             }
         }
         _ if ki == stages + 5 => MatmulKernel::WarpTiledStreamK,
+        _ if ki == stages + 6 => MatmulKernel::WarpTiledTail,
         _ => MatmulKernel::Auto,
     }
 }
-const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 7;
+const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 8;
 
 fn check_matmul(
     g: &Gpu,

@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use rust_simt::ops::matmul::{
-    auto_candidates, auto_heuristic, auto_key, matmul, Epilogue, MatmulKernel, Shape,
+    auto_candidates, auto_heuristic, auto_key, matmul, tail_split, Epilogue, MatmulKernel, Shape,
     MM_ASYNC_TILES, MM_TILES,
 };
 use rust_simt::ops::softmax::has_clusters;
@@ -285,30 +285,38 @@ fn heuristic_picks_by_shape() {
         assert!(auto_candidates(&g, s).contains(&h), "{s:?}: {h:?}");
         assert_ne!(h, MatmulKernel::Auto);
     }
-    // Stage 4k where its tail beats stage 4's partial last wave (`streamk_pays`), on
-    // an emulated device of 80 SMs (160 slots): 1.6 waves, a last wave that gives some
-    // SMs two blocks; stage 4 where the waves are nearly whole (3.9 waves), and where
-    // the last wave gives each SM at most one block (2.25 and 1.5 waves), as 3072^3 on
-    // the H200.
+    // Stage 4s where it splits stage 4's partial last wave (`tail_split`), on an
+    // emulated device of 80 SMs (160 slots): 1.6 and 3.875 waves (last waves that give
+    // some SMs two blocks: three parts), 2.25 waves (40 tiles left: two equal parts,
+    // each alone on its SM); stage 4 where the last wave is 95% full (3.95 waves),
+    // where two parts of 80 tiles would share SMs and save too little (1.5 waves), for
+    // whole waves, and for less than one wave (no whole wave to end first).
     let g80 = emulator_workers(80, rust_simt::emulator::Order::InOrder);
     let slots = 2 * g80.props().sms;
-    let sk_shape = shape(128 * (slots + slots / 2 + slots / 10), 128, 512);
-    assert_eq!(
-        auto_heuristic(&g80, sk_shape),
-        MatmulKernel::WarpTiledStreamK
-    );
-    for waves_x8 in [31, 18, 12] {
+    let at = |waves_x40: u32| shape(128 * (slots * waves_x40 / 40), 128, 512);
+    for (waves_x40, parts) in [(64, 3), (155, 3), (90, 2)] {
         assert_eq!(
-            auto_heuristic(&g80, shape(128 * (slots * waves_x8 / 8), 128, 512)),
-            MatmulKernel::WarpTiled,
-            "{waves_x8}/8 waves"
+            auto_heuristic(&g80, at(waves_x40)),
+            MatmulKernel::WarpTiledTail,
+            "{waves_x40}/40 waves"
         );
+        let plan = tail_split(&g80, at(waves_x40)).unwrap();
+        assert_eq!(plan.parts, parts, "{waves_x40}/40 waves: {plan:?}");
+        assert!(auto_candidates(&g80, at(waves_x40)).contains(&MatmulKernel::WarpTiledTail));
+    }
+    for waves_x40 in [158, 60, 80, 120, 38] {
+        assert_eq!(
+            auto_heuristic(&g80, at(waves_x40)),
+            MatmulKernel::WarpTiled,
+            "{waves_x40}/40 waves"
+        );
+        assert!(!auto_candidates(&g80, at(waves_x40)).contains(&MatmulKernel::WarpTiledTail));
     }
     // ... and the tuner's key tells them apart (one power-of-two bucket for m).
-    let lone_tail = shape(128 * (slots * 12 / 8), 128, 512);
+    let (split, lone) = (at(64), at(60));
     let bucket = |s: Shape| (s.m as usize).next_power_of_two();
-    assert_eq!(bucket(sk_shape), bucket(lone_tail));
-    assert_ne!(auto_key(&g80, sk_shape), auto_key(&g80, lone_tail));
+    assert_eq!(bucket(split), bucket(lone));
+    assert_ne!(auto_key(&g80, split), auto_key(&g80, lone));
     // Stage 4k is timed where its stream-K tail applies (two resident blocks per SM):
     // a partial last wave, not whole waves.
     let wave = 2 * sms as u32;

@@ -35,8 +35,10 @@
 //! So stage 4k wins only where stage 4's last wave costs more than that: on the H200
 //! (2026-11-25, session 25) 2560^3 ran 0.778 ms against stage 4's 0.864, while 3072^3
 //! ran 1.332 against 1.299, and 3584^3 and 6144^3 lost 17% and 15%
-//! (docs/PERFORMANCE.md). `MatmulKernel::Auto` takes it where a model of the two
-//! predicts it faster (`streamk_pays` in the host crate).
+//! (docs/PERFORMANCE.md). Stage 4s ([`crate::matmul_warptiled_tail`]) then split the
+//! last wave's tiles with stage 4's own loop, one part per block, and beat this stage
+//! on every shape timed (2560^3: 0.724 ms against 0.778, session 26), so
+//! `MatmulKernel::Auto` takes stage 4s without tuning; the tuner still times this one.
 //!
 //! The tiles are counted row by row, as stage 4's grid runs them. The host sends only
 //! products whose tiles are not a whole number of waves and more than one, with

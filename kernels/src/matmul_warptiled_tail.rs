@@ -22,11 +22,14 @@
 //!   out blocks in order as slots free up, starts the long parts first and fills the
 //!   remaining slots with the short ones.
 //!
-//! The host picks `cut` and `parts` so that the slots finish together
-//! (`tail_plan` in the host crate): at 4096^3, 232 tiles in two parts of 459 and
-//! 53 K steps, the short parts running eight at a time on the 32 slots the long ones
-//! leave free; where the partial wave gives each SM one block at most (3072^3: 48
-//! tiles), equal parts, as many as one wave holds.
+//! The host picks `parts` and `cut` (`tail_plan` in the host crate). Where more tiles
+//! are left than SMs (some SM would run two of them), three parts: the first 5/8 of
+//! the K steps, then two of 3/16 (4096^3 on 132 SMs: 232 tiles, parts of 320, 96 and
+//! 96 steps). Where fewer are left (each SM would run one, which runs about twice as
+//! fast alone), equal parts, as many as one wave holds (3072^3: 48 tiles, 5 parts).
+//! Which plan is fastest was measured, not derived: the blocks of the whole waves do
+//! not end together, and a model of slots freed all at once ranked the plans wrongly
+//! (docs/PERFORMANCE.md, session 26).
 //!
 //! **The fix-up is a second launch.** A part writes its raw sums to its own slot of a
 //! workspace, a 128x128 row-major tile, with stage 4's own C stores (a different base

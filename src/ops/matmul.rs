@@ -12,7 +12,8 @@ use kernels::config::{
 };
 pub use kernels::params::Epilogue;
 use kernels::params::{
-    MatMut, MatRef, MatmulParams, MatmulParamsStreamK4, MatmulParamsTail4, MatmulSplitParams, SplitReduceParams,
+    MatMut, MatRef, MatmulParams, MatmulParamsStreamK4, MatmulParamsTail4, MatmulSplitParams,
+    SplitReduceParams,
 };
 use kernels::{
     matmul_cluster_splitk, matmul_gemv, matmul_naive, matmul_tiled, matmul_tiled_db, matmul_tiles,
@@ -617,27 +618,29 @@ pub struct TailPlan {
     pub cut: u32,
 }
 
-/// What one segment costs besides its K steps, in K steps: the first stage's load
-/// and barrier, the slot written and read back, the tile's stores.
+/// What one part of a split tile costs besides its K steps, in K steps, in
+/// [`tail_plan`]'s model of equal parts: the first stage's load and barrier, the slot
+/// written and read back.
 const TAIL_OVERHEAD_STEPS: u64 = 4;
 /// The fewest K steps a part of a split tile gets.
 const TAIL_MIN_PART_STEPS: u64 = 4;
 
 /// Stage 4s's plan for `tiles` 128x128 tiles of `ksteps` K steps (of 8) on `sms` SMs
-/// of two blocks each, or `None` where stage 4 runs instead: the tiles a whole number
-/// of waves, or the split not expected to save a tenth of the last wave.
-///
-/// The model counts time in K steps of a block that shares its SM (a block alone on
-/// its SM runs about twice as fast: docs/PERFORMANCE.md, session 25), each segment
-/// [`TAIL_OVERHEAD_STEPS`] more. The `t` tiles past the whole waves cost stage 4
-/// `ksteps` where some SM gets two of them, half that where none does. Split:
-/// * `t` above `sms`: two parts. The `t` first parts take `cut` steps while the
-///   `slots - t` other slots run the short parts, `r = ceil(t / (slots - t))` each,
-///   so `cut = ceil((r·ksteps + (r - 1)·overhead) / (r + 1))` ends both together
-///   (4096^3 on 132 SMs: 232 tiles, r = 8, parts of 459 and 53 steps);
-/// * `t` at most `sms`: `q` equal parts, `q` from 2 to [`TAIL_MAX_PARTS`] as long as
-///   the `q·t` parts fit in one wave, the cheapest of them (alone on an SM where
-///   `q·t <= sms`; 3072^3: 48 tiles in 5 parts).
+/// of two blocks each, or `None` where stage 4 runs instead. With `W` whole waves of
+/// `slots = 2·sms` tiles and `t` tiles left over:
+/// * no plan where `t` is 0, or there is no whole wave (`W = 0`: every block starts at
+///   once and a split part would wait for a slot: 2048^3, 256 tiles on 264 slots);
+/// * `t` above `sms` (some SM would run two of the last tiles) and at most 90% of the
+///   slots: **three parts**, the first `5/8` of the K steps and two of `3/16`. The
+///   first parts take the slots as the whole waves' blocks end, and the short ones
+///   fill what is left;
+/// * `t` at most `sms` (each SM would run one at most, about twice as fast as a pair):
+///   `q` equal parts, `q` from 2 to [`TAIL_MAX_PARTS`] while the `q·t` parts fit one
+///   wave, the cheapest in a model that counts a part's K steps plus
+///   [`TAIL_OVERHEAD_STEPS`], halved where `q·t <= sms` (each part alone on its SM),
+///   kept only where that is at most 90% of stage 4's lone last tiles (`ksteps` plus
+///   the overhead, alone on their SMs);
+/// * every part at least [`TAIL_MIN_PART_STEPS`] K steps.
 ///
 /// [`TAIL_MAX_PARTS`]: kernels::matmul_warptiled_tail::TAIL_MAX_PARTS
 pub fn tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
@@ -645,27 +648,31 @@ pub fn tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
     let (sms, n, o) = (sms.max(1) as u64, ksteps as u64, TAIL_OVERHEAD_STEPS);
     let slots = 2 * sms;
     let t = tiles % slots;
-    if t == 0 || tiles >= 1 << 31 {
+    if t == 0 || tiles < slots || tiles >= 1 << 31 {
         return None;
     }
-    // Costs in half steps (a lone block's step is one).
-    let stage4 = if t > sms { 2 * (n + o) } else { n + o };
-    let (parts, cut, cost) = if t > sms {
-        let r = t.div_ceil(slots - t);
-        let cut = (r * n + (r - 1) * o).div_ceil(r + 1).min(n);
-        (2, cut, 2 * (cut + o))
+    let (parts, cut) = if t > sms {
+        if 10 * t > 9 * slots {
+            return None;
+        }
+        (3, (5 * n).div_ceil(8))
     } else {
-        (2..=TAIL_MAX_PARTS as u64)
+        // Costs in half steps (a step of a block alone on its SM is one).
+        let (q, cost) = (2..=TAIL_MAX_PARTS as u64)
             .take_while(|q| q * t <= slots)
             .map(|q| {
                 let cost = n / q + o;
-                (q, n / q, if q * t <= sms { cost } else { 2 * cost })
+                (q, if q * t <= sms { cost } else { 2 * cost })
             })
-            .min_by_key(|&(_, _, cost)| cost)?
+            .min_by_key(|&(_, cost)| cost)?;
+        if 10 * cost > 9 * (n + o) {
+            return None;
+        }
+        (q, n / q)
     };
     // Every part at least TAIL_MIN_PART_STEPS (the short ones share n - cut).
     let shortest = cut.min((n - cut) / (parts - 1));
-    (shortest >= TAIL_MIN_PART_STEPS && 10 * cost <= 9 * stage4).then_some(TailPlan {
+    (shortest >= TAIL_MIN_PART_STEPS).then_some(TailPlan {
         dp_tiles: (tiles - t) as u32,
         split_tiles: t as u32,
         parts: parts as u32,
@@ -709,7 +716,12 @@ fn warptiled_tail(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()> {
     unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(blocks, 1, 1)), (sp,))? };
     // SAFETY: after the product above with the same parameters (queue order), every
     // slot holds its part's sums; C as checked; one block per split tile.
-    unsafe { gpu.launch::<R>(LaunchConfig::for_kernel::<R>(dim3(plan.split_tiles, 1, 1)), (sp,)) }
+    unsafe {
+        gpu.launch::<R>(
+            LaunchConfig::for_kernel::<R>(dim3(plan.split_tiles, 1, 1)),
+            (sp,),
+        )
+    }
 }
 
 /// K slices of `chunk` elements (a multiple of 8) for `split_k` requested slices:
@@ -801,8 +813,8 @@ pub struct Shape {
 }
 
 /// The tuner's key of a product: the device, then `m`, `n` and `k` rounded up to
-/// powers of two, whether the operands are aligned, whether stage 4k's stream-K tail
-/// is expected to pay ([`streamk_pays`]: 2560^3 and 4096^3 share the powers of two,
+/// powers of two, whether the operands are aligned, whether stage 4s splits the tiles
+/// of stage 4's last wave ([`tail_split`]: 3584^3 and 4096^3 share the powers of two,
 /// and not the best kernel), and whether 64x64 tiles cover it whole
 /// ([`covers_whole`]: 1000^3 and 1024^3 share them, and not the best kernel either).
 /// Shapes in one bucket share a choice.
@@ -812,42 +824,17 @@ pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
         .dim("n", s.n as usize)
         .dim("k", s.k as usize)
         .flag("aligned", s.aligned)
-        .flag("streamk_pays", streamk_pays(gpu, s))
+        .flag("tail_split", tail_split(gpu, s).is_some())
         .flag("tiles64", covers_whole(gpu, s))
 }
 
-/// Whether stage 4k's stream-K tail is expected to beat stage 4 on a product with more
-/// of stage 4's 128x128 tiles than slots (two blocks per SM) and K of at least 128.
-///
-/// The model, fitted to one H200 run (docs/PERFORMANCE.md, session 25), in units of one
-/// wave of two blocks per SM:
-/// * stage 4 takes its whole waves, plus 1 for a partial last wave that gives some SM
-///   two blocks, or 1/2 for one that gives each SM at most one (a block alone on its SM
-///   runs about twice as fast as a pair);
-/// * stage 4k takes `tiles / slots` waves at 1.18 times stage 4's time per wave (its K
-///   loop, compiled inside the persistent kernel, gets a worse register allocation).
-///
-/// On the H200 that picks stage 4k at 2560^3 (1.52 waves: 0.778 ms against 0.864) and
-/// stage 4 at 3072^3 (2.18 waves, a lone-block tail: 1.299 against 1.332), 3584^3,
-/// 4096^3, 6144^3 and 8192^3, as measured. It also picks stage 4k from 1 to about 1.27
-/// waves with a lone-block tail, where no run has checked it (the tuner times both).
-pub fn streamk_pays(gpu: &Gpu, s: Shape) -> bool {
-    let sms = gpu.props().sms.max(1) as u64;
-    let slots = 2 * sms;
-    let tiles = stage4_tiles(s);
-    let tail = tiles % slots;
-    // Stage 4's time in half waves.
-    let stage4 = 2 * (tiles / slots)
-        + match tail {
-            0 => 0,
-            r if r <= sms => 1,
-            _ => 2,
-        };
-    // 1.18 · tiles / slots < stage4 / 2, in integers.
-    tiles > slots && 236 * tiles < 100 * slots * stage4 && s.k >= 16 * MM_BK
+/// Stage 4s's plan for a product on this device ([`tail_plan`] over stage 4's
+/// tiles, two blocks per SM), or `None` where stage 4 runs whole.
+pub fn tail_split(gpu: &Gpu, s: Shape) -> Option<TailPlan> {
+    tail_plan(stage4_tiles(s), s.k.div_ceil(MM_BK), gpu.props().sms)
 }
 
-/// Stage 4's (and 4k's) 128x128 tiles over the product.
+/// Stage 4's (and 4k's and 4s's) 128x128 tiles over the product.
 fn stage4_tiles(s: Shape) -> u64 {
     s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64
 }
@@ -857,8 +844,8 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
     m.div_ceil(t.bm) as u64 * n.div_ceil(t.bn) as u64
 }
 
-/// What the tuner times for a shape: stage 4, stage 4k where its stream-K tail applies
-/// on a GPU (two resident blocks per SM, as its launch bounds ask; the emulator holds
+/// What the tuner times for a shape: stage 4, stage 4s where it splits stage 4's last
+/// wave ([`tail_split`]), stage 4k where its stream-K tail applies on a GPU (two resident blocks per SM, as its launch bounds ask; the emulator holds
 /// one block per worker, so there it may run stage 4 instead), every tile of both
 /// tile kernels with the K splits that could fill the device (up to 8 blocks per SM,
 /// at least 128 of K per slice), on Hopper the cluster split-K kernels that fit the same bound (at
@@ -866,6 +853,9 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
 pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
     let sms = gpu.props().sms.max(1) as u64;
     let mut v = vec![MatmulKernel::WarpTiled];
+    if tail_split(gpu, s).is_some() {
+        v.push(MatmulKernel::WarpTiledTail);
+    }
     if streamk_plan(stage4_tiles(s), s.k.div_ceil(MM_BK), 2 * sms as u32).is_some() {
         v.push(MatmulKernel::WarpTiledStreamK);
     }
@@ -915,9 +905,10 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///
 /// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 4 blocks
 ///   per SM (each slice at least 256 of K);
-/// * stage 4 when its 128x128 tiles give every SM a block, or stage 4k where its
-///   stream-K tail is expected to beat stage 4's last wave ([`streamk_pays`]; H200,
-///   2026-11-25) and K is at least 128;
+/// * stage 4 when its 128x128 tiles give every SM a block, as stage 4s where that
+///   splits the tiles of its partial last wave ([`tail_split`]; H200, 2026-11-26:
+///   2560^3 to 8192^3 0.1-16% faster than stage 4, and faster than stage 4k
+///   everywhere it was timed);
 /// * small products (at most 512 x 512 outputs and K at most 1024), the 4-stage
 ///   `cp.async` tiles, as the H100 tuning of 2026-11-24 chose (commit 83f0783): on
 ///   Hopper (K at least 256) 16x64 with K over a cluster of 4 while that is at most
@@ -953,9 +944,8 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
         };
     }
     if stage4_tiles(s) >= sms {
-        // Stage 4k where its stream-K tail is expected to beat stage 4's last wave.
-        if streamk_pays(gpu, s) {
-            return MatmulKernel::WarpTiledStreamK;
+        if tail_split(gpu, s).is_some() {
+            return MatmulKernel::WarpTiledTail;
         }
         return MatmulKernel::WarpTiled;
     }
