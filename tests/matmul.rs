@@ -20,6 +20,10 @@ fn kernels_for(g: &rust_simt::Gpu, m: usize, n: usize) -> Vec<MatmulKernel> {
     let mut v = KERNELS.to_vec();
     v.push(MatmulKernel::WarpTiledStreamK);
     v.push(MatmulKernel::WarpTiledTail);
+    v.extend(
+        (0..rust_simt::ops::matmul::TAIL_PLANS.len())
+            .map(|plan| MatmulKernel::WarpTiledTailPlan { plan }),
+    );
     if has_clusters(g) {
         v.extend((0..MM_CLUSTER_CONFIGS.len()).map(|config| MatmulKernel::TileCluster { config }));
     }
@@ -468,13 +472,40 @@ fn tail_plan_covers_every_k_step_once() {
     assert_eq!(tail_plan(256, 256, 132), None);
     assert_eq!(tail_plan(784, 448, 132), None);
     assert_eq!(tail_plan(792, 512, 132), None);
-    assert_eq!(tail_plan(1 << 31, 8, 132), None);
+    assert_eq!(tail_plan(1 << 31, 512, 132), None);
+    assert!(tail_plan((1 << 31) - 56, 512, 132).is_some());
     // K too short for parts of 4 steps.
     assert_eq!(tail_plan(1024, 8, 132), None);
+    // The tuner's other plans replace the three-part cut (first part in eighths of K),
+    // not the equal parts, and never below 4 K steps a part.
+    use rust_simt::ops::matmul::tail_plan_with;
+    assert_eq!(
+        tail_plan_with(1024, 512, 132, Some((3, 4))),
+        Some(plan(792, 232, 3, 256))
+    );
+    assert_eq!(
+        tail_plan_with(1024, 512, 132, Some((8, 1))),
+        Some(plan(792, 232, 8, 64))
+    );
+    assert_eq!(
+        tail_plan_with(576, 384, 132, Some((8, 1))),
+        tail_plan(576, 384, 132)
+    );
+    assert_eq!(
+        tail_plan_with(1024, 24, 132, Some((8, 1))),
+        tail_plan(1024, 24, 132)
+    );
+    assert_eq!(
+        tail_plan_with(1024, 512, 132, None),
+        tail_plan(1024, 512, 132)
+    );
     for sms in 1..6u32 {
         for tiles in 1..7 * sms as u64 {
-            for ksteps in [1u32, 4, 9, 13, 40, 100] {
-                let Some(p) = tail_plan(tiles, ksteps, sms) else {
+            for (ksteps, cut) in [1u32, 4, 9, 13, 40, 100].into_iter().flat_map(|k| {
+                [None, Some((3, 4)), Some((4, 2)), Some((8, 1)), Some((5, 7))].map(|c| (k, c))
+            }) {
+                let Some(p) = tail_plan_with(tiles, ksteps, sms, cut) else {
+                    assert_eq!(tail_plan(tiles, ksteps, sms), None);
                     continue;
                 };
                 assert!(p.dp_tiles + p.split_tiles == tiles as u32 && p.split_tiles > 0);
@@ -503,7 +534,7 @@ fn tail_plan_covers_every_k_step_once() {
                 }
                 assert!(
                     seen.iter().all(|&c| c == 1),
-                    "{tiles} tiles, {sms} SMs, {ksteps} steps: {p:?}"
+                    "{tiles} tiles, {sms} SMs, {ksteps} steps, {cut:?}: {p:?}"
                 );
             }
         }
@@ -528,6 +559,9 @@ fn warptiled_tail_under_every_order() {
         (3, 390, 520, 257, 3, false, 3),
         (5, 1300, 40, 300, 1, true, 5),
         (5, 380, 500, 200, 0, true, 2),
+        // Split tiles inside C (rows 384..768), aligned rows: the unchecked stores
+        // into the slots through the shifted base.
+        (5, 768, 384, 200, 0, false, 3),
     ] {
         let tiles = (m as u64).div_ceil(128) * (n as u64).div_ceil(128);
         let plan: TailPlan = tail_plan(tiles, (k as u32).div_ceil(8), sms as u32)
@@ -576,6 +610,30 @@ fn warptiled_tail_under_every_order() {
                     );
                 }
             }
+        }
+    }
+    // The tuner's other plans (3 parts from half of K, 4 and 8 equal parts) on the first
+    // shape (7 tiles on 2 SMs, 38 K steps): against float64, their own plans.
+    {
+        use rust_simt::ops::matmul::{tail_plan_with, TAIL_PLANS};
+        let (sms, m, n, k) = (2, 100, 891, 300);
+        let a = uniform(&mut r, m * k, -1.0, 1.0);
+        let b = uniform(&mut r, k * n, -1.0, 1.0);
+        let want = reference::matmul(&a, &b, m, n, k, k, n, true);
+        let g = emulator_workers(sms, Order::Random(7));
+        for (plan, parts) in [(0, 3), (1, 4), (2, 8)] {
+            let kern = MatmulKernel::WarpTiledTailPlan { plan };
+            let p = tail_plan_with(7, 38, 2, Some(TAIL_PLANS[plan]));
+            assert_eq!(p.map(|p| p.parts), Some(parts), "{kern:?}");
+            let (got, names) =
+                profiled_product(&g, kern, &a, &b, (m, n, k), (k, n, n), Epilogue::Relu);
+            let what = format!("{m}x{n}x{k} on {sms} SMs, {}", kern.label());
+            assert_eq!(
+                names,
+                ["matmul_relu_warptiled_tail", "matmul_tail_reduce"],
+                "{what}"
+            );
+            assert_matmul_close(&what, seed, &got, &want, k);
         }
     }
     // On a GPU: 4096^3's shape of plan (tiles past whole waves, more than the SMs).

@@ -705,7 +705,8 @@ fn epilogue(relu: bool) -> Epilogue {
 /// device's resident blocks and not a whole number of waves: on an emulator of 2
 /// workers, as in CI, from 3 tiles; elsewhere it may run the stage 4 it falls back
 /// to), stage 4s (its split parts where `tail_plan` gives the shape a plan: on 2
-/// workers, from 5 tiles and K of about 170; else stage 4) or `Auto`.
+/// workers, 5 tiles from K of about 60 in two equal parts, 7 tiles from K of about
+/// 170 in three parts; else stage 4) or `Auto`.
 fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
     let stages = MatmulKernel::ALL.len();
     match ki {

@@ -92,6 +92,7 @@ fn bounded() -> Vec<(&'static str, u32)> {
         cap::<s3::matmul_relu_tiled_db>(),
         cap::<s4::matmul_relu_warptiled>(),
         cap::<kernels::matmul_warptiled_streamk::matmul_relu_warptiled_streamk>(),
+        cap::<kernels::matmul_warptiled_tail::matmul_relu_warptiled_tail>(),
         cap::<p6::matmul_mma_pipelined_bf16>(),
         cap::<p6::matmul_mma_pipelined_f16>(),
         cap::<p6::matmul_mma_pipelined_tf32>(),
@@ -106,6 +107,9 @@ fn bounds_of(name: &str) -> rust_simt::kernels::simt_std::LaunchBounds {
         "matmul_relu_warptiled" => s4::matmul_relu_warptiled::BOUNDS,
         "matmul_relu_warptiled_streamk" => {
             kernels::matmul_warptiled_streamk::matmul_relu_warptiled_streamk::BOUNDS
+        }
+        "matmul_relu_warptiled_tail" => {
+            kernels::matmul_warptiled_tail::matmul_relu_warptiled_tail::BOUNDS
         }
         "matmul_mma_pipelined_bf16" => p6::matmul_mma_pipelined_bf16::BOUNDS,
         "matmul_mma_pipelined_f16" => p6::matmul_mma_pipelined_f16::BOUNDS,

@@ -148,6 +148,8 @@ fn runs_says_which_shapes_a_kernel_takes() {
     assert!(MatmulKernel::GemvCol { split_k: 1 }.runs(s(9, 1, 9)));
     assert!(!MatmulKernel::GemvCol { split_k: 1 }.runs(s(9, 2, 9)));
     assert!(!MatmulKernel::Auto.runs(s(9, 9, 9)));
+    assert!(MatmulKernel::WarpTiledTailPlan { plan: 0 }.runs(s(9, 9, 9)));
+    assert!(!MatmulKernel::WarpTiledTailPlan { plan: 99 }.runs(s(9, 9, 9)));
     assert!(MatmulKernel::WarpTiled.runs(s(9, 9, 9)));
 }
 
@@ -156,6 +158,10 @@ fn labels_round_trip() {
     let mut all = MatmulKernel::ALL.to_vec();
     all.push(MatmulKernel::Auto);
     all.push(MatmulKernel::WarpTiledStreamK);
+    all.push(MatmulKernel::WarpTiledTail);
+    for plan in 0..rust_simt::ops::matmul::TAIL_PLANS.len() {
+        all.push(MatmulKernel::WarpTiledTailPlan { plan });
+    }
     for tile in 0..MM_TILES.len() {
         all.push(MatmulKernel::Tile {
             tile,
@@ -186,6 +192,9 @@ fn labels_round_trip() {
         "gemv-row/kx",
         "tile64x128/c3",
         "tile64x128/c",
+        "warptiled-tail/",
+        "warptiled-tail/p3c5",
+        "warptiled-tail/p3",
         "fast",
     ] {
         assert_eq!(MatmulKernel::from_label(bad), None, "{bad}");
@@ -302,7 +311,14 @@ fn heuristic_picks_by_shape() {
         );
         let plan = tail_split(&g80, at(waves_x40)).unwrap();
         assert_eq!(plan.parts, parts, "{waves_x40}/40 waves: {plan:?}");
-        assert!(auto_candidates(&g80, at(waves_x40)).contains(&MatmulKernel::WarpTiledTail));
+        let cands = auto_candidates(&g80, at(waves_x40));
+        assert!(cands.contains(&MatmulKernel::WarpTiledTail));
+        // The other plans where the three-part rule applies (more tiles left than SMs).
+        let others = cands
+            .iter()
+            .filter(|k| matches!(k, MatmulKernel::WarpTiledTailPlan { .. }))
+            .count();
+        assert_eq!(others > 0, parts == 3, "{waves_x40}/40 waves: {cands:?}");
     }
     for waves_x40 in [158, 60, 80, 120, 38] {
         assert_eq!(

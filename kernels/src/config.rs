@@ -126,7 +126,8 @@ pub const MM_TN: u32 = 8;
 /// Threads per block of the tiled matmul: (128/8) x (128/8) = 256.
 pub const MM_THREADS: u32 = (MM_BM / MM_TM) * (MM_BN / MM_TN);
 
-/// Stage 4k (stage 4 with a stream-K tail): floats of one block's partial tile.
+/// Stages 4k (stage 4 with a stream-K tail) and 4s (its last wave split along K):
+/// floats of one partial tile in their workspaces.
 pub const MM4K_PARTIAL_FLOATS: u32 = MM_BM * MM_BN;
 
 /// Warp width (the device library's).

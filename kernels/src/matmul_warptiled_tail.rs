@@ -50,7 +50,7 @@ use crate::config::{MM4K_PARTIAL_FLOATS, MM_BK, MM_BM, MM_BN, MM_THREADS};
 use crate::matmul_tiled::{TM, TN};
 use crate::matmul_warptiled::{k_steps, WarpTiling, STAGE};
 use crate::params::MatmulParamsTail4;
-use simt_std::memory::{is_aligned16, load4, opaque_u32, store4_first, F32x4};
+use simt_std::memory::{is_aligned16, load4_first, opaque_u32, store4_first, F32x4};
 use simt_std::thread::{block_idx, thread_idx};
 use simt_std::{kernel, shared_array};
 
@@ -97,10 +97,11 @@ pub const fn tail_segment(
     )
 }
 
-/// Slot `s` of the workspace: a 128x128 row-major tile of raw sums.
+/// Slot `s` of the workspace: a 128x128 row-major tile of raw sums (the offset in
+/// `usize`: slots times 16384 floats can pass 2^32).
 #[inline(always)]
 fn slot_base(partials: *mut f32, s: u32) -> *mut f32 {
-    partials.wrapping_add((s * MM4K_PARTIAL_FLOATS) as usize)
+    partials.wrapping_add(s as usize * MM4K_PARTIAL_FLOATS as usize)
 }
 
 // Two 256-thread blocks per SM, as stage 4: at most 128 registers per thread.
@@ -116,7 +117,8 @@ kernel! {
     /// every part at least one K step (`part_start` increasing up to `ceil(k / 8)`);
     /// `p.partials` holds `parts · split_tiles · MM4K_PARTIAL_FLOATS` floats, 16-byte
     /// aligned, used by no other launch running at the same time, and
-    /// `m · 128 < 2^32` (a slot's rows are addressed as C's, 128 long).
+    /// `m · 128 < 2^32` (a slot's rows are addressed as C's, 128 long); the grid
+    /// `dp_tiles + parts · split_tiles < 2^31` blocks.
     ///
     /// # Parameters
     /// One [`MatmulParamsTail4`]: `mm` (A `[m, k]`, B `[k, n]`, C `[m, n]`, row-major
@@ -171,7 +173,10 @@ kernel! {
         };
         // SAFETY: the kernel's contract for C, or for the workspace: the part's slot
         // holds the tile's 128x128 sums in rows of 128, and the stores touch its
-        // elements of C's rows and columns only (origin.0 · 128 < 2^32: the contract).
+        // elements of C's rows and columns only, at local row r - row0 < 128 and column
+        // c0 - col0 < 128. The u32 offset r·128 + c0 stays below 2^32: m·128 < 2^32
+        // (the contract) and c0 < n + 128 with C under 2^32 elements. The base is
+        // 16-byte aligned as the slot is (row0·128 + col0 is a multiple of 4).
         unsafe { tl.write(cw, ldw, reluw, &acc) };
     }
 }
@@ -206,10 +211,13 @@ kernel! {
         while g < MM4K_PARTIAL_FLOATS / 4 {
             let (r, c0) = ((4 * g) / MM_BN, (4 * g) % MM_BN);
             if row0 + r < m && col0 + c0 < n {
+                // Of the 4 columns c0.., those inside C: the ones the parts wrote.
+                let valid = n - col0 - c0;
                 let at = |p: u32| {
-                    // SAFETY: slot p·split + j (the contract's workspace), element
-                    // (r, c0..c0+4) of its 128x128 tile, written by part p (inside C).
-                    unsafe { load4(slot_base(sp.partials, p * sp.split_tiles + j).add((r * MM_BN + c0) as usize)) }
+                    // SAFETY: slot p·split + j (the contract's workspace), elements
+                    // (r, c0..c0 + min(4, valid)) of its 128x128 tile, written by part p
+                    // (inside C); 16-byte aligned (c0 a multiple of 4).
+                    unsafe { load4_first(slot_base(sp.partials, p * sp.split_tiles + j).add((r * MM_BN + c0) as usize), valid, true) }
                 };
                 let mut s = at(0);
                 let mut p = 1;
@@ -220,7 +228,7 @@ kernel! {
                 }
                 // SAFETY: row row0 + r < m; of the columns col0 + c0.., those below n are
                 // written (the contract for C).
-                unsafe { store4_first(c.add(((row0 + r) * ldc + col0 + c0) as usize), s.map(act), n - col0 - c0, vec_c) };
+                unsafe { store4_first(c.add(((row0 + r) * ldc + col0 + c0) as usize), s.map(act), valid, vec_c) };
             }
             g += MM_THREADS;
         }

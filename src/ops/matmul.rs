@@ -56,6 +56,14 @@ pub enum MatmulKernel {
     /// stage 4 itself. Results can differ from stage 4's in the last bits where a
     /// tile is split; they are the same on every run.
     WarpTiledTail,
+    /// Stage 4s with the three-part cut of [`tail_plan`] replaced by
+    /// `TAIL_PLANS[plan]` (parts, first part in eighths of K): the tuner's other plans.
+    /// Where the rule would split into equal parts, or the replacement would give a
+    /// part fewer than 4 K steps, it runs the rule's own plan.
+    WarpTiledTailPlan {
+        /// Index into [`TAIL_PLANS`].
+        plan: usize,
+    },
     /// Stage 4's warp tiling with block tile `MM_TILES[tile]` (128x128 down to 32x32)
     /// and K cut into `split_k` slices (1: no split; at most [`SPLITK_MAX`]) whose
     /// partial products a second kernel adds in a fixed order.
@@ -112,7 +120,9 @@ impl MatmulKernel {
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
             MatmulKernel::WarpTiled => "warptiled",
             MatmulKernel::WarpTiledStreamK => "warptiled-sk",
-            MatmulKernel::WarpTiledTail => "warptiled-tail",
+            MatmulKernel::WarpTiledTail | MatmulKernel::WarpTiledTailPlan { .. } => {
+                "warptiled-tail"
+            }
             MatmulKernel::Tile { .. } => "tile",
             MatmulKernel::TileAsync { .. } => "async",
             MatmulKernel::TileCluster { .. } => "cluster",
@@ -160,6 +170,10 @@ impl MatmulKernel {
                 }
                 None => format!("async#{tile}/k{split_k}"),
             },
+            MatmulKernel::WarpTiledTailPlan { plan } => match TAIL_PLANS.get(plan) {
+                Some((parts, eighths)) => format!("warptiled-tail/p{parts}c{eighths}"),
+                None => format!("warptiled-tail#{plan}"),
+            },
             MatmulKernel::GemvRow { split_k } => format!("gemv-row/k{split_k}"),
             MatmulKernel::GemvCol { split_k } => format!("gemv-col/k{split_k}"),
             k => k.name().to_string(),
@@ -198,6 +212,11 @@ impl MatmulKernel {
                 .map(|config| MatmulKernel::TileCluster { config })
                 .find(|k| k.label() == s);
         }
+        if s.starts_with("warptiled-tail/") {
+            return (0..TAIL_PLANS.len())
+                .map(|plan| MatmulKernel::WarpTiledTailPlan { plan })
+                .find(|k| k.label() == s);
+        }
         if let Some(k) = s.strip_prefix("gemv-row/") {
             return Some(MatmulKernel::GemvRow { split_k: split(k)? });
         }
@@ -217,8 +236,9 @@ impl MatmulKernel {
         .find(|k| k.name() == s)
     }
     /// The PTX entry name of the kernel (the product's kernel; a split product also
-    /// runs `matmul_splitk_reduce`). `None` for [`Auto`](Self::Auto), which picks one
-    /// per shape, and for a tile index past [`MM_TILES`].
+    /// runs `matmul_splitk_reduce`, stage 4s `matmul_tail_reduce`). `None` for
+    /// [`Auto`](Self::Auto), which picks one per shape, and for a tile index past
+    /// [`MM_TILES`].
     pub fn kernel_name(self) -> Option<&'static str> {
         Some(match self {
             MatmulKernel::Naive => matmul_naive::matmul_relu_naive::NAME,
@@ -228,7 +248,9 @@ impl MatmulKernel {
             MatmulKernel::WarpTiledStreamK => {
                 matmul_warptiled_streamk::matmul_relu_warptiled_streamk::NAME
             }
-            MatmulKernel::WarpTiledTail => matmul_warptiled_tail::matmul_relu_warptiled_tail::NAME,
+            MatmulKernel::WarpTiledTail | MatmulKernel::WarpTiledTailPlan { .. } => {
+                matmul_warptiled_tail::matmul_relu_warptiled_tail::NAME
+            }
             MatmulKernel::Tile { tile, .. } => matmul_tiles::TILE_KERNEL_NAMES.get(tile)?,
             MatmulKernel::TileAsync { tile, .. } => {
                 matmul_tiles_async::ASYNC_KERNEL_NAMES.get(tile)?
@@ -252,6 +274,7 @@ impl MatmulKernel {
                 tile < MM_ASYNC_TILES.len() && split_ok(split_k)
             }
             MatmulKernel::TileCluster { config } => config < MM_CLUSTER_CONFIGS.len(),
+            MatmulKernel::WarpTiledTailPlan { plan } => plan < TAIL_PLANS.len(),
             MatmulKernel::GemvRow { split_k } => s.m == 1 && split_ok(split_k),
             MatmulKernel::GemvCol { split_k } => s.n == 1 && split_ok(split_k),
             MatmulKernel::Auto => false,
@@ -358,6 +381,7 @@ pub fn matmul(
             | MatmulKernel::TileCluster { .. }
             | MatmulKernel::WarpTiledStreamK
             | MatmulKernel::WarpTiledTail
+            | MatmulKernel::WarpTiledTailPlan { .. }
             | MatmulKernel::GemvRow { .. }
             | MatmulKernel::GemvCol { .. }
     ) {
@@ -402,7 +426,16 @@ pub fn matmul(
             go::<matmul_warptiled::matmul_relu_warptiled>(gpu, grid(MM_BM, MM_BN)?, p)
         }
         MatmulKernel::WarpTiledStreamK => warptiled_streamk(gpu, grid(MM_BM, MM_BN)?, p),
-        MatmulKernel::WarpTiledTail => warptiled_tail(gpu, grid(MM_BM, MM_BN)?, p),
+        MatmulKernel::WarpTiledTail => warptiled_tail(gpu, grid(MM_BM, MM_BN)?, p, None),
+        MatmulKernel::WarpTiledTailPlan { plan } => {
+            let Some(&cut) = TAIL_PLANS.get(plan) else {
+                return Err(SimtError::Unsupported(format!(
+                    "{op}: tail plan {plan} does not exist: MatmulKernel::WarpTiledTailPlan takes 0..{} (TAIL_PLANS)",
+                    TAIL_PLANS.len()
+                )));
+            };
+            warptiled_tail(gpu, grid(MM_BM, MM_BN)?, p, Some(cut))
+        }
         MatmulKernel::Tile { tile, split_k } => {
             let Some(t) = MM_TILES.get(tile) else {
                 return Err(SimtError::Unsupported(format!(
@@ -618,6 +651,14 @@ pub struct TailPlan {
     pub cut: u32,
 }
 
+/// The tuner's other three-part-rule plans for stage 4s
+/// ([`MatmulKernel::WarpTiledTailPlan`]): `(parts, first part in eighths of K)`, the
+/// others sharing the rest evenly. The best plans timed on the H200 at 2560^3 and
+/// 6144^3 (3 parts, the first half of K) and 8192^3 (8 and 4 equal parts), where the
+/// rule's own (3 parts, the first 5/8) was 0.2-0.9% slower (docs/PERFORMANCE.md,
+/// session 26).
+pub const TAIL_PLANS: [(u32, u32); 3] = [(3, 4), (4, 2), (8, 1)];
+
 /// What one part of a split tile costs besides its K steps, in K steps, in
 /// [`tail_plan`]'s model of equal parts: the first stage's load and barrier, the slot
 /// written and read back.
@@ -680,16 +721,55 @@ pub fn tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
     })
 }
 
+/// [`tail_plan`], its three-part cut replaced by `cut = (parts, first part in eighths
+/// of K)` where given ([`TAIL_PLANS`]); where the rule splits into equal parts, or the
+/// replacement would give a part fewer than [`TAIL_MIN_PART_STEPS`] K steps, the
+/// rule's plan.
+pub fn tail_plan_with(
+    tiles: u64,
+    ksteps: u32,
+    sms: u32,
+    cut: Option<(u32, u32)>,
+) -> Option<TailPlan> {
+    let plan = tail_plan(tiles, ksteps, sms)?;
+    let Some((parts, eighths)) = cut else {
+        return Some(plan);
+    };
+    let n = ksteps as u64;
+    let first = (eighths as u64 * n).div_ceil(8);
+    let fits = (2..=kernels::matmul_warptiled_tail::TAIL_MAX_PARTS).contains(&parts)
+        && first.min((n.saturating_sub(first)) / (parts as u64 - 1)) >= TAIL_MIN_PART_STEPS;
+    // The three-part rule applies where more tiles are left than SMs.
+    Some(match plan.split_tiles > sms.max(1) && fits {
+        true => TailPlan {
+            parts,
+            cut: first as u32,
+            ..plan
+        },
+        false => plan,
+    })
+}
+
 /// Stage 4s: stage 4 with the tiles of its partial last wave split along K
-/// ([`MatmulKernel::WarpTiledTail`]), then the split tiles' parts added.
-fn warptiled_tail(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()> {
+/// ([`MatmulKernel::WarpTiledTail`]; `cut` as [`tail_plan_with`]'s), then the split
+/// tiles' parts added.
+fn warptiled_tail(
+    gpu: &Gpu,
+    grid: simt::Dim3,
+    p: MatmulParams,
+    cut: Option<(u32, u32)>,
+) -> Result<()> {
     type K = matmul_warptiled_tail::matmul_relu_warptiled_tail;
     type R = matmul_warptiled_tail::matmul_tail_reduce;
     type S4 = matmul_warptiled::matmul_relu_warptiled;
     let tiles = grid.x as u64 * grid.y as u64;
-    let plan = tail_plan(tiles, p.a.cols.div_ceil(MM_BK), gpu.props().sms)
-        // A slot's rows are addressed as C's, 128 floats long, in 32 bits.
-        .filter(|_| (p.c.rows as u64) * (MM_BN as u64) < 1 << 32);
+    let plan = tail_plan_with(tiles, p.a.cols.div_ceil(MM_BK), gpu.props().sms, cut)
+        // A slot's rows are addressed as C's, 128 floats long, in 32 bits; one block
+        // per segment in a 1-D grid.
+        .filter(|pl| {
+            (p.c.rows as u64) * (MM_BN as u64) < 1 << 32
+                && (pl.dp_tiles as u64 + pl.parts as u64 * pl.split_tiles as u64) < 1 << 31
+        });
     let Some(plan) = plan else {
         // SAFETY: as in `matmul`: the views were checked against their buffers and
         // each other, C does not overlap A or B, the grid covers C.
@@ -711,8 +791,7 @@ fn warptiled_tail(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()> {
     // dp_tiles + split_tiles are the grid's tiles, 2 <= parts <= TAIL_MAX_PARTS and
     // every part at least TAIL_MIN_PART_STEPS K steps (`tail_plan`); the workspace holds
     // parts · split_tiles slots, this Gpu's alone while its queue runs the two
-    // launches; the grid is one block per segment (blocks < 2^31: tiles < 2^31 and
-    // parts · split_tiles <= 4 · sms).
+    // launches; the grid is one block per segment, fewer than 2^31 (above).
     unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(blocks, 1, 1)), (sp,))? };
     // SAFETY: after the product above with the same parameters (queue order), every
     // slot holds its part's sums; C as checked; one block per split tile.
@@ -845,7 +924,8 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
 }
 
 /// What the tuner times for a shape: stage 4, stage 4s where it splits stage 4's last
-/// wave ([`tail_split`]), stage 4k where its stream-K tail applies on a GPU (two resident blocks per SM, as its launch bounds ask; the emulator holds
+/// wave ([`tail_split`]) with the rule's plan and the other plans of [`TAIL_PLANS`]
+/// where they apply, stage 4k where its stream-K tail applies on a GPU (two resident blocks per SM, as its launch bounds ask; the emulator holds
 /// one block per worker, so there it may run stage 4 instead), every tile of both
 /// tile kernels with the K splits that could fill the device (up to 8 blocks per SM,
 /// at least 128 of K per slice), on Hopper the cluster split-K kernels that fit the same bound (at
@@ -853,8 +933,15 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
 pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
     let sms = gpu.props().sms.max(1) as u64;
     let mut v = vec![MatmulKernel::WarpTiled];
-    if tail_split(gpu, s).is_some() {
+    if let Some(plan) = tail_split(gpu, s) {
         v.push(MatmulKernel::WarpTiledTail);
+        // The other three-part plans, where they apply and differ from the rule's.
+        for (i, &cut) in TAIL_PLANS.iter().enumerate() {
+            let other = tail_plan_with(stage4_tiles(s), s.k.div_ceil(MM_BK), sms as u32, Some(cut));
+            if other != Some(plan) {
+                v.push(MatmulKernel::WarpTiledTailPlan { plan: i });
+            }
+        }
     }
     if streamk_plan(stage4_tiles(s), s.k.div_ceil(MM_BK), 2 * sms as u32).is_some() {
         v.push(MatmulKernel::WarpTiledStreamK);
@@ -907,8 +994,8 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   per SM (each slice at least 256 of K);
 /// * stage 4 when its 128x128 tiles give every SM a block, as stage 4s where that
 ///   splits the tiles of its partial last wave ([`tail_split`]; H200, 2026-11-26:
-///   2560^3 to 8192^3 0.1-16% faster than stage 4, and faster than stage 4k
-///   everywhere it was timed);
+///   2560^3, 3072^3, 4096^3, 6144^3 and 8192^3 1-16% faster than stage 4, 7168^3
+///   level, and faster than stage 4k everywhere it was timed);
 /// * small products (at most 512 x 512 outputs and K at most 1024), the 4-stage
 ///   `cp.async` tiles, as the H100 tuning of 2026-11-24 chose (commit 83f0783): on
 ///   Hopper (K at least 256) 16x64 with K over a cluster of 4 while that is at most
