@@ -598,18 +598,7 @@ fn warptiled_tail_under_every_order() {
             }
             // The whole tiles (counted row by row, as stage 4's grid) carry stage 4's bits.
             let s4 = run(MatmulKernel::WarpTiled).0;
-            let tiles_n = n.div_ceil(128);
-            for tile in 0..plan.dp_tiles as usize {
-                let (r0, c0) = (tile / tiles_n * 128, tile % tiles_n * 128);
-                for i in r0..(r0 + 128).min(m) {
-                    let (lo, hi) = (i * ldc + c0, i * ldc + (c0 + 128).min(n));
-                    assert_eq!(
-                        bits(&got[lo..hi]),
-                        bits(&s4[lo..hi]),
-                        "{what}: tile {tile} row {i}"
-                    );
-                }
-            }
+            assert_first_tiles_as_stage_4(&what, &got, &s4, (m, n, ldc), plan.dp_tiles as usize);
         }
     }
     // The tuner's other plans (3 parts from half of K, 4 and 8 equal parts) on the first
@@ -640,34 +629,13 @@ fn warptiled_tail_under_every_order() {
     let g = gpu();
     if on_gpu(&g) {
         let sms = g.props().sms as usize;
-        let (m, n, k) = (128, 128 * (2 * sms + sms + sms / 2), 520);
-        let a = uniform(&mut r, m * k, -1.0, 1.0);
-        let b = uniform(&mut r, k * n, -1.0, 1.0);
-        let want = reference::matmul(&a, &b, m, n, k, k, n, false);
+        let dims = (128, 128 * (2 * sms + sms + sms / 2), 520);
         let kern = MatmulKernel::WarpTiledTail;
-        let (got, names) = profiled_product(&g, kern, &a, &b, (m, n, k), (k, n, n), Epilogue::None);
-        assert_eq!(
-            names,
-            ["matmul_relu_warptiled_tail", "matmul_tail_reduce"],
-            "{m}x{n}x{k} on the GPU"
-        );
-        assert_matmul_close(&format!("{m}x{n}x{k} on the GPU"), seed, &got, &want, k);
+        let names = ["matmul_relu_warptiled_tail", "matmul_tail_reduce"];
+        assert_gpu_product(&g, kern, dims, &names, &mut r, seed);
     }
     // Whole waves: 4 tiles on 2 SMs' 4 slots run stage 4.
-    let g = emulator_workers(2, Order::InOrder);
-    let (a, b) = (vec![0.5f32; 256 * 8], vec![0.25f32; 8 * 256]);
-    let kern = MatmulKernel::WarpTiledTail;
-    let (c, names) = profiled_product(
-        &g,
-        kern,
-        &a,
-        &b,
-        (256, 256, 8),
-        (8, 256, 256),
-        Epilogue::None,
-    );
-    assert_eq!(names, ["matmul_relu_warptiled"]);
-    assert!(c.iter().all(|&v| v == 1.0));
+    assert_whole_waves_run_stage_4(MatmulKernel::WarpTiledTail);
 }
 
 /// Stage 4k on emulated devices of 2, 3 and 5 resident blocks, under every thread
@@ -720,21 +688,10 @@ fn warptiled_streamk_under_every_order() {
             // The tiles one block computes whole (all data-parallel ones, counted row
             // by row as stage 4's grid) carry stage 4's bits.
             let s4 = run(MatmulKernel::WarpTiled).0;
-            let (tiles_n, blocks) = (n.div_ceil(128), workers);
-            let tiles = m.div_ceil(128) * tiles_n;
+            let blocks = workers;
+            let tiles = m.div_ceil(128) * n.div_ceil(128);
             let dp = tiles - (tiles % blocks + blocks);
-            for tile in 0..dp {
-                let (r0, c0) = (tile / tiles_n * 128, tile % tiles_n * 128);
-                for i in r0..(r0 + 128).min(m) {
-                    let row = i * ldc;
-                    let (lo, hi) = (row + c0, row + (c0 + 128).min(n));
-                    assert_eq!(
-                        bits(&got[lo..hi]),
-                        bits(&s4[lo..hi]),
-                        "{what}: tile {tile} row {i}"
-                    );
-                }
-            }
+            assert_first_tiles_as_stage_4(&what, &got, &s4, (m, n, ldc), dp);
         }
     }
     // On a GPU: one row of tiles, 24 more than the two resident blocks per SM that
@@ -742,33 +699,71 @@ fn warptiled_streamk_under_every_order() {
     let g = gpu();
     if on_gpu(&g) {
         let (m, n, k) = (128, 128 * (2 * g.props().sms as usize + 24), 200);
-        let a = uniform(&mut r, m * k, -1.0, 1.0);
-        let b = uniform(&mut r, k * n, -1.0, 1.0);
-        let want = reference::matmul(&a, &b, m, n, k, k, n, false);
         let kern = MatmulKernel::WarpTiledStreamK;
-        let (got, names) = profiled_product(&g, kern, &a, &b, (m, n, k), (k, n, n), Epilogue::None);
-        assert_eq!(
-            names,
-            ["matmul_relu_warptiled_streamk"],
-            "{m}x{n}x{k} on the GPU"
+        assert_gpu_product(
+            &g,
+            kern,
+            (m, n, k),
+            &["matmul_relu_warptiled_streamk"],
+            &mut r,
+            seed,
         );
-        assert_matmul_close(&format!("{m}x{n}x{k} on the GPU"), seed, &got, &want, k);
     }
     // Whole waves: 4 tiles on 2 blocks run stage 4.
+    assert_whole_waves_run_stage_4(MatmulKernel::WarpTiledStreamK);
+}
+
+/// The first `tiles` 128x128 tiles of C (counted row by row, as stage 4's grid) carry
+/// stage 4's bits in `got` (C of `m x n`, row stride `ldc`).
+fn assert_first_tiles_as_stage_4(
+    what: &str,
+    got: &[f32],
+    s4: &[f32],
+    (m, n, ldc): (usize, usize, usize),
+    tiles: usize,
+) {
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let tiles_n = n.div_ceil(128);
+    for tile in 0..tiles {
+        let (r0, c0) = (tile / tiles_n * 128, tile % tiles_n * 128);
+        for i in r0..(r0 + 128).min(m) {
+            let (lo, hi) = (i * ldc + c0, i * ldc + (c0 + 128).min(n));
+            assert_eq!(
+                bits(&got[lo..hi]),
+                bits(&s4[lo..hi]),
+                "{what}: tile {tile} row {i}"
+            );
+        }
+    }
+}
+
+/// `kern` on the GPU `g` for a dense `m x n x k` product without ReLU: exactly the
+/// launches `names`, against float64.
+fn assert_gpu_product(
+    g: &rust_simt::Gpu,
+    kern: MatmulKernel,
+    (m, n, k): (usize, usize, usize),
+    names: &[&str],
+    r: &mut rand::rngs::StdRng,
+    seed: u64,
+) {
+    let a = uniform(r, m * k, -1.0, 1.0);
+    let b = uniform(r, k * n, -1.0, 1.0);
+    let want = reference::matmul(&a, &b, m, n, k, k, n, false);
+    let (got, ran) = profiled_product(g, kern, &a, &b, (m, n, k), (k, n, n), Epilogue::None);
+    assert_eq!(ran, names, "{m}x{n}x{k} on the GPU");
+    assert_matmul_close(&format!("{m}x{n}x{k} on the GPU"), seed, &got, &want, k);
+}
+
+/// A product of whole waves (4 tiles on an emulator of 2 workers: 2 blocks of stage
+/// 4k, 4 slots of stage 4s) runs stage 4 itself, with stage 4's result.
+fn assert_whole_waves_run_stage_4(kern: MatmulKernel) {
     let g = emulator_workers(2, Order::InOrder);
     let (a, b) = (vec![0.5f32; 256 * 8], vec![0.25f32; 8 * 256]);
-    let kern = MatmulKernel::WarpTiledStreamK;
-    let (c, names) = profiled_product(
-        &g,
-        kern,
-        &a,
-        &b,
-        (256, 256, 8),
-        (8, 256, 256),
-        Epilogue::None,
-    );
-    assert_eq!(names, ["matmul_relu_warptiled"]);
-    assert!(c.iter().all(|&v| v == 1.0));
+    let dims = (256, 256, 8);
+    let (c, names) = profiled_product(&g, kern, &a, &b, dims, (8, 256, 256), Epilogue::None);
+    assert_eq!(names, ["matmul_relu_warptiled"], "{kern:?}");
+    assert!(c.iter().all(|&v| v == 1.0), "{kern:?}");
 }
 
 /// Where the device refuses cooperative launches (a shared MPS device), stage 4k

@@ -711,14 +711,24 @@ pub fn tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
         }
         (q, n / q)
     };
-    // Every part at least TAIL_MIN_PART_STEPS (the short ones share n - cut).
-    let shortest = cut.min((n - cut) / (parts - 1));
-    (shortest >= TAIL_MIN_PART_STEPS).then_some(TailPlan {
+    parts_fit(n, cut, parts).then_some(TailPlan {
         dp_tiles: (tiles - t) as u32,
         split_tiles: t as u32,
         parts: parts as u32,
         cut: cut as u32,
     })
+}
+
+/// Whether `parts` parts of `n` K steps, the first `cut` and the others sharing the
+/// rest evenly, are 2 to [`TAIL_MAX_PARTS`] parts of at least [`TAIL_MIN_PART_STEPS`]
+/// K steps each.
+///
+/// [`TAIL_MAX_PARTS`]: kernels::matmul_warptiled_tail::TAIL_MAX_PARTS
+fn parts_fit(n: u64, cut: u64, parts: u64) -> bool {
+    use kernels::matmul_warptiled_tail::TAIL_MAX_PARTS;
+    (2..=TAIL_MAX_PARTS as u64).contains(&parts)
+        && cut <= n
+        && cut.min((n - cut) / (parts - 1)) >= TAIL_MIN_PART_STEPS
 }
 
 /// [`tail_plan`], its three-part cut replaced by `cut = (parts, first part in eighths
@@ -737,8 +747,7 @@ pub fn tail_plan_with(
     };
     let n = ksteps as u64;
     let first = (eighths as u64 * n).div_ceil(8);
-    let fits = (2..=kernels::matmul_warptiled_tail::TAIL_MAX_PARTS).contains(&parts)
-        && first.min((n.saturating_sub(first)) / (parts as u64 - 1)) >= TAIL_MIN_PART_STEPS;
+    let fits = parts_fit(n, first, parts as u64);
     // The three-part rule applies where more tiles are left than SMs.
     Some(match plan.split_tiles > sms.max(1) && fits {
         true => TailPlan {
