@@ -638,6 +638,54 @@ fn warptiled_tail_under_every_order() {
     assert_whole_waves_run_stage_4(MatmulKernel::WarpTiledTail);
 }
 
+/// The 64x64 tile of two K slices (`kslices`: 8 warps, each slice half of every K
+/// step's FMAs, slice 1's sums added into slice 0's through shared memory after the
+/// loop), under every thread order: a missing barrier around the exchange would let
+/// an order read a sum before it is written. Ragged shapes and strides, K of one step
+/// or less (slice 1 sums only zero-filled copies), ReLU on and off, against float64,
+/// the same bits under every order and on a second run.
+#[test]
+fn sliced_k_tile_under_every_order() {
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let tile = MM_ASYNC_TILES
+        .iter()
+        .position(|t| t.kslices == 2)
+        .expect("a tile of two K slices");
+    assert_eq!(MM_ASYNC_TILES[tile].threads(), 256);
+    let (mut r, seed) = rng("sliced_k");
+    // (m, n, k, pad, relu)
+    for (m, n, k, pad, relu) in [
+        (64, 64, 32, 0, false),
+        (130, 70, 13, 1, true),
+        (100, 200, 300, 3, false),
+        (192, 128, 1000, 0, true),
+    ] {
+        let (lda, ldb, ldc) = (k + pad, n + pad, n + 2 * pad);
+        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
+        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
+        let want = reference::matmul(&a, &b, m, n, k, lda, ldb, relu);
+        let epi = if relu { Epilogue::Relu } else { Epilogue::None };
+        let mut first: Option<Vec<u32>> = None;
+        for order in [Order::InOrder, Order::Reversed, Order::Random(11)] {
+            let g = emulator_workers(3, order);
+            let kern = MatmulKernel::TileAsync { tile, split_k: 1 };
+            let run = || profiled_product(&g, kern, &a, &b, (m, n, k), (lda, ldb, ldc), epi);
+            let (got, launches) = run();
+            let what = format!("{m}x{n}x{k} pad {pad}, {}, {order:?}", kern.label());
+            assert_eq!(launches, ["matmul_relu_async_64x64_ks2"], "{what}");
+            assert_matmul_close(&what, seed, &dense_rows(&got, m, n, ldc), &want, k);
+            if pad > 0 {
+                assert!(got[n].is_nan(), "{what}: C's row padding written");
+            }
+            assert_eq!(bits(&got), bits(&run().0), "{what}: two runs");
+            match &first {
+                None => first = Some(bits(&got)),
+                Some(f) => assert_eq!(f, &bits(&got), "{what}: differs from the first order"),
+            }
+        }
+    }
+}
+
 /// Stage 4k on emulated devices of 2, 3 and 5 resident blocks, under every thread
 /// order: ragged shapes whose tiles are not whole waves (heads, tails, whole stream-K
 /// tiles and data-parallel tiles), K not a multiple of the K step, padded strides and

@@ -341,20 +341,28 @@ fn heuristic_picks_by_shape() {
     assert!(!auto_candidates(&g, shape(128 * wave, 128, 64)).contains(&sk));
     assert!(!auto_candidates(&g, shape(128, 128, 64)).contains(&sk));
     // Aligned products that 64x64 tiles cover whole in one nearly full wave of two
-    // blocks per SM, K at most 1024: the 3-stage 64x64 tile of 4 warps, unsplit (as
-    // 1024^3 on the H200). Not with edge tiles (as 1000^3), more tiles than a wave,
-    // a wave under 7/8 full, or K past 1024. On an emulated device of 80 SMs, 768^2
-    // is 144 such tiles of 160 slots, and 36 of stage 4's tiles.
-    let w4 = MatmulKernel::TileAsync {
+    // blocks per SM, K at most 1024: the 3-stage 64x64 tile of 4 warps, unsplit, as
+    // two K slices from K = 512 on (as 1024^3 on the H200) and as one below. Not with
+    // edge tiles (as 1000^3), more tiles than a wave, a wave under 7/8 full, or K
+    // past 1024. On an emulated device of 80 SMs, 768^2 is 144 such tiles of 160
+    // slots, and 36 of stage 4's tiles.
+    let w4_slices = |kslices: u32| MatmulKernel::TileAsync {
         tile: MM_ASYNC_TILES
             .iter()
-            .position(|t| (t.bm, t.bn, t.wm, t.wn, t.stages) == (64, 64, 16, 64, 3))
+            .position(|t| {
+                (t.bm, t.bn, t.wm, t.wn, t.stages, t.kslices) == (64, 64, 16, 64, 3, kslices)
+            })
             .unwrap(),
         split_k: 1,
     };
+    let (w4, ks2) = (w4_slices(1), w4_slices(2));
     let whole = shape(768, 768, 1024);
-    assert_eq!(auto_heuristic(&g80, whole), w4);
+    assert_eq!(auto_heuristic(&g80, whole), ks2);
+    assert_eq!(auto_heuristic(&g80, shape(768, 768, 512)), ks2);
+    assert_eq!(auto_heuristic(&g80, shape(768, 768, 508)), w4);
+    assert_eq!(auto_heuristic(&g80, shape(768, 768, 256)), w4);
     assert!(auto_candidates(&g80, whole).contains(&w4));
+    assert!(auto_candidates(&g80, whole).contains(&ks2));
     for other in [
         shape(744, 744, 1024),
         shape(768, 896, 1024),

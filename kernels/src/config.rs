@@ -301,6 +301,11 @@ pub struct MmTile {
     /// Shared-memory stages of the `cp.async` variant (3 or 4; the register-staged
     /// kernel always has 2).
     pub stages: u32,
+    /// Warp groups that share each K step of the `cp.async` variant (1 or 2: sliced
+    /// K). Each group computes the whole tile over its part of every step, and the
+    /// groups' sums are added in shared memory at the end; the register-staged kernel
+    /// always has 1.
+    pub kslices: u32,
 }
 
 impl MmTile {
@@ -313,15 +318,20 @@ impl MmTile {
             wn,
             stages: MM_ASYNC_STAGES,
             min_blocks,
+            kslices: 1,
         }
     }
     /// The same tile with `stages` shared-memory stages in the `cp.async` variant.
     pub const fn with_stages(self, stages: u32) -> MmTile {
         MmTile { stages, ..self }
     }
-    /// Threads per block: a warp per warp tile.
+    /// The same tile with `kslices` warp groups sharing each K step (sliced K).
+    pub const fn with_kslices(self, kslices: u32) -> MmTile {
+        MmTile { kslices, ..self }
+    }
+    /// Threads per block: a warp per warp tile and K slice.
     pub const fn threads(&self) -> u32 {
-        (self.bm / self.wm) * (self.bn / self.wn) * WARP_SIZE
+        (self.bm / self.wm) * (self.bn / self.wn) * WARP_SIZE * self.kslices
     }
     /// Outputs per thread down (`wm / 4`).
     pub const fn tm(&self) -> u32 {
@@ -369,16 +379,22 @@ impl MmTile {
     pub const fn is_valid(&self) -> bool {
         self.is_valid_layout()
             && self.bm % 32 == 0
+            && self.kslices == 1
             && (self.bm * MM_BK / 4) % self.threads() == 0
             && (self.bn * MM_BK / 4) % self.threads() == 0
             && self.a_loads() >= 1
             && self.b_loads() >= 1
     }
     /// Whether the `cp.async` variant can run it: a valid layout, 4-row thread tiles,
-    /// the copies split evenly over the threads.
+    /// the copies split evenly over the threads, one or two K slices (each a whole
+    /// number of the step's 8 groups of 4 k, and the slices' sums fitting the stages'
+    /// shared memory, where they are added).
     pub const fn is_valid_async(&self) -> bool {
         self.is_valid_layout()
             && self.tm() == 4
+            && (self.kslices == 1 || self.kslices == 2)
+            && (self.kslices == 1
+                || self.bm * self.bn <= self.stages * (self.bm + self.bn) * MM_ASYNC_BK)
             && (self.bm * MM_ASYNC_BK / 4) % self.threads() == 0
             && (self.bn * MM_ASYNC_BK / 4) % self.threads() == 0
             && self.async_a_loads() >= 1
@@ -412,10 +428,12 @@ const _: () = {
 /// 8-row thread tiles spilled (so did 64x128 and 128x64 tiles of 16x64 warps, at
 /// 128 registers).
 ///
-/// The last two have 4 warps of 16x64 (8 columns a thread, 12 shared loads per 128
-/// FMAs against 8 per 64): the shape of Triton's best FP32 config at 1024^3 on the
-/// H100 (64x64, 4 warps, 3 stages).
-pub const MM_ASYNC_TILES: [MmTile; 11] = [
+/// Entries 9 and 10 have 4 warps of 16x64 (8 columns a thread, 12 shared loads per
+/// 128 FMAs against 8 per 64): the shape of Triton's best FP32 config at 1024^3 on the
+/// H100 (64x64, 4 warps, 3 stages). The last is entry 9 computed by two K slices of 4
+/// warps (`kslices`): 16 warps per SM instead of 8 where two blocks fit, each warp half
+/// of every step's FMAs, the slices' sums added in shared memory at the end.
+pub const MM_ASYNC_TILES: [MmTile; 12] = [
     MmTile::new(64, 64, 16, 32, 2),
     MmTile::new(64, 32, 16, 32, 4),
     MmTile::new(32, 64, 16, 32, 4),
@@ -427,6 +445,7 @@ pub const MM_ASYNC_TILES: [MmTile; 11] = [
     MmTile::new(64, 64, 16, 32, 2).with_stages(4),
     MmTile::new(64, 64, 16, 64, 2),
     MmTile::new(64, 64, 16, 64, 2).with_stages(4),
+    MmTile::new(64, 64, 16, 64, 2).with_kslices(2),
 ];
 const _: () = {
     let mut i = 0;

@@ -161,11 +161,13 @@ macro_rules! cluster_kernels {
         const TN: usize = MM_ASYNC_TILES[$t].tn() as usize;
         const S: u32 = MM_CLUSTER_CONFIGS[$i].cluster;
         let place = cluster_place::<BM, BN, S>(&$p);
+        // One K slice per block here: the cluster splits K.
+        const { assert!(MM_ASYNC_TILES[$t].kslices == 1) };
         // SAFETY: as the tile arm.
-        let (s, _) = unsafe {
+        let (s, _, _) = unsafe {
             async_main::<BM, BN, { MM_ASYNC_TILES[$t].wm }, { MM_ASYNC_TILES[$t].wn }, TM, TN,
                 { MM_ASYNC_TILES[$t].async_a_loads() }, { MM_ASYNC_TILES[$t].async_b_loads() },
-                { MM_ASYNC_TILES[$t].stages }>(&$p.mm, place, true)
+                { MM_ASYNC_TILES[$t].stages }, 1>(&$p.mm, place, true)
         };
         // SAFETY: as the tile arm.
         unsafe { reduce_store::<BM, BN, TM, TN, S, { MM_ASYNC_TILES[$t].threads() }>(&$p, place, &s) };

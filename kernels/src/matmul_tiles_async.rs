@@ -23,6 +23,13 @@
 //! XOR all 4 would hit the same banks: a 4-way conflict). The pipeline module's docs
 //! tell why transposing A with 4-byte copies did not pay.
 //!
+//! **Sliced K** (`MmTile::kslices` = 2): the tile's warps are doubled, and the two
+//! groups (slices) split every K step, slice 0 computing its first 16 k and slice 1
+//! the last 16, each over the whole tile. After the loop slice 1's sums go through the
+//! stages' shared memory and are added into slice 0's, which stores them. Where a
+//! product is a single wave of two blocks per SM (1024^3: 256 tiles of 64x64), that is
+//! 16 warps per SM instead of 8, for one exchange per tile.
+//!
 //! Edges: a chunk that is only partly inside the matrix, or any chunk of an
 //! unaligned operand, is copied as 4-byte pieces (a 16-byte copy with fewer source
 //! bytes still reads 16); pieces outside the matrix or the K slice are zero-filled.
@@ -93,22 +100,32 @@ pub(crate) unsafe fn async_main<
     const LA: u32,
     const LB: u32,
     const STAGES: u32,
+    const KS: u32,
 >(
     mm: &MatmulParams,
     place: Place,
     vec_o: bool,
-) -> (Sums<TM, TN>, bool) {
+) -> (Sums<TM, TN>, bool, bool) {
     const {
-        let t = MmTile::new(BM, BN, WM, WN, 1).with_stages(STAGES);
+        let t = MmTile::new(BM, BN, WM, WN, 1)
+            .with_stages(STAGES)
+            .with_kslices(KS);
         assert!(t.is_valid_async());
         assert!(t.tm() as usize == TM && t.tn() as usize == TN);
         assert!(t.async_a_loads() == LA && t.async_b_loads() == LB);
         assert!(TM == 4 && (TN == 4 || TN == 8));
     };
     const BK: u32 = MM_ASYNC_BK;
-    let threads = (BM / WM) * (BN / WN) * WARP_SIZE;
+    // The warps of one K slice cover the tile; KS slices share each step.
+    let tile_threads = (BM / WM) * (BN / WN) * WARP_SIZE;
+    let threads = tile_threads * KS;
     let (a, b, _, m, n, _, lda, ldb, _, _) = mm.unpack();
     let t = thread_idx().x;
+    // A whole number of warps per slice, so `slice` is the same across a warp.
+    let (slice, tt) = match KS {
+        1 => (0, t),
+        _ => (t / tile_threads, t % tile_threads),
+    };
     let Place {
         row0,
         col0,
@@ -117,7 +134,7 @@ pub(crate) unsafe fn async_main<
     } = place;
     let vec_a = is_aligned16(a) && lda % 4 == 0;
     let vec_b = is_aligned16(b) && ldb % 4 == 0;
-    let (warp, lane) = (t / WARP_SIZE, t % WARP_SIZE);
+    let (warp, lane) = (tt / WARP_SIZE, tt % WARP_SIZE);
     let (wm, wn) = (warp / (BN / WN), warp % (BN / WN));
     let rm = wm * WM + 4 * (lane / LANES_N);
     let cn = wn * WN + 4 * (lane % LANES_N);
@@ -240,47 +257,86 @@ pub(crate) unsafe fn async_main<
         issue!(s + STAGES - 1);
         let s_a = smem.add((s % STAGES) as usize * stage);
         let s_b = s_a.add(a_stage);
+        // Slice `slice` computes the step's groups of 4 k `slice·8/KS ..` (all 8
+        // with one slice).
         unroll!(8, KC => {
-            let kc = KC as u32;
-            // The thread's TM rows, k = 4kc..4kc+4 of each.
-            let mut av = [F32x4::default(); TM];
-            for (i, v) in av.iter_mut().enumerate() {
-                let r = rm + (i as u32 / 4) * 4 * LANES_M + i as u32 % 4;
-                // SAFETY: row r < BM of this stage, chunk < 8, 16-byte aligned.
-                *v = unsafe { s_a.add((r * BK + 4 * a_chunk(r, kc)) as usize).load4() };
-            }
-            unroll!(4, KK => {
-                let kr = 4 * kc + KK as u32;
-                // SAFETY: row kr < BK of this stage of B, columns inside, aligned.
-                let (b_lo, b_hi) = unsafe {
-                    (
-                        s_b.add((kr * BN + cn) as usize).load4(),
-                        if TN == 8 { s_b.add((kr * BN + cn + 4 * LANES_N) as usize).load4() } else { F32x4::default() },
-                    )
-                };
-                let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
-                // Unrolled by the macro, not left to LLVM: with the interior copy path
-                // in the loop, LLVM stopped unrolling the 4x8 tile and put the
-                // accumulators in local memory (240 bytes of stack).
-                unroll!(4, I => {
-                    let x = av[I].to_array()[KK];
-                    unroll!(8, J => {
-                        if J < TN {
-                            acc[I][J] = simt_std::math::fma(x, bf[J], acc[I][J]);
-                        }
+            if (KC as u32) < 8 / KS {
+                let kc = KC as u32 + slice * (8 / KS);
+                // The thread's TM rows, k = 4kc..4kc+4 of each.
+                let mut av = [F32x4::default(); TM];
+                for (i, v) in av.iter_mut().enumerate() {
+                    let r = rm + (i as u32 / 4) * 4 * LANES_M + i as u32 % 4;
+                    // SAFETY: row r < BM of this stage, chunk < 8, 16-byte aligned.
+                    *v = unsafe { s_a.add((r * BK + 4 * a_chunk(r, kc)) as usize).load4() };
+                }
+                unroll!(4, KK => {
+                    let kr = 4 * kc + KK as u32;
+                    // SAFETY: row kr < BK of this stage of B, columns inside, aligned.
+                    let (b_lo, b_hi) = unsafe {
+                        (
+                            s_b.add((kr * BN + cn) as usize).load4(),
+                            if TN == 8 { s_b.add((kr * BN + cn + 4 * LANES_N) as usize).load4() } else { F32x4::default() },
+                        )
+                    };
+                    let bf = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
+                    // Unrolled by the macro, not left to LLVM: with the interior copy path
+                    // in the loop, LLVM stopped unrolling the 4x8 tile and put the
+                    // accumulators in local memory (240 bytes of stack).
+                    unroll!(4, I => {
+                        let x = av[I].to_array()[KK];
+                        unroll!(8, J => {
+                            if J < TN {
+                                acc[I][J] = simt_std::math::fma(x, bf[J], acc[I][J]);
+                            }
+                        });
                     });
+                    simt_std::memory::compiler_barrier();
                 });
-                simt_std::memory::compiler_barrier();
-            });
+            }
         });
         s += 1;
     }
     // Nothing is left in flight past the slice (those groups were empty), but leave
     // no copy pending at exit either.
     wait::<0>();
+    if KS == 2 {
+        // Slice 1's sums to the stages' shared memory, 16 bytes per thread and group of
+        // 4, thread-major (a warp's stores and loads are conflict-free), then added
+        // into slice 0's in that order: `s0 + s1` on every run.
+        let at = |q: usize| (4 * (q as u32 * tile_threads + tt)) as usize;
+        // Every thread is done with the stages.
+        sync_threads();
+        if slice == 1 {
+            unroll!(4, I => {
+                unroll!(2, H => {
+                    if 4 * H < TN {
+                        let r = &acc[I];
+                        let v = F32x4 { x: r[4 * H], y: r[4 * H + 1], z: r[4 * H + 2], w: r[4 * H + 3] };
+                        // SAFETY: q < TM·TN/4 groups of tile_threads 16-byte slots:
+                        // BM·BN floats, inside the stages (`is_valid_async`).
+                        unsafe { smem.add(at(2 * I + H)).store4(v) };
+                    }
+                });
+            });
+        }
+        sync_threads();
+        if slice == 0 {
+            unroll!(4, I => {
+                unroll!(2, H => {
+                    if 4 * H < TN {
+                        // SAFETY: as above; written by the slice-1 thread at the same
+                        // place of the tile, before the barrier.
+                        let v = unsafe { smem.add(at(2 * I + H)).load4() }.to_array();
+                        unroll!(4, J => { acc[I][4 * H + J] += v[J]; });
+                    }
+                });
+            });
+        }
+    }
     (
         Sums { acc, rm, cn },
         vec_o && row0 + BM <= m && col0 + BN <= n,
+        slice == 0,
     )
 }
 
@@ -300,15 +356,19 @@ unsafe fn async_body<
     const LA: u32,
     const LB: u32,
     const STAGES: u32,
+    const KS: u32,
 >(
     p: MatmulSplitParams,
 ) {
     let (o, place) = split_place::<BM, BN>(&p);
     // SAFETY: kernel contract; the block's slice lies inside K.
-    let (s, unchecked) =
-        unsafe { async_main::<BM, BN, WM, WN, TM, TN, LA, LB, STAGES>(&p.mm, place, o.vec_o) };
-    // SAFETY: kernel contract: the output view as `slice_output` describes it.
-    unsafe { store_sums(&s, &o, &p, place, unchecked) };
+    let (s, unchecked, owner) =
+        unsafe { async_main::<BM, BN, WM, WN, TM, TN, LA, LB, STAGES, KS>(&p.mm, place, o.vec_o) };
+    // The first K slice's threads hold the tile's sums.
+    if owner {
+        // SAFETY: kernel contract: the output view as `slice_output` describes it.
+        unsafe { store_sums(&s, &o, &p, place, unchecked) };
+    }
 }
 
 /// Declares the `cp.async` kernel of `MM_ASYNC_TILES[$i]`.
@@ -339,6 +399,7 @@ macro_rules! async_kernels {
                         { MM_ASYNC_TILES[$i].async_a_loads() },
                         { MM_ASYNC_TILES[$i].async_b_loads() },
                         { MM_ASYNC_TILES[$i].stages },
+                        { MM_ASYNC_TILES[$i].kslices },
                     >(p)
                 }
             }
@@ -359,6 +420,7 @@ async_kernels!(
     matmul_relu_async_s4_64x64 = 8,
     matmul_relu_async_64x64_w4 = 9,
     matmul_relu_async_s4_64x64_w4 = 10,
+    matmul_relu_async_64x64_ks2 = 11,
 );
 
 /// The PTX entry names of the `cp.async` tile kernels, in [`MM_ASYNC_TILES`] order.
@@ -374,4 +436,5 @@ pub const ASYNC_KERNEL_NAMES: [&str; MM_ASYNC_TILES.len()] = [
     "matmul_relu_async_s4_64x64",
     "matmul_relu_async_64x64_w4",
     "matmul_relu_async_s4_64x64_w4",
+    "matmul_relu_async_64x64_ks2",
 ];

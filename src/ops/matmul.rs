@@ -166,7 +166,11 @@ impl MatmulKernel {
                         true => format!("-w{}", t.threads() / 32),
                         false => String::new(),
                     };
-                    format!("async{stages}{}x{}{warps}/k{split_k}", t.bm, t.bn)
+                    let slices = match t.kslices {
+                        1 => String::new(),
+                        s => format!("-ks{s}"),
+                    };
+                    format!("async{stages}{}x{}{warps}{slices}/k{split_k}", t.bm, t.bn)
                 }
                 None => format!("async#{tile}/k{split_k}"),
             },
@@ -478,10 +482,11 @@ pub fn matmul(
                 7 => split_launch::<matmul_relu_async_s4_32x64>,
                 8 => split_launch::<matmul_relu_async_s4_64x64>,
                 9 => split_launch::<matmul_relu_async_64x64_w4>,
-                _ => split_launch::<matmul_relu_async_s4_64x64_w4>,
+                10 => split_launch::<matmul_relu_async_s4_64x64_w4>,
+                _ => split_launch::<matmul_relu_async_64x64_ks2>,
             };
             const _: () = assert!(
-                MM_ASYNC_TILES.len() == 11,
+                MM_ASYNC_TILES.len() == 12,
                 "one arm per MM_ASYNC_TILES entry above"
             );
             launch(gpu, (g.x, g.y), SliceDim::Z, p, split_k)
@@ -1083,8 +1088,10 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
         };
     }
     if covers_whole(gpu, s) {
+        // Two K slices of 4 warps from K = 512 on; below that their closing exchange
+        // costs more than the extra warps give (docs/PERFORMANCE.md, session 27).
         return MatmulKernel::TileAsync {
-            tile: ASYNC64_W4,
+            tile: if s.k >= 512 { ASYNC64_KS2 } else { ASYNC64_W4 },
             split_k: 1,
         };
     }
@@ -1102,7 +1109,13 @@ const ASYNC64_W4: usize = {
     let mut i = 0;
     while i < MM_ASYNC_TILES.len() {
         let t = MM_ASYNC_TILES[i];
-        if t.bm == 64 && t.bn == 64 && t.wm == 16 && t.wn == 64 && t.stages == MM_ASYNC_STAGES {
+        if t.bm == 64
+            && t.bn == 64
+            && t.wm == 16
+            && t.wn == 64
+            && t.stages == MM_ASYNC_STAGES
+            && t.kslices == 1
+        {
             break;
         }
         i += 1;
@@ -1110,6 +1123,32 @@ const ASYNC64_W4: usize = {
     assert!(
         i < MM_ASYNC_TILES.len(),
         "MM_ASYNC_TILES lacks the 64x64 tile of 4 warps"
+    );
+    i
+};
+
+/// The index in [`MM_ASYNC_TILES`] of [`ASYNC64_W4`]'s tile computed by two K slices
+/// of 4 warps each (sliced K: 8 warps, the slices' sums added in shared memory).
+const ASYNC64_KS2: usize = {
+    let w4 = MM_ASYNC_TILES[ASYNC64_W4];
+    let mut i = 0;
+    while i < MM_ASYNC_TILES.len() {
+        let t = MM_ASYNC_TILES[i];
+        if t.bm == w4.bm
+            && t.bn == w4.bn
+            && t.wm == w4.wm
+            && t.wn == w4.wn
+            && t.stages == w4.stages
+            && t.min_blocks == w4.min_blocks
+            && t.kslices == 2
+        {
+            break;
+        }
+        i += 1;
+    }
+    assert!(
+        i < MM_ASYNC_TILES.len(),
+        "MM_ASYNC_TILES lacks the 64x64 tile of two K slices"
     );
     i
 };
