@@ -1167,6 +1167,10 @@ const ASYNC64_KS2: usize = {
 /// | 768^3 | 144 / 264 | 0.0451-0.0453 | 0.0386-0.0387 (4) |
 /// | 1280x1024x1024 | 320 / 264 | 0.1130-0.1131 | 0.0848-0.0849 (2, the best split) |
 /// | 1000^3 (edge tiles) | | 0.0763-0.0767 | 0.0637-0.0639 (4) |
+///
+/// Where it holds, `Auto` runs the tile as two K slices of 4 warps ([`ASYNC64_KS2`])
+/// from K = 512 on: 1024^3 0.0583-0.0584 ms against 0.0583-0.0585 for one slice, and
+/// 0.0186-0.0189 against 0.0185-0.0188 at K = 256 (H200, docs/PERFORMANCE.md session 27).
 pub fn covers_whole(gpu: &Gpu, s: Shape) -> bool {
     let t = &MM_ASYNC_TILES[ASYNC64_W4];
     let slots = t.min_blocks as u64 * gpu.props().sms.max(1) as u64;
