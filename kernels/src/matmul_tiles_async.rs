@@ -82,9 +82,11 @@ unsafe fn copy_chunk(dst: Smem<f32>, src: *const f32, base: *const f32, valid: u
 
 /// The K loop of every `matmul_relu_async_*` kernel and of their cluster variants
 /// (see the module docs): block tile `BM x BN`, warp tile `WM x WN`, thread tile
-/// `TM x TN`, `LA` and `LB` chunk copies of A and B per thread and step. Returns the
-/// thread's sums and whether the tile lies inside C with every row aligned (`vec_o`:
-/// the output's rows are).
+/// `TM x TN`, `LA` and `LB` chunk copies of A and B per thread and step, `KS` K
+/// slices (threads `KS · tile_threads`, slice `t / tile_threads`). Returns the
+/// thread's sums, whether the tile lies inside C with every row aligned (`vec_o`: the
+/// output's rows are), and whether the thread holds the tile's sums (slice 0; with
+/// one slice, every thread): only those threads store.
 ///
 /// # Safety
 /// The kernel's contract (see [`matmul_relu_async_64x64()`]); `place` inside it,
@@ -260,8 +262,8 @@ pub(crate) unsafe fn async_main<
         // Slice `slice` computes the step's groups of 4 k `slice·8/KS ..` (all 8
         // with one slice).
         unroll!(8, KC => {
-            if (KC as u32) < 8 / KS {
-                let kc = KC as u32 + slice * (8 / KS);
+            if (KC as u32) < A_CHUNKS / KS {
+                let kc = KC as u32 + slice * (A_CHUNKS / KS);
                 // The thread's TM rows, k = 4kc..4kc+4 of each.
                 let mut av = [F32x4::default(); TM];
                 for (i, v) in av.iter_mut().enumerate() {
@@ -312,9 +314,10 @@ pub(crate) unsafe fn async_main<
                     if 4 * H < TN {
                         let r = &acc[I];
                         let v = F32x4 { x: r[4 * H], y: r[4 * H + 1], z: r[4 * H + 2], w: r[4 * H + 3] };
-                        // SAFETY: q < TM·TN/4 groups of tile_threads 16-byte slots:
-                        // BM·BN floats, inside the stages (`is_valid_async`).
-                        unsafe { smem.add(at(2 * I + H)).store4(v) };
+                        // SAFETY: q = I·TN/4 + H < TM·TN/4 groups of tile_threads
+                        // 16-byte slots: BM·BN floats, inside the stages
+                        // (`is_valid_async`).
+                        unsafe { smem.add(at(I * (TN / 4) + H)).store4(v) };
                     }
                 });
             });
@@ -326,7 +329,7 @@ pub(crate) unsafe fn async_main<
                     if 4 * H < TN {
                         // SAFETY: as above; written by the slice-1 thread at the same
                         // place of the tile, before the barrier.
-                        let v = unsafe { smem.add(at(2 * I + H)).load4() }.to_array();
+                        let v = unsafe { smem.add(at(I * (TN / 4) + H)).load4() }.to_array();
                         unroll!(4, J => { acc[I][4 * H + J] += v[J]; });
                     }
                 });
@@ -384,7 +387,10 @@ macro_rules! async_kernels {
             /// # Thread Mapping
             /// As the tile kernels; copies: thread `t` copies A chunks `e = t + i·T`
             /// (row `e / 8`, k `4(e % 8)..+4`) and B chunks (row `e / (bn/4)`, columns
-            /// `4(e % (bn/4))..+4`) of each step.
+            /// `4(e % (bn/4))..+4`) of each step. With two K slices, threads `T/2 ..`
+            /// are slice 1, mapped onto the tile as threads `t - T/2`, computing k
+            /// `16..32` of each step; slice 0 (threads `.. T/2`) adds their sums and
+            /// stores.
             #[launch(threads = MM_ASYNC_TILES[$i].threads(), min_blocks = MM_ASYNC_TILES[$i].min_blocks, shared = MM_ASYNC_TILES[$i].async_smem_bytes())]
             pub unsafe fn $name(p: MatmulSplitParams) {
                 // SAFETY: forwarded contract.

@@ -52,12 +52,20 @@ use crate::matmul_warptiled::{k_steps, WarpTiling, STAGE};
 use crate::params::MatmulParamsTail4;
 use simt_std::memory::{is_aligned16, load4_first, opaque_u32, store4_first, F32x4};
 use simt_std::thread::{block_idx, thread_idx};
-use simt_std::{kernel, shared_array};
+use simt_std::{kernel, shared_array, unroll};
 
 const _: () = assert!(MM4K_PARTIAL_FLOATS == MM_BM * MM_BN);
 
 /// The most parts a split tile is cut into (the host's plans stay within it).
 pub const TAIL_MAX_PARTS: u32 = 16;
+
+/// Blocks of [`matmul_tail_reduce()`] per split tile (each a band of its rows).
+pub const TAIL_REDUCE_BLOCKS: u32 = 2;
+/// Groups of 4 floats each thread of [`matmul_tail_reduce()`] adds: all of them loaded
+/// per part at once.
+const TAIL_BATCH: usize = 8;
+// The reduce unrolls its batch by 8, and its blocks' batches cover the tile exactly.
+const _: () = assert!(TAIL_BATCH == 8 && MM4K_PARTIAL_FLOATS / 4 == TAIL_REDUCE_BLOCKS * TAIL_BATCH as u32 * MM_THREADS);
 
 /// The first K step of part `p` of a split tile of `ksteps` steps: part 0 is
 /// `[0, cut)`, parts `1 .. parts` share `[cut, ksteps)` evenly (the remainder to the
@@ -189,48 +197,74 @@ kernel! {
     /// # Safety
     /// After [`matmul_relu_warptiled_tail()`] with the same `sp`, in queue order: every
     /// slot holds its part's sums for the tile's elements inside C; C writable with
-    /// its stride, not overlapping the workspace.
+    /// its stride, not overlapping the workspace; a 1-D grid of
+    /// [`TAIL_REDUCE_BLOCKS`]` · split_tiles` blocks of 256 threads.
     ///
     /// # Parameters
     /// The [`MatmulParamsTail4`] of the product.
     ///
     /// # Thread Mapping
-    /// Block `j` of `split_tiles` takes split tile `dp_tiles + j`; thread `t` of 256
-    /// its 16-byte groups `t + 256·i` (`i < 16`) of the 128x128 tile, row-major.
+    /// [`TAIL_REDUCE_BLOCKS`] (2) blocks per split tile: block `b` takes split tile
+    /// `dp_tiles + b / 2`, its rows `64·(b % 2) ..` (16-byte groups `2048·(b % 2) ..`
+    /// of the 128x128 tile, row-major); thread `t` of 256 its 8 groups `t + 256·u`
+    /// there, each part's 8 loads issued together.
     #[launch(threads = MM_THREADS)]
     pub unsafe fn matmul_tail_reduce(sp: MatmulParamsTail4) {
         let (c, m, n, ldc) = (sp.mm.c.ptr, sp.mm.c.rows, sp.mm.c.cols, sp.mm.c.ld);
         let relu = sp.mm.epilogue as u32 != 0;
         let act = |x: f32| if relu && !(x > 0.0) { 0.0 } else { x };
-        let j = block_idx().x;
+        let (j, band) = (block_idx().x / TAIL_REDUCE_BLOCKS, block_idx().x % TAIL_REDUCE_BLOCKS);
         let tile = sp.dp_tiles + j;
         let tiles_n = n.div_ceil(MM_BN);
         let (row0, col0) = ((tile / tiles_n) * MM_BM, (tile % tiles_n) * MM_BN);
         let vec_c = is_aligned16(c) && ldc % 4 == 0;
-        let mut g = thread_idx().x;
-        while g < MM4K_PARTIAL_FLOATS / 4 {
+        // The thread's TAIL_BATCH groups: each part's loads of all of them are issued
+        // together, so the thread waits out one load latency per part, not one per
+        // group and part (the sums stay in part order): a third less time at 4096^3
+        // than one group at a time (docs/PERFORMANCE.md, session 27).
+        let g0 = band * (MM4K_PARTIAL_FLOATS / 4 / TAIL_REDUCE_BLOCKS) + thread_idx().x;
+        // Group u: element (r, c0..c0 + 4) of the tile, `valid` of its columns inside C
+        // (the ones the parts wrote), `inside` its row and first column inside C.
+        let place = |u: usize| {
+            let g = g0 + u as u32 * MM_THREADS;
             let (r, c0) = ((4 * g) / MM_BN, (4 * g) % MM_BN);
-            if row0 + r < m && col0 + c0 < n {
-                // Of the 4 columns c0.., those inside C: the ones the parts wrote.
-                let valid = n - col0 - c0;
-                let at = |p: u32| {
-                    // SAFETY: slot p·split + j (the contract's workspace), elements
-                    // (r, c0..c0 + min(4, valid)) of its 128x128 tile, written by part p
-                    // (inside C); 16-byte aligned (c0 a multiple of 4).
-                    unsafe { load4_first(slot_base(sp.partials, p * sp.split_tiles + j).add((r * MM_BN + c0) as usize), valid, true) }
-                };
-                let mut s = at(0);
-                let mut p = 1;
-                while p < sp.parts {
-                    let v = at(p);
-                    s = F32x4 { x: s.x + v.x, y: s.y + v.y, z: s.z + v.z, w: s.w + v.w };
-                    p += 1;
-                }
-                // SAFETY: row row0 + r < m; of the columns col0 + c0.., those below n are
-                // written (the contract for C).
-                unsafe { store4_first(c.add(((row0 + r) * ldc + col0 + c0) as usize), s.map(act), valid, vec_c) };
+            let inside = row0 + r < m && col0 + c0 < n;
+            (r, c0, inside, if inside { n - col0 - c0 } else { 0 })
+        };
+        let at = |p: u32, u: usize| {
+            let (r, c0, _, valid) = place(u);
+            // SAFETY (callers: `inside` only): slot p·split + j (the contract's
+            // workspace), elements (r, c0..c0 + min(4, valid)) of its 128x128 tile,
+            // written by part p (inside C); 16-byte aligned (c0 a multiple of 4).
+            unsafe { load4_first(slot_base(sp.partials, p * sp.split_tiles + j).add((r * MM_BN + c0) as usize), valid, true) }
+        };
+        let mut s = [F32x4::default(); TAIL_BATCH];
+        unroll!(8, U => {
+            if place(U).2 {
+                s[U] = at(0, U);
             }
-            g += MM_THREADS;
+        });
+        let mut p = 1;
+        while p < sp.parts {
+            let mut v = [F32x4::default(); TAIL_BATCH];
+            unroll!(8, U => {
+                if place(U).2 {
+                    v[U] = at(p, U);
+                }
+            });
+            unroll!(8, U => {
+                let (a, b) = (s[U], v[U]);
+                s[U] = F32x4 { x: a.x + b.x, y: a.y + b.y, z: a.z + b.z, w: a.w + b.w };
+            });
+            p += 1;
         }
+        unroll!(8, U => {
+            let (r, c0, inside, valid) = place(U);
+            if inside {
+                // SAFETY: row row0 + r < m; of the columns col0 + c0.., those below n
+                // are written (the contract for C).
+                unsafe { store4_first(c.add(((row0 + r) * ldc + col0 + c0) as usize), s[U].map(act), valid, vec_c) };
+            }
+        });
     }
 }

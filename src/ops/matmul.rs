@@ -808,10 +808,15 @@ fn warptiled_tail(
     // launches; the grid is one block per segment, fewer than 2^31 (above).
     unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(blocks, 1, 1)), (sp,))? };
     // SAFETY: after the product above with the same parameters (queue order), every
-    // slot holds its part's sums; C as checked; one block per split tile.
+    // slot holds its part's sums; C as checked; TAIL_REDUCE_BLOCKS blocks per split
+    // tile (fewer than 2^31: split tiles are under 2^31 / parts, parts >= 2).
     unsafe {
         gpu.launch::<R>(
-            LaunchConfig::for_kernel::<R>(dim3(plan.split_tiles, 1, 1)),
+            LaunchConfig::for_kernel::<R>(dim3(
+                plan.split_tiles * matmul_warptiled_tail::TAIL_REDUCE_BLOCKS,
+                1,
+                1,
+            )),
             (sp,),
         )
     }
@@ -1019,7 +1024,8 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   blocks than SMs (slices of at least 256);
 /// * aligned products that 64x64 tiles cover with no edge tile in one nearly full
 ///   wave, K at most 1024: the 3-stage `cp.async` 64x64 tile of 4 warps, unsplit
-///   ([`covers_whole`]; H200, 2026-11-25: 1024^3);
+///   ([`covers_whole`]; H200, 2026-11-25: 1024^3), as two K slices of 4 warps where
+///   K is at least 512 (H200, 2026-11-26);
 /// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
 ///   (slices of at least 192: 1000^3 tuned to 4 slices, 64x4096x4096 to 16).
 pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
@@ -1169,8 +1175,9 @@ const ASYNC64_KS2: usize = {
 /// | 1000^3 (edge tiles) | | 0.0763-0.0767 | 0.0637-0.0639 (4) |
 ///
 /// Where it holds, `Auto` runs the tile as two K slices of 4 warps ([`ASYNC64_KS2`])
-/// from K = 512 on: 1024^3 0.0583-0.0584 ms against 0.0583-0.0585 for one slice, and
-/// 0.0186-0.0189 against 0.0185-0.0188 at K = 256 (H200, docs/PERFORMANCE.md session 27).
+/// from K = 512 on: at 1024^3 0.0583-0.0584 ms against 0.0583-0.0585 for one slice,
+/// level at K = 512 (0.0319-0.0320 both), and at K = 256 0.0186-0.0189 against
+/// 0.0185-0.0188 (H200, docs/PERFORMANCE.md session 27).
 pub fn covers_whole(gpu: &Gpu, s: Shape) -> bool {
     let t = &MM_ASYNC_TILES[ASYNC64_W4];
     let slots = t.min_blocks as u64 * gpu.props().sms.max(1) as u64;
