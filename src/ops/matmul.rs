@@ -416,7 +416,7 @@ pub fn matmul(
         // SAFETY: all three views checked against their buffers on this Gpu and against
         // each other; C does not overlap A or B (`&mut` view); the grid covers C with
         // the kernel's own block, as its Thread Mapping asks.
-        unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), (p,)) }
+        unsafe { launch_checked::<K>(gpu, grid, p) }
     }
     match kernel {
         MatmulKernel::Naive => {
@@ -599,6 +599,23 @@ pub fn streamk_plan(tiles: u64, ksteps: u32, blocks: u32) -> Option<(u32, u32)> 
     (sk > 0 && (sk as u64) * (ksteps as u64) < 1 << 32).then_some((dp, sk))
 }
 
+/// Launches a one-parameter matmul kernel (stage 4 and the stages before it) over
+/// `grid`: the one launch `matmul`'s stages and the stage 4 fallbacks of stages 4k and
+/// 4s share.
+///
+/// # Safety
+/// `p`'s views were checked by [`matmul`] against their buffers on this `gpu` and
+/// against each other (C does not overlap A or B), and `grid` covers C with `K`'s own
+/// block, as its Thread Mapping asks.
+unsafe fn launch_checked<K: Kernel<Args = (MatmulParams,)>>(
+    gpu: &Gpu,
+    grid: simt::Dim3,
+    p: MatmulParams,
+) -> Result<()> {
+    // SAFETY: the caller's contract is the kernel's.
+    unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), (p,)) }
+}
+
 /// Stage 4k: stage 4's tiles on as many persistent blocks as the device holds, the
 /// tiles past the last whole wave shared along K ([`MatmulKernel::WarpTiledStreamK`]).
 fn warptiled_streamk(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()> {
@@ -606,7 +623,7 @@ fn warptiled_streamk(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()>
     type S4 = matmul_warptiled::matmul_relu_warptiled;
     // SAFETY (stage 4, both below): as in `matmul`: the views were checked against
     // their buffers and each other, C does not overlap A or B, the grid covers C.
-    let stage4 = || unsafe { gpu.launch::<S4>(LaunchConfig::for_kernel::<S4>(grid), (p,)) };
+    let stage4 = || unsafe { launch_checked::<S4>(gpu, grid, p) };
     let mut sp = MatmulParamsStreamK4 {
         mm: p,
         dp_tiles: 0,
@@ -787,7 +804,7 @@ fn warptiled_tail(
     let Some(plan) = plan else {
         // SAFETY: as in `matmul`: the views were checked against their buffers and
         // each other, C does not overlap A or B, the grid covers C.
-        return unsafe { gpu.launch::<S4>(LaunchConfig::for_kernel::<S4>(grid), (p,)) };
+        return unsafe { launch_checked::<S4>(gpu, grid, p) };
     };
     let slots = plan.parts as usize * plan.split_tiles as usize;
     let partials = gpu.scratch_f32(super::SCRATCH_TAIL, slots * MM4K_PARTIAL_FLOATS as usize)?;
@@ -1183,8 +1200,8 @@ pub fn covers_whole(gpu: &Gpu, s: Shape) -> bool {
     let slots = t.min_blocks as u64 * gpu.props().sms.max(1) as u64;
     let tiles = tile_blocks(t, s.m, s.n);
     s.aligned
-        && s.m % t.bm == 0
-        && s.n % t.bn == 0
+        && s.m.is_multiple_of(t.bm)
+        && s.n.is_multiple_of(t.bn)
         && s.k <= 1024
         && tiles <= slots
         && 8 * tiles >= 7 * slots
