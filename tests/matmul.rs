@@ -551,7 +551,6 @@ fn tail_plan_covers_every_k_step_once() {
 #[test]
 fn warptiled_tail_under_every_order() {
     use rust_simt::ops::matmul::{tail_plan, TailPlan};
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let (mut r, seed) = rng("warptiled_tail");
     // (SMs, m, n, k, pad, relu, the plan's parts)
     for (sms, m, n, k, pad, relu, parts) in [
@@ -583,19 +582,9 @@ fn warptiled_tail_under_every_order() {
                 ["matmul_relu_warptiled_tail", "matmul_tail_reduce"],
                 "{what}"
             );
-            assert_matmul_close(&what, seed, &dense_rows(&got, m, n, ldc), &want, k);
-            if pad > 0 {
-                assert!(got[n].is_nan(), "{what}: C's row padding written");
-            }
-            assert_eq!(
-                bits(&got),
-                bits(&run(MatmulKernel::WarpTiledTail).0),
-                "{what}: two runs"
-            );
-            match &first {
-                None => first = Some(bits(&got)),
-                Some(f) => assert_eq!(f, &bits(&got), "{what}: differs from the first order"),
-            }
+            let again = run(MatmulKernel::WarpTiledTail).0;
+            let dims = (m, n, k, ldc, pad);
+            assert_order_run(&what, seed, &got, &again, &want, dims, &mut first);
             // The whole tiles (counted row by row, as stage 4's grid) carry stage 4's bits.
             let s4 = run(MatmulKernel::WarpTiled).0;
             assert_first_tiles_as_stage_4(&what, &got, &s4, (m, n, ldc), plan.dp_tiles as usize);
@@ -646,7 +635,6 @@ fn warptiled_tail_under_every_order() {
 /// the same bits under every order and on a second run.
 #[test]
 fn sliced_k_tile_under_every_order() {
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let tile = MM_ASYNC_TILES
         .iter()
         .position(|t| t.kslices == 2)
@@ -673,15 +661,8 @@ fn sliced_k_tile_under_every_order() {
             let (got, launches) = run();
             let what = format!("{m}x{n}x{k} pad {pad}, {}, {order:?}", kern.label());
             assert_eq!(launches, ["matmul_relu_async_64x64_ks2"], "{what}");
-            assert_matmul_close(&what, seed, &dense_rows(&got, m, n, ldc), &want, k);
-            if pad > 0 {
-                assert!(got[n].is_nan(), "{what}: C's row padding written");
-            }
-            assert_eq!(bits(&got), bits(&run().0), "{what}: two runs");
-            match &first {
-                None => first = Some(bits(&got)),
-                Some(f) => assert_eq!(f, &bits(&got), "{what}: differs from the first order"),
-            }
+            let dims = (m, n, k, ldc, pad);
+            assert_order_run(&what, seed, &got, &run().0, &want, dims, &mut first);
         }
     }
 }
@@ -695,7 +676,6 @@ fn sliced_k_tile_under_every_order() {
 /// device. A product of whole waves runs stage 4 itself.
 #[test]
 fn warptiled_streamk_under_every_order() {
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let (mut r, seed) = rng("warptiled_streamk");
     for (workers, m, n, k, pad) in [
         (2, 300, 260, 100, 0),
@@ -720,19 +700,9 @@ fn warptiled_streamk_under_every_order() {
                 launches.contains(&"matmul_relu_warptiled_streamk"),
                 "{what}: stage 4k ran ({launches:?})"
             );
-            assert_matmul_close(&what, seed, &dense_rows(&got, m, n, ldc), &want, k);
-            if pad > 0 {
-                assert!(got[n].is_nan(), "{what}: C's row padding written");
-            }
-            assert_eq!(
-                bits(&got),
-                bits(&run(MatmulKernel::WarpTiledStreamK).0),
-                "{what}: two runs"
-            );
-            match &first {
-                None => first = Some(bits(&got)),
-                Some(f) => assert_eq!(f, &bits(&got), "{what}: differs from the first order"),
-            }
+            let again = run(MatmulKernel::WarpTiledStreamK).0;
+            let dims = (m, n, k, ldc, pad);
+            assert_order_run(&what, seed, &got, &again, &want, dims, &mut first);
             // The tiles one block computes whole (all data-parallel ones, counted row
             // by row as stage 4's grid) carry stage 4's bits.
             let s4 = run(MatmulKernel::WarpTiled).0;
@@ -759,6 +729,30 @@ fn warptiled_streamk_under_every_order() {
     }
     // Whole waves: 4 tiles on 2 blocks run stage 4.
     assert_whole_waves_run_stage_4(MatmulKernel::WarpTiledStreamK);
+}
+
+/// One run of a product under one thread order (the "under every order" tests):
+/// against float64, C's row padding untouched, the same bits on a second run (`again`)
+/// and under the first order tried (`first`, set by the first call).
+fn assert_order_run(
+    what: &str,
+    seed: u64,
+    got: &[f32],
+    again: &[f32],
+    want: &[f64],
+    (m, n, k, ldc, pad): (usize, usize, usize, usize, usize),
+    first: &mut Option<Vec<u32>>,
+) {
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_matmul_close(what, seed, &dense_rows(got, m, n, ldc), want, k);
+    if pad > 0 {
+        assert!(got[n].is_nan(), "{what}: C's row padding written");
+    }
+    assert_eq!(bits(got), bits(again), "{what}: two runs");
+    match first {
+        None => *first = Some(bits(got)),
+        Some(f) => assert_eq!(f, &bits(got), "{what}: differs from the first order"),
+    }
 }
 
 /// The first `tiles` 128x128 tiles of C (counted row by row, as stage 4's grid) carry

@@ -1128,53 +1128,32 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
 /// The index in [`MM_ASYNC_TILES`] of the `cp.async` 64x64 tile of 4 warps (16x64
 /// warp tiles) and 3 stages: the shape of Triton's best FP32 config at 1024^3. A
 /// table without it fails to compile.
-const ASYNC64_W4: usize = {
-    let mut i = 0;
-    while i < MM_ASYNC_TILES.len() {
-        let t = MM_ASYNC_TILES[i];
-        if t.bm == 64
-            && t.bn == 64
-            && t.wm == 16
-            && t.wn == 64
-            && t.stages == MM_ASYNC_STAGES
-            && t.kslices == 1
-        {
-            break;
-        }
-        i += 1;
-    }
-    assert!(
-        i < MM_ASYNC_TILES.len(),
-        "MM_ASYNC_TILES lacks the 64x64 tile of 4 warps"
-    );
-    i
-};
+const ASYNC64_W4: usize = async_tile(MmTile::new(64, 64, 16, 64, 2));
 
 /// The index in [`MM_ASYNC_TILES`] of [`ASYNC64_W4`]'s tile computed by two K slices
 /// of 4 warps each (sliced K: 8 warps, the slices' sums added in shared memory).
-const ASYNC64_KS2: usize = {
-    let w4 = MM_ASYNC_TILES[ASYNC64_W4];
+const ASYNC64_KS2: usize = async_tile(MM_ASYNC_TILES[ASYNC64_W4].with_kslices(2));
+
+/// The index of `want` in [`MM_ASYNC_TILES`], every field equal; a compile error where
+/// the table lacks it.
+const fn async_tile(want: MmTile) -> usize {
     let mut i = 0;
     while i < MM_ASYNC_TILES.len() {
         let t = MM_ASYNC_TILES[i];
-        if t.bm == w4.bm
-            && t.bn == w4.bn
-            && t.wm == w4.wm
-            && t.wn == w4.wn
-            && t.stages == w4.stages
-            && t.min_blocks == w4.min_blocks
-            && t.kslices == 2
+        if t.bm == want.bm
+            && t.bn == want.bn
+            && t.wm == want.wm
+            && t.wn == want.wn
+            && t.min_blocks == want.min_blocks
+            && t.stages == want.stages
+            && t.kslices == want.kslices
         {
-            break;
+            return i;
         }
         i += 1;
     }
-    assert!(
-        i < MM_ASYNC_TILES.len(),
-        "MM_ASYNC_TILES lacks the 64x64 tile of two K slices"
-    );
-    i
-};
+    panic!("MM_ASYNC_TILES lacks a tile the heuristic names")
+}
 
 /// Whether [`ASYNC64_W4`]'s tiles cover an aligned product with no edge tile, as
 /// one wave that fills at least 7/8 of the slots its launch bounds give (2 blocks per
