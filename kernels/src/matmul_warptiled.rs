@@ -505,3 +505,169 @@ kernel! {
         unsafe { tl.write(c, ldc, relu, &acc) };
     }
 }
+
+// ---- TRIAL (session 28): B fed by cp.async, FMA orders searched again ----
+
+/// Trial FMA orders: `(row, column)` of place `x` under order `id`.
+#[inline(always)]
+pub(crate) const fn trial_order_at(id: u32, x: usize) -> (usize, usize) {
+    match id {
+        0 => pairs_at(x, true),
+        1 => pairs_at(x, false),
+        2 => {
+            let (i, j) = pairs_at(x, true);
+            (j, i)
+        }
+        3 => {
+            let (i, j) = pairs_at(x, false);
+            (j, i)
+        }
+        4 => (x / 8, x % 8),
+        5 => {
+            let (i, j) = pairs_at(x, false);
+            (TM - 1 - i, j)
+        }
+        6 => {
+            let (i, j) = pairs_at(x, false);
+            (i, TN - 1 - j)
+        }
+        _ => (x % 8, x / 8),
+    }
+}
+
+#[inline(always)]
+fn fmas_trial<const ID: u32>(acc: &mut [[f32; TN]; TM], af: &[f32; 8], bf: &[f32; 8]) {
+    unroll!(8, A => {
+        unroll!(8, B => {
+            let (i, j) = trial_order_at(ID, 8 * A + B);
+            acc[i][j] = simt_std::math::fma(af[i], bf[j], acc[i][j]);
+        });
+    });
+}
+
+impl WarpTiling {
+    #[inline(always)]
+    unsafe fn load_a(&self, k0: u32) -> F32x4 {
+        let gr = self.row0 + self.la_row;
+        let ka = k0 + self.la_k;
+        if self.interior && k0 + MM_BK <= self.k {
+            // SAFETY: interior block, whole K step.
+            unsafe { load4(self.a.add((gr * self.lda + ka) as usize)) }
+        } else if gr < self.m && ka < self.k {
+            let vec_a = is_aligned16(self.a) && self.lda % 4 == 0;
+            // SAFETY: row gr < m; columns ka.. of which min(4, k - ka) exist.
+            unsafe { load4_first(self.a.add((gr * self.lda + ka) as usize), self.k - ka, vec_a) }
+        } else {
+            F32x4::default()
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store_a(&self, a_s: Smem<f32>, av: F32x4) {
+        let col = swizzle::matmul_a(self.la_k, self.la_row);
+        let a4 = av.to_array();
+        unroll!(4, J => {
+            // SAFETY: row la_k + J < 8, swizzled column < 128: inside the A stage.
+            unsafe { a_s.add(((self.la_k + J as u32) * MM_BM + col) as usize).write(a4[J]) };
+        });
+    }
+
+    #[inline(always)]
+    unsafe fn copy_b(&self, b_s: Smem<f32>, k0: u32) {
+        use simt_std::pipeline::copy_async;
+        let (gc, kb) = (self.col0 + self.lb_col, k0 + self.lb_k);
+        let dst = b_s.add((self.lb_k * MM_BN + self.lb_col) as usize);
+        if self.interior && k0 + MM_BK <= self.k {
+            // SAFETY: interior block, whole K step, aligned rows.
+            unsafe { copy_async::<16, f32>(dst, self.b.add((kb * self.ldb + gc) as usize), 16) };
+        } else if is_aligned16(self.b) && self.ldb % 4 == 0 {
+            let ok = kb < self.k && gc < self.n;
+            let bytes = if ok { 4 * (self.n - gc).min(4) } else { 0 };
+            let src = if ok { self.b.wrapping_add((kb * self.ldb + gc) as usize) } else { self.b };
+            // SAFETY: `bytes` readable from `src` (or 0 from the base).
+            unsafe { copy_async::<16, f32>(dst, src, bytes) };
+        } else {
+            unroll!(4, J => {
+                let ok = kb < self.k && gc + (J as u32) < self.n;
+                let src = if ok { self.b.wrapping_add((kb * self.ldb + gc + J as u32) as usize) } else { self.b };
+                // SAFETY: one float readable at `src` when ok, none otherwise.
+                unsafe { copy_async::<4, f32>(dst.add(J), src, if ok { 4 } else { 0 }) };
+            });
+        }
+    }
+}
+
+/// As [`k_steps`], B copied by `cp.async` into the stage, A through registers.
+#[inline(always)]
+unsafe fn k_steps_bcp<const ID: u32>(
+    tl: &WarpTiling,
+    a_s: Smem<f32>,
+    b_s: Smem<f32>,
+    acc: &mut [[f32; TN]; TM],
+    s0: u32,
+    s1: u32,
+) {
+    use simt_std::pipeline::{commit, wait};
+    // SAFETY (all): as k_steps.
+    unsafe { tl.copy_b(b_s, s0 * MM_BK) };
+    commit();
+    unsafe { tl.store_a(a_s, tl.load_a(s0 * MM_BK)) };
+    wait::<0>();
+    sync_threads();
+    let mut f = unsafe { tl.fragments(a_s, b_s, 0) };
+    let mut s = s0;
+    while s < s1 {
+        let cur = ((s - s0) as usize % 2) * STAGE;
+        let nxt = STAGE - cur;
+        unsafe { tl.copy_b(b_s.add(nxt), (s + 1) * MM_BK) };
+        commit();
+        let next = unsafe { tl.load_a((s + 1) * MM_BK) };
+        unroll!(8, KK => {
+            if KK < 7 {
+                let f_next = unsafe { tl.fragments(a_s.add(cur), b_s.add(cur), KK as u32 + 1) };
+                fmas_trial::<ID>(acc, &f.0, &f.1);
+                f = f_next;
+            }
+        });
+        unsafe { tl.store_a(a_s.add(nxt), next) };
+        wait::<0>();
+        sync_threads();
+        let f_next = unsafe { tl.fragments(a_s.add(nxt), b_s.add(nxt), 0) };
+        fmas_trial::<ID>(acc, &f.0, &f.1);
+        f = f_next;
+        s += 1;
+    }
+}
+
+macro_rules! trial_kernels {
+    ($($name:ident = $id:literal, $sa:ident, $sb:ident);* $(;)?) => {$(
+        kernel! {
+            /// Trial: stage 4 with B by cp.async, FMA order `$id`.
+            ///
+            /// # Safety
+            /// As stage 4.
+            #[launch(threads = MM_THREADS, min_blocks = 2)]
+            pub unsafe fn $name(p: MatmulParams) {
+                let (a, b, c, m, n, k, lda, ldb, ldc, relu) = p.unpack();
+                let a_s = shared_array!($sa, f32, 2 * STAGE);
+                let b_s = shared_array!($sb, f32, 2 * STAGE);
+                let origin = (block_idx().y * MM_BM, block_idx().x * MM_BN);
+                let tl = WarpTiling::at(a, b, c, m, n, k, lda, ldb, ldc, thread_idx().x, origin);
+                let mut acc = [[0.0f32; TN]; TM];
+                // SAFETY: as stage 4.
+                unsafe { k_steps_bcp::<$id>(&tl, a_s, b_s, &mut acc, 0, k.div_ceil(MM_BK)) };
+                unsafe { tl.write(c, ldc, relu, &acc) };
+            }
+        }
+    )*};
+}
+trial_kernels!(
+    matmul_relu_warptiled_t0 = 0, T0A, T0B;
+    matmul_relu_warptiled_t1 = 1, T1A, T1B;
+    matmul_relu_warptiled_t2 = 2, T2A, T2B;
+    matmul_relu_warptiled_t3 = 3, T3A, T3B;
+    matmul_relu_warptiled_t4 = 4, T4A, T4B;
+    matmul_relu_warptiled_t5 = 5, T5A, T5B;
+    matmul_relu_warptiled_t6 = 6, T6A, T6B;
+    matmul_relu_warptiled_t7 = 7, T7A, T7B;
+);
