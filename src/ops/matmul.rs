@@ -102,8 +102,6 @@ pub enum MatmulKernel {
     /// there is one (and, with `SIMT_TUNE=1`, tuned on the spot when there is not),
     /// else a deterministic heuristic ([`auto_heuristic`]).
     Auto,
-    /// TRIAL (session 28): stage 4 with B by cp.async, FMA order `v`.
-    Trial { v: u32 },
 }
 
 impl MatmulKernel {
@@ -131,7 +129,6 @@ impl MatmulKernel {
             MatmulKernel::GemvRow { .. } => "gemv-row",
             MatmulKernel::GemvCol { .. } => "gemv-col",
             MatmulKernel::Auto => "auto",
-            MatmulKernel::Trial { .. } => "trial",
         }
     }
     /// Name with the configuration, for tables and the tuner's cache:
@@ -139,7 +136,6 @@ impl MatmulKernel {
     /// the stage's [`name`](Self::name).
     pub fn label(self) -> String {
         match self {
-            MatmulKernel::Trial { v } => format!("trial{v}"),
             MatmulKernel::TileCluster { config } => match MM_CLUSTER_CONFIGS.get(config) {
                 Some(c) => {
                     let base = match c.kloop {
@@ -189,9 +185,6 @@ impl MatmulKernel {
     }
     /// Parses a [`label`](Self::label); `None` for anything else.
     pub fn from_label(s: &str) -> Option<MatmulKernel> {
-        if let Some(v) = s.strip_prefix("trial").and_then(|r| r.parse().ok()) {
-            return Some(MatmulKernel::Trial { v });
-        }
         let split = |r: &str| r.strip_prefix('k')?.parse::<u32>().ok();
         // A tile `{bm}x{bn}/k{split}` of `tiles` with `stages` stages (any when 0).
         let tile = |rest: &str, tiles: &[MmTile], stages: u32| {
@@ -256,7 +249,6 @@ impl MatmulKernel {
             MatmulKernel::Tiled => matmul_tiled::matmul_relu_tiled::NAME,
             MatmulKernel::TiledDoubleBuffered => matmul_tiled_db::matmul_relu_tiled_db::NAME,
             MatmulKernel::WarpTiled => matmul_warptiled::matmul_relu_warptiled::NAME,
-            MatmulKernel::Trial { v } => ["matmul_relu_warptiled_t0","matmul_relu_warptiled_t1","matmul_relu_warptiled_t2","matmul_relu_warptiled_t3","matmul_relu_warptiled_t4","matmul_relu_warptiled_t5","matmul_relu_warptiled_t6","matmul_relu_warptiled_t7"].get(v as usize)?,
             MatmulKernel::WarpTiledStreamK => {
                 matmul_warptiled_streamk::matmul_relu_warptiled_streamk::NAME
             }
@@ -436,20 +428,6 @@ pub fn matmul(
         }
         MatmulKernel::WarpTiled => {
             go::<matmul_warptiled::matmul_relu_warptiled>(gpu, grid(MM_BM, MM_BN)?, p)
-        }
-        MatmulKernel::Trial { v } => {
-            use matmul_warptiled::*;
-            let g = grid(MM_BM, MM_BN)?;
-            match v {
-                0 => go::<matmul_relu_warptiled_t0>(gpu, g, p),
-                1 => go::<matmul_relu_warptiled_t1>(gpu, g, p),
-                2 => go::<matmul_relu_warptiled_t2>(gpu, g, p),
-                3 => go::<matmul_relu_warptiled_t3>(gpu, g, p),
-                4 => go::<matmul_relu_warptiled_t4>(gpu, g, p),
-                5 => go::<matmul_relu_warptiled_t5>(gpu, g, p),
-                6 => go::<matmul_relu_warptiled_t6>(gpu, g, p),
-                _ => go::<matmul_relu_warptiled_t7>(gpu, g, p),
-            }
         }
         MatmulKernel::WarpTiledStreamK => warptiled_streamk(gpu, grid(MM_BM, MM_BN)?, p),
         MatmulKernel::WarpTiledTail => warptiled_tail(gpu, grid(MM_BM, MM_BN)?, p, None),
