@@ -794,14 +794,7 @@ fn warptiled_tail(
     type R = matmul_warptiled_tail::matmul_tail_reduce;
     type S4 = matmul_warptiled::matmul_relu_warptiled;
     let tiles = grid.x as u64 * grid.y as u64;
-    // TRIAL (session 28): every tile cut into q equal parts.
-    let all = std::env::var("SIMT_TAIL_ALL").ok().and_then(|v| v.parse::<u32>().ok());
-    let ks = p.a.cols.div_ceil(MM_BK);
-    let plan = match all {
-        Some(q) => Some(TailPlan { dp_tiles: 0, split_tiles: tiles as u32, parts: q, cut: ks / q }),
-        None => tail_plan_with(tiles, ks, gpu.props().sms, cut),
-    };
-    let plan = plan
+    let plan = tail_plan_with(tiles, p.a.cols.div_ceil(MM_BK), gpu.props().sms, cut)
         // A slot's rows are addressed as C's, 128 floats long, in 32 bits; one block
         // per segment in a 1-D grid.
         .filter(|pl| {
@@ -831,9 +824,6 @@ fn warptiled_tail(
     // parts · split_tiles slots, this Gpu's alone while its queue runs the two
     // launches; the grid is one block per segment, fewer than 2^31 (above).
     unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(blocks, 1, 1)), (sp,))? };
-    if std::env::var("SIMT_TAIL_NORED").is_ok() {
-        return Ok(());
-    }
     // SAFETY: after the product above with the same parameters (queue order), every
     // slot holds its part's sums; C as checked; TAIL_REDUCE_BLOCKS blocks per split
     // tile (fewer than 2^31: split tiles are under 2^31 / parts, parts >= 2).
