@@ -454,7 +454,8 @@ fn streamk_plan_covers_every_k_step_once() {
 /// Stage 4s's plans (the numbers of `tail_plan`'s docs, 132 SMs): 4096^3 leaves 232
 /// tiles past three waves, cut in three parts of 5/8, 3/16 and 3/16 of its 512 K steps;
 /// 3072^3 leaves 48, in five equal parts; 2048^3 (no whole wave), 3584^3 (a last wave
-/// 97% full) and whole waves run stage 4. Over many plans, the segments of the grid
+/// 97% full) and whole waves run stage 4; with fewer tiles than one wave holds, every
+/// tile is split in equal parts. Over many plans, the segments of the grid
 /// cover every K step of every tile once, in the documented order.
 #[test]
 fn tail_plan_covers_every_k_step_once() {
@@ -476,6 +477,16 @@ fn tail_plan_covers_every_k_step_once() {
     assert!(tail_plan((1 << 31) - 56, 512, 132).is_some());
     // K too short for parts of 4 steps.
     assert_eq!(tail_plan(1024, 8, 132), None);
+    // Fewer tiles than one wave holds: every tile in as many equal parts as one wave
+    // holds (1024x1024x2048: 64 tiles in 4; 1280x1024x1024: 80 in 3; 768x768x4096: 36
+    // in 7; 512x512x8192: 16 in 16), where each part gets 40 K steps (not 1024^3) and
+    // every SM a block (not 8 tiles in 16 parts on 132 SMs).
+    assert_eq!(tail_plan(64, 256, 132), Some(plan(0, 64, 4, 64)));
+    assert_eq!(tail_plan(80, 128, 132), Some(plan(0, 80, 3, 42)));
+    assert_eq!(tail_plan(36, 512, 132), Some(plan(0, 36, 7, 73)));
+    assert_eq!(tail_plan(16, 1024, 132), Some(plan(0, 16, 16, 64)));
+    assert_eq!(tail_plan(64, 128, 132), None);
+    assert_eq!(tail_plan(8, 1024, 132), None);
     // The tuner's other plans replace the three-part cut (first part in eighths of K),
     // not the equal parts, and never below 4 K steps a part.
     use rust_simt::ops::matmul::tail_plan_with;
@@ -509,7 +520,13 @@ fn tail_plan_covers_every_k_step_once() {
                     continue;
                 };
                 assert!(p.dp_tiles + p.split_tiles == tiles as u32 && p.split_tiles > 0);
-                assert!((2..=TAIL_MAX_PARTS).contains(&p.parts) && p.dp_tiles >= 2 * sms);
+                assert!((2..=TAIL_MAX_PARTS).contains(&p.parts));
+                // Whole waves first, or every tile split within one wave.
+                assert!(
+                    p.dp_tiles >= 2 * sms
+                        || (p.dp_tiles == 0 && p.parts * p.split_tiles <= 2 * sms),
+                    "{p:?}"
+                );
                 let blocks = p.dp_tiles + p.parts * p.split_tiles;
                 let mut seen = vec![0u32; (tiles as u32 * ksteps) as usize];
                 let mut last_part = 0;
@@ -543,7 +560,8 @@ fn tail_plan_covers_every_k_step_once() {
 
 /// Stage 4s on emulated devices of 2, 3 and 5 SMs (4, 6 and 10 slots), under every
 /// thread order: ragged shapes whose last wave is split in three unequal parts (more
-/// tiles left than SMs) or in 2, 3 or 5 equal parts (fewer), K not a multiple of the K step,
+/// tiles left than SMs) or in 2, 3 or 5 equal parts (fewer), or with fewer tiles than
+/// one wave holds every tile split (4 and 3 parts), K not a multiple of the K step,
 /// padded strides and C padding, ReLU and none, against float64; the same bits under
 /// every order and on a second run; the tiles before the split ones equal to stage
 /// 4's bit for bit (same sums in the same order). A product of whole waves runs
@@ -561,6 +579,10 @@ fn warptiled_tail_under_every_order() {
         // Split tiles inside C (rows 384..768), aligned rows: the unchecked stores
         // into the slots through the shifted base.
         (5, 768, 384, 200, 0, false, 3),
+        // Fewer tiles than one wave holds: every tile split (one tile in 4 parts on 4
+        // slots; two ragged tiles in 3 parts on 6, K not a multiple of the K step).
+        (2, 100, 120, 1290, 1, true, 4),
+        (3, 130, 100, 997, 2, false, 3),
     ] {
         let tiles = (m as u64).div_ceil(128) * (n as u64).div_ceil(128);
         let plan: TailPlan = tail_plan(tiles, (k as u32).div_ceil(8), sms as u32)

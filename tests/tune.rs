@@ -4,8 +4,8 @@
 mod common;
 use common::*;
 use rust_simt::ops::matmul::{
-    auto_candidates, auto_heuristic, auto_key, matmul, tail_split, Epilogue, MatmulKernel, Shape,
-    MM_ASYNC_TILES, MM_TILES,
+    auto_candidates, auto_heuristic, auto_key, matmul, tail_split, whole_split, Epilogue,
+    MatmulKernel, Shape, MM_ASYNC_TILES, MM_TILES,
 };
 use rust_simt::ops::softmax::has_clusters;
 use rust_simt::tune::{self, Cache, Config, Entry, Key, Timing};
@@ -328,6 +328,33 @@ fn heuristic_picks_by_shape() {
         );
         assert!(!auto_candidates(&g80, at(waves_x40)).contains(&MatmulKernel::WarpTiledTail));
     }
+    // Fewer tiles than one wave holds, K long enough for parts of 40 steps: every tile
+    // split, as many parts as one wave holds (`whole_split`), on the 80 SMs: 64 tiles
+    // in 2 parts, 25 in 6. Not where the tiles are half outside C (64 x 4096), the
+    // parts would be short (K = 512: 32 steps each) or the small-product rule applies.
+    for (s, parts) in [(shape(1024, 1024, 2048), 2), (shape(640, 640, 4096), 6)] {
+        assert!(whole_split(&g80, s), "{s:?}");
+        assert_eq!(
+            auto_heuristic(&g80, s),
+            MatmulKernel::WarpTiledTail,
+            "{s:?}"
+        );
+        let plan = tail_split(&g80, s).unwrap();
+        assert_eq!((plan.dp_tiles, plan.parts), (0, parts), "{s:?}: {plan:?}");
+        assert!(auto_candidates(&g80, s).contains(&MatmulKernel::WarpTiledTail));
+    }
+    for s in [
+        shape(64, 4096, 4096),
+        shape(1024, 1024, 512),
+        shape(512, 512, 1024),
+    ] {
+        assert!(!whole_split(&g80, s), "{s:?}");
+        assert_ne!(
+            auto_heuristic(&g80, s),
+            MatmulKernel::WarpTiledTail,
+            "{s:?}"
+        );
+    }
     // ... and the tuner's key tells them apart (one power-of-two bucket for m).
     let (split, lone) = (at(64), at(60));
     let bucket = |s: Shape| (s.m as usize).next_power_of_two();
@@ -363,16 +390,18 @@ fn heuristic_picks_by_shape() {
     assert_eq!(auto_heuristic(&g80, shape(768, 768, 256)), w4);
     assert!(auto_candidates(&g80, whole).contains(&w4));
     assert!(auto_candidates(&g80, whole).contains(&ks2));
-    for other in [
-        shape(744, 744, 1024),
-        shape(768, 896, 1024),
-        shape(640, 768, 1024),
-        shape(768, 768, 2048),
+    // (The others with parts of at least 40 K steps split every stage 4 tile.)
+    for (other, split) in [
+        (shape(744, 744, 1024), false),
+        (shape(768, 896, 1024), true),
+        (shape(640, 768, 1024), false),
+        (shape(768, 768, 2048), true),
     ] {
-        assert!(
-            matches!(auto_heuristic(&g80, other), MatmulKernel::Tile { .. }),
-            "{other:?}"
-        );
+        let h = auto_heuristic(&g80, other);
+        match split {
+            true => assert_eq!(h, MatmulKernel::WarpTiledTail, "{other:?}"),
+            false => assert!(matches!(h, MatmulKernel::Tile { .. }), "{other:?}: {h:?}"),
+        }
     }
     assert_ne!(auto_key(&g80, whole), auto_key(&g80, shape(744, 744, 1024)));
     // Keys bucket shapes.

@@ -59,13 +59,20 @@ const _: () = assert!(MM4K_PARTIAL_FLOATS == MM_BM * MM_BN);
 /// The most parts a split tile is cut into (the host's plans stay within it).
 pub const TAIL_MAX_PARTS: u32 = 16;
 
-/// Blocks of [`matmul_tail_reduce()`] per split tile (each a band of its rows).
-pub const TAIL_REDUCE_BLOCKS: u32 = 2;
-/// Groups of 4 floats each thread of [`matmul_tail_reduce()`] adds: all of them loaded
-/// per part at once.
-const TAIL_BATCH: usize = 8;
-// The reduce unrolls its batch by 8, and its blocks' batches cover the tile exactly.
-const _: () = assert!(TAIL_BATCH == 8 && MM4K_PARTIAL_FLOATS / 4 == TAIL_REDUCE_BLOCKS * TAIL_BATCH as u32 * MM_THREADS);
+/// Blocks of [`matmul_tail_reduce()`] per split tile (each a band of 16 of its rows).
+pub const TAIL_REDUCE_BLOCKS: u32 = 8;
+/// Groups of 4 floats each thread of [`matmul_tail_reduce()`] adds.
+const TAIL_BATCH: usize = 2;
+/// Parts whose slots a thread of [`matmul_tail_reduce()`] loads at once: with its
+/// [`TAIL_BATCH`] groups, 8 loads of 16 bytes in flight.
+const TAIL_PARTS_AT_ONCE: u32 = 4;
+// The reduce unrolls its batch by 2 and its parts by 4, and its blocks' batches cover
+// the tile exactly.
+const _: () = assert!(
+    TAIL_BATCH == 2
+        && TAIL_PARTS_AT_ONCE == 4
+        && MM4K_PARTIAL_FLOATS / 4 == TAIL_REDUCE_BLOCKS * TAIL_BATCH as u32 * MM_THREADS
+);
 
 /// The first K step of part `p` of a split tile of `ksteps` steps: part 0 is
 /// `[0, cut)`, parts `1 .. parts` share `[cut, ksteps)` evenly (the remainder to the
@@ -204,10 +211,10 @@ kernel! {
     /// The [`MatmulParamsTail4`] of the product.
     ///
     /// # Thread Mapping
-    /// [`TAIL_REDUCE_BLOCKS`] (2) blocks per split tile: block `b` takes split tile
-    /// `dp_tiles + b / 2`, its rows `64·(b % 2) ..` (16-byte groups `2048·(b % 2) ..`
-    /// of the 128x128 tile, row-major); thread `t` of 256 its 8 groups `t + 256·u`
-    /// there, each part's 8 loads issued together.
+    /// [`TAIL_REDUCE_BLOCKS`] (8) blocks per split tile: block `b` takes split tile
+    /// `dp_tiles + b / 8`, its rows `16·(b % 8) ..+16` (16-byte groups `512·(b % 8)
+    /// ..+512` of the 128x128 tile, row-major); thread `t` of 256 its 2 groups `t`
+    /// and `t + 256` there, the slots of 4 parts loaded at once (8 loads in flight).
     #[launch(threads = MM_THREADS)]
     pub unsafe fn matmul_tail_reduce(sp: MatmulParamsTail4) {
         let (c, m, n, ldc) = (sp.mm.c.ptr, sp.mm.c.rows, sp.mm.c.cols, sp.mm.c.ld);
@@ -218,10 +225,10 @@ kernel! {
         let tiles_n = n.div_ceil(MM_BN);
         let (row0, col0) = ((tile / tiles_n) * MM_BM, (tile % tiles_n) * MM_BN);
         let vec_c = is_aligned16(c) && ldc % 4 == 0;
-        // The thread's TAIL_BATCH groups: each part's loads of all of them are issued
-        // together, so the thread waits out one load latency per part, not one per
-        // group and part (the sums stay in part order): a third less time at 4096^3
-        // than one group at a time (docs/PERFORMANCE.md, session 27).
+        // Every thread has few groups and many blocks share a tile, and each load
+        // round covers 4 parts: with all of a tile split (fewer tiles than SMs), a
+        // thread waits out one load latency per 4 parts (docs/PERFORMANCE.md, session
+        // 28). The sums stay in part order.
         let g0 = band * (MM4K_PARTIAL_FLOATS / 4 / TAIL_REDUCE_BLOCKS) + thread_idx().x;
         // Group u: element (r, c0..c0 + 4) of the tile, `valid` of its columns inside C
         // (the ones the parts wrote), `inside` its row and first column inside C.
@@ -233,32 +240,42 @@ kernel! {
         };
         let at = |p: u32, u: usize| {
             let (r, c0, _, valid) = place(u);
-            // SAFETY (callers: `inside` only): slot p·split + j (the contract's
-            // workspace), elements (r, c0..c0 + min(4, valid)) of its 128x128 tile,
-            // written by part p (inside C); 16-byte aligned (c0 a multiple of 4).
+            // SAFETY (callers: `inside` and p < parts only): slot p·split + j (the
+            // contract's workspace), elements (r, c0..c0 + min(4, valid)) of its
+            // 128x128 tile, written by part p (inside C); 16-byte aligned (c0 a
+            // multiple of 4).
             unsafe { load4_first(slot_base(sp.partials, p * sp.split_tiles + j).add((r * MM_BN + c0) as usize), valid, true) }
         };
         let mut s = [F32x4::default(); TAIL_BATCH];
-        unroll!(8, U => {
-            if place(U).2 {
-                s[U] = at(0, U);
-            }
-        });
-        let mut p = 1;
-        while p < sp.parts {
-            let mut v = [F32x4::default(); TAIL_BATCH];
-            unroll!(8, U => {
-                if place(U).2 {
-                    v[U] = at(p, U);
+        let mut p0 = 0;
+        while p0 < sp.parts {
+            let mut v = [[F32x4::default(); TAIL_BATCH]; TAIL_PARTS_AT_ONCE as usize];
+            unroll!(4, Q => {
+                if p0 + (Q as u32) < sp.parts {
+                    unroll!(2, U => {
+                        if place(U).2 {
+                            v[Q][U] = at(p0 + Q as u32, U);
+                        }
+                    });
                 }
             });
-            unroll!(8, U => {
-                let (a, b) = (s[U], v[U]);
-                s[U] = F32x4 { x: a.x + b.x, y: a.y + b.y, z: a.z + b.z, w: a.w + b.w };
+            unroll!(4, Q => {
+                if p0 + (Q as u32) < sp.parts {
+                    unroll!(2, U => {
+                        // Part 0 starts the sum (adding it to 0.0 would turn -0.0 into
+                        // 0.0); the others add in order.
+                        s[U] = if p0 + Q as u32 == 0 {
+                            v[Q][U]
+                        } else {
+                            let (a, b) = (s[U], v[Q][U]);
+                            F32x4 { x: a.x + b.x, y: a.y + b.y, z: a.z + b.z, w: a.w + b.w }
+                        };
+                    });
+                }
             });
-            p += 1;
+            p0 += TAIL_PARTS_AT_ONCE;
         }
-        unroll!(8, U => {
+        unroll!(2, U => {
             let (r, c0, inside, valid) = place(U);
             if inside {
                 // SAFETY: row row0 + r < m; of the columns col0 + c0.., those below n

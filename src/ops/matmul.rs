@@ -51,9 +51,10 @@ pub enum MatmulKernel {
     WarpTiledStreamK,
     /// Stage 4s: stage 4 with the tiles of its partial last wave split along K, one
     /// segment per block in one ordinary launch: the long first parts start first and
-    /// the short ones fill the slots they leave ([`tail_plan`] picks the cut). Where
-    /// the tiles are a whole number of waves, or the plan saves too little, it runs
-    /// stage 4 itself. Results can differ from stage 4's in the last bits where a
+    /// the short ones fill the slots they leave ([`tail_plan`] picks the cut). With
+    /// fewer tiles than one wave holds, every tile is split into equal parts (split K
+    /// on stage 4's own loop). Where the tiles are a whole number of waves, or the
+    /// plan saves too little, it runs stage 4 itself. Results can differ from stage 4's in the last bits where a
     /// tile is split; they are the same on every run.
     WarpTiledTail,
     /// Stage 4s with the three-part cut of [`tail_plan`] replaced by
@@ -687,12 +688,22 @@ pub const TAIL_PLANS: [(u32, u32); 3] = [(3, 4), (4, 2), (8, 1)];
 const TAIL_OVERHEAD_STEPS: u64 = 4;
 /// The fewest K steps a part of a split tile gets.
 const TAIL_MIN_PART_STEPS: u64 = 4;
+/// The fewest K steps a part gets where [`tail_plan`] splits every tile (fewer tiles
+/// than one wave holds). H200, session 28 (docs/PERFORMANCE.md): parts of 32 steps
+/// (1024^3, 4 parts) ran level with the 64x64 `cp.async` tile the heuristic takes
+/// there, parts of 42 (1280x1024x1024, 3 parts) 1.21x faster than its choice.
+pub const WHOLE_SPLIT_MIN_STEPS: u64 = 40;
 
 /// Stage 4s's plan for `tiles` 128x128 tiles of `ksteps` K steps (of 8) on `sms` SMs
 /// of two blocks each, or `None` where stage 4 runs instead. With `W` whole waves of
 /// `slots = 2·sms` tiles and `t` tiles left over:
-/// * no plan where `t` is 0, or there is no whole wave (`W = 0`: every block starts at
-///   once and a split part would wait for a slot: 2048^3, 256 tiles on 264 slots);
+/// * no plan where `t` is 0;
+/// * fewer tiles than one wave holds (`W = 0`): **every tile** in `q` equal parts, `q`
+///   the most that one wave holds (`q·tiles <= slots`, at most [`TAIL_MAX_PARTS`]),
+///   where that is at least 2, gives every SM a block (`q·tiles >= sms`) and gives
+///   each part at least [`WHOLE_SPLIT_MIN_STEPS`] K steps; otherwise none (2048^3, 256
+///   tiles on 264 slots, runs stage 4). 1024x1024x2048 on 132 SMs: 64 tiles in 4 parts
+///   of 64 steps;
 /// * `t` above `sms` (some SM would run two of the last tiles) and at most 90% of the
 ///   slots: **three parts**, the first `5/8` of the K steps and two of `3/16`. The
 ///   first parts take the slots as the whole waves' blocks end, and the short ones
@@ -711,8 +722,20 @@ pub fn tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
     let (sms, n, o) = (sms.max(1) as u64, ksteps as u64, TAIL_OVERHEAD_STEPS);
     let slots = 2 * sms;
     let t = tiles % slots;
-    if t == 0 || tiles < slots || tiles >= 1 << 31 {
+    if t == 0 || tiles >= 1 << 31 {
         return None;
+    }
+    if tiles < slots {
+        let q = (slots / tiles).min(TAIL_MAX_PARTS as u64);
+        if q < 2 || q * tiles < sms || n / q < WHOLE_SPLIT_MIN_STEPS {
+            return None;
+        }
+        return parts_fit(n, n / q, q).then_some(TailPlan {
+            dp_tiles: 0,
+            split_tiles: tiles as u32,
+            parts: q as u32,
+            cut: (n / q) as u32,
+        });
     }
     let (parts, cut) = if t > sms {
         if 10 * t > 9 * slots {
@@ -949,6 +972,19 @@ pub fn tail_split(gpu: &Gpu, s: Shape) -> Option<TailPlan> {
     tail_plan(stage4_tiles(s), s.k.div_ceil(MM_BK), gpu.props().sms)
 }
 
+/// Whether the heuristic runs stage 4s with every tile split ([`tail_plan`]'s plan
+/// for fewer tiles than one wave holds): where there is such a plan and the tiles are
+/// at least 7/8 inside C (64x4096x4096 would compute half of every tile for nothing).
+/// H200, session 28: 1024x1024x2048 to x8192, 2048x1024x2048, 768x768x4096,
+/// 512x512x8192 and 1280x1024x1024 1.07-1.48x faster than the heuristic's choice
+/// before (docs/PERFORMANCE.md).
+pub fn whole_split(gpu: &Gpu, s: Shape) -> bool {
+    let tiles = stage4_tiles(s);
+    tiles < 2 * gpu.props().sms.max(1) as u64
+        && 8 * s.m as u64 * s.n as u64 >= 7 * tiles * (MM_BM * MM_BN) as u64
+        && tail_split(gpu, s).is_some()
+}
+
 /// Stage 4's (and 4k's and 4s's) 128x128 tiles over the product.
 fn stage4_tiles(s: Shape) -> u64 {
     s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64
@@ -1032,6 +1068,8 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   splits the tiles of its partial last wave ([`tail_split`]; H200, 2026-11-26:
 ///   2560^3, 3072^3, 4096^3, 6144^3 and 8192^3 1-16% faster than stage 4, 7168^3
 ///   level, and faster than stage 4k everywhere it was timed);
+/// * products of fewer 128x128 tiles than one wave holds, long K: stage 4s with
+///   every tile split along K ([`whole_split`]), after the small products below;
 /// * small products (at most 512 x 512 outputs and K at most 1024), the 4-stage
 ///   `cp.async` tiles, as the H100 tuning of 2026-11-24 chose (commit 83f0783): on
 ///   Hopper (K at least 256) 16x64 with K over a cluster of 4 while that is at most
@@ -1109,6 +1147,9 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
             tile,
             split_k: split_for(tile_blocks(&MM_ASYNC_TILES[tile], s.m, s.n), 1, 256),
         };
+    }
+    if whole_split(gpu, s) {
+        return MatmulKernel::WarpTiledTail;
     }
     if covers_whole(gpu, s) {
         // Two K slices of 4 warps from K = 512 on; below that their closing exchange
