@@ -479,13 +479,15 @@ fn tail_plan_covers_every_k_step_once() {
     assert_eq!(tail_plan(1024, 8, 132), None);
     // Fewer tiles than one wave holds: every tile in as many equal parts as one wave
     // holds (1024x1024x2048: 64 tiles in 4; 1280x1024x1024: 80 in 3; 768x768x4096: 36
-    // in 7; 512x512x8192: 16 in 16), where each part gets 40 K steps (not 1024^3) and
-    // every SM a block (not 8 tiles in 16 parts on 132 SMs).
+    // in 7; 512x512x8192: 16 in 16), where each part gets 18 K steps (not 512x512x2048)
+    // and the parts fill 7/8 of the slots (not 1536x1024x1024's 96 tiles in 2, nor 8
+    // tiles in 16).
     assert_eq!(tail_plan(64, 256, 132), Some(plan(0, 64, 4, 64)));
     assert_eq!(tail_plan(80, 128, 132), Some(plan(0, 80, 3, 42)));
     assert_eq!(tail_plan(36, 512, 132), Some(plan(0, 36, 7, 73)));
     assert_eq!(tail_plan(16, 1024, 132), Some(plan(0, 16, 16, 64)));
-    assert_eq!(tail_plan(64, 128, 132), None);
+    assert_eq!(tail_plan(16, 256, 132), None);
+    assert_eq!(tail_plan(96, 128, 132), None);
     assert_eq!(tail_plan(8, 1024, 132), None);
     // The tuner's other plans replace the three-part cut (first part in eighths of K),
     // not the equal parts, and never below 4 K steps a part.
@@ -521,12 +523,9 @@ fn tail_plan_covers_every_k_step_once() {
                 };
                 assert!(p.dp_tiles + p.split_tiles == tiles as u32 && p.split_tiles > 0);
                 assert!((2..=TAIL_MAX_PARTS).contains(&p.parts));
-                // Whole waves first, or every tile split within one wave.
-                assert!(
-                    p.dp_tiles >= 2 * sms
-                        || (p.dp_tiles == 0 && p.parts * p.split_tiles <= 2 * sms),
-                    "{p:?}"
-                );
+                // Whole waves first, or every tile split, filling 7/8 to all of one wave.
+                let fills = (7 * 2 * sms..=8 * 2 * sms).contains(&(8 * p.parts * p.split_tiles));
+                assert!(p.dp_tiles >= 2 * sms || (p.dp_tiles == 0 && fills), "{p:?}");
                 let blocks = p.dp_tiles + p.parts * p.split_tiles;
                 let mut seen = vec![0u32; (tiles as u32 * ksteps) as usize];
                 let mut last_part = 0;
@@ -581,8 +580,8 @@ fn warptiled_tail_under_every_order() {
         (5, 768, 384, 200, 0, false, 3),
         // Fewer tiles than one wave holds: every tile split (one tile in 4 parts on 4
         // slots; two ragged tiles in 3 parts on 6, K not a multiple of the K step).
-        (2, 100, 120, 1290, 1, true, 4),
-        (3, 130, 100, 997, 2, false, 3),
+        (2, 100, 120, 600, 1, true, 4),
+        (3, 130, 100, 450, 2, false, 3),
     ] {
         let tiles = (m as u64).div_ceil(128) * (n as u64).div_ceil(128);
         let plan: TailPlan = tail_plan(tiles, (k as u32).div_ceil(8), sms as u32)

@@ -328,11 +328,12 @@ fn heuristic_picks_by_shape() {
         );
         assert!(!auto_candidates(&g80, at(waves_x40)).contains(&MatmulKernel::WarpTiledTail));
     }
-    // Fewer tiles than one wave holds, K long enough for parts of 40 steps: every tile
-    // split, as many parts as one wave holds (`whole_split`), on the 80 SMs: 64 tiles
-    // in 2 parts, 25 in 6. Not where the tiles are half outside C (64 x 4096), the
-    // parts would be short (K = 512: 32 steps each) or the small-product rule applies.
-    for (s, parts) in [(shape(1024, 1024, 2048), 2), (shape(640, 640, 4096), 6)] {
+    // Fewer tiles than one wave holds, K long enough for parts of 18 steps: every tile
+    // split in as many parts as one wave holds (`whole_split`), on the 80 SMs: 40 tiles
+    // in 4 parts, 25 in 6. Not where the tiles are half outside C (64 x 4096), the
+    // parts would fill under 7/8 of the slots (64 tiles in 2: 128 of 160) or be short
+    // (16 K steps for 40 tiles in 4), or the small-product rule applies.
+    for (s, parts) in [(shape(640, 1024, 2048), 4), (shape(640, 640, 4096), 6)] {
         assert!(whole_split(&g80, s), "{s:?}");
         assert_eq!(
             auto_heuristic(&g80, s),
@@ -345,7 +346,8 @@ fn heuristic_picks_by_shape() {
     }
     for s in [
         shape(64, 4096, 4096),
-        shape(1024, 1024, 512),
+        shape(1024, 1024, 2048),
+        shape(640, 1024, 512),
         shape(512, 512, 1024),
     ] {
         assert!(!whole_split(&g80, s), "{s:?}");
@@ -390,11 +392,12 @@ fn heuristic_picks_by_shape() {
     assert_eq!(auto_heuristic(&g80, shape(768, 768, 256)), w4);
     assert!(auto_candidates(&g80, whole).contains(&w4));
     assert!(auto_candidates(&g80, whole).contains(&ks2));
-    // (The others with parts of at least 40 K steps split every stage 4 tile.)
+    // (Those whose 128x128 tiles in parts of 18 K steps or more fill 7/8 of the slots
+    // split every stage 4 tile: 36 tiles in 4 parts, 30 in 5.)
     for (other, split) in [
-        (shape(744, 744, 1024), false),
-        (shape(768, 896, 1024), true),
-        (shape(640, 768, 1024), false),
+        (shape(744, 744, 1024), true),
+        (shape(768, 896, 1024), false),
+        (shape(640, 768, 1024), true),
         (shape(768, 768, 2048), true),
     ] {
         let h = auto_heuristic(&g80, other);

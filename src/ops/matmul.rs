@@ -689,10 +689,10 @@ const TAIL_OVERHEAD_STEPS: u64 = 4;
 /// The fewest K steps a part of a split tile gets.
 const TAIL_MIN_PART_STEPS: u64 = 4;
 /// The fewest K steps a part gets where [`tail_plan`] splits every tile (fewer tiles
-/// than one wave holds). H200, session 28 (docs/PERFORMANCE.md): parts of 32 steps
-/// (1024^3, 4 parts) ran level with the 64x64 `cp.async` tile the heuristic takes
-/// there, parts of 42 (1280x1024x1024, 3 parts) 1.21x faster than its choice.
-pub const WHOLE_SPLIT_MIN_STEPS: u64 = 40;
+/// than one wave holds). H200, session 28 (docs/PERFORMANCE.md): parts of 18 steps
+/// (768x768x1024, 7 parts) ran 1.18x faster than the heuristic's choice before, parts
+/// of 16 (512x512x2048, 16 parts) 1.14x slower than its `cp.async` tile.
+pub const WHOLE_SPLIT_MIN_STEPS: u64 = 18;
 
 /// Stage 4s's plan for `tiles` 128x128 tiles of `ksteps` K steps (of 8) on `sms` SMs
 /// of two blocks each, or `None` where stage 4 runs instead. With `W` whole waves of
@@ -700,10 +700,11 @@ pub const WHOLE_SPLIT_MIN_STEPS: u64 = 40;
 /// * no plan where `t` is 0;
 /// * fewer tiles than one wave holds (`W = 0`): **every tile** in `q` equal parts, `q`
 ///   the most that one wave holds (`q·tiles <= slots`, at most [`TAIL_MAX_PARTS`]),
-///   where that is at least 2, gives every SM a block (`q·tiles >= sms`) and gives
-///   each part at least [`WHOLE_SPLIT_MIN_STEPS`] K steps; otherwise none (2048^3, 256
-///   tiles on 264 slots, runs stage 4). 1024x1024x2048 on 132 SMs: 64 tiles in 4 parts
-///   of 64 steps;
+///   where that is at least 2, fills at least 7/8 of the slots and gives each part at
+///   least [`WHOLE_SPLIT_MIN_STEPS`] K steps; otherwise none (2048^3, 256 tiles on 264
+///   slots, runs stage 4). On 132 SMs 1024x1024x2048 is 64 tiles in 4 parts of 64
+///   steps; 1536x1024x1024 (96 tiles in 2 parts: 192 blocks, some SMs with two and
+///   most with one) has none;
 /// * `t` above `sms` (some SM would run two of the last tiles) and at most 90% of the
 ///   slots: **three parts**, the first `5/8` of the K steps and two of `3/16`. The
 ///   first parts take the slots as the whole waves' blocks end, and the short ones
@@ -727,7 +728,7 @@ pub fn tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
     }
     if tiles < slots {
         let q = (slots / tiles).min(TAIL_MAX_PARTS as u64);
-        if q < 2 || q * tiles < sms || n / q < WHOLE_SPLIT_MIN_STEPS {
+        if q < 2 || 8 * q * tiles < 7 * slots || n / q < WHOLE_SPLIT_MIN_STEPS {
             return None;
         }
         return parts_fit(n, n / q, q).then_some(TailPlan {
@@ -975,9 +976,9 @@ pub fn tail_split(gpu: &Gpu, s: Shape) -> Option<TailPlan> {
 /// Whether the heuristic runs stage 4s with every tile split ([`tail_plan`]'s plan
 /// for fewer tiles than one wave holds): where there is such a plan and the tiles are
 /// at least 7/8 inside C (64x4096x4096 would compute half of every tile for nothing).
-/// H200, session 28: 1024x1024x2048 to x8192, 2048x1024x2048, 768x768x4096,
-/// 512x512x8192 and 1280x1024x1024 1.07-1.48x faster than the heuristic's choice
-/// before (docs/PERFORMANCE.md).
+/// H200, session 28 (docs/PERFORMANCE.md): 1.07-1.40x faster than the heuristic's
+/// choice before on 1000^3, 640x640x2048, 768x768x1024 to x4096, 1280x1024x768 and
+/// x1024, 1024x1024x2048 to x8192, 2048x1024x2048 and 512x512x8192.
 pub fn whole_split(gpu: &Gpu, s: Shape) -> bool {
     let tiles = stage4_tiles(s);
     tiles < 2 * gpu.props().sms.max(1) as u64
@@ -1068,8 +1069,6 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   splits the tiles of its partial last wave ([`tail_split`]; H200, 2026-11-26:
 ///   2560^3, 3072^3, 4096^3, 6144^3 and 8192^3 1-16% faster than stage 4, 7168^3
 ///   level, and faster than stage 4k everywhere it was timed);
-/// * products of fewer 128x128 tiles than one wave holds, long K: stage 4s with
-///   every tile split along K ([`whole_split`]), after the small products below;
 /// * small products (at most 512 x 512 outputs and K at most 1024), the 4-stage
 ///   `cp.async` tiles, as the H100 tuning of 2026-11-24 chose (commit 83f0783): on
 ///   Hopper (K at least 256) 16x64 with K over a cluster of 4 while that is at most
@@ -1081,6 +1080,9 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   wave, K at most 1024: the 3-stage `cp.async` 64x64 tile of 4 warps, unsplit
 ///   ([`covers_whole`]; H200, 2026-11-25: 1024^3), as two K slices of 4 warps where
 ///   K is at least 512 (H200, 2026-11-26);
+/// * products of fewer 128x128 tiles than one wave holds, at least 7/8 inside C, that
+///   [`tail_plan`] splits (enough K for every tile in parts that fill the slots):
+///   stage 4s with every tile split along K ([`whole_split`]);
 /// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
 ///   (slices of at least 192: 1000^3 tuned to 4 slices, 64x4096x4096 to 16).
 pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
@@ -1148,9 +1150,6 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
             split_k: split_for(tile_blocks(&MM_ASYNC_TILES[tile], s.m, s.n), 1, 256),
         };
     }
-    if whole_split(gpu, s) {
-        return MatmulKernel::WarpTiledTail;
-    }
     if covers_whole(gpu, s) {
         // Two K slices of 4 warps from K = 512 on; below that their closing exchange
         // costs more than the extra warps give (docs/PERFORMANCE.md, session 27).
@@ -1158,6 +1157,9 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
             tile: if s.k >= 512 { ASYNC64_KS2 } else { ASYNC64_W4 },
             split_k: 1,
         };
+    }
+    if whole_split(gpu, s) {
+        return MatmulKernel::WarpTiledTail;
     }
     let tile = find(&MM_TILES, 64, 128, MM_ASYNC_STAGES);
     MatmulKernel::Tile {
