@@ -407,10 +407,28 @@ fn heuristic_picks_by_shape() {
         }
     }
     assert_ne!(auto_key(&g80, whole), auto_key(&g80, shape(744, 744, 1024)));
-    // Keys bucket shapes.
-    assert_eq!(
-        auto_key(&g, shape(1000, 1000, 1000)),
-        auto_key(&g, shape(513, 1024, 600))
+    // Keys bucket shapes (of the same 128x128 tiles and K steps, so that stage 4s
+    // plans them alike on any device).
+    let g132 = emulator_workers(132, rust_simt::emulator::Order::InOrder);
+    for g in [&g, &g80, &g132] {
+        assert_eq!(
+            auto_key(g, shape(1000, 1000, 1000)),
+            auto_key(g, shape(900, 990, 1000))
+        );
+    }
+    // ... but not a shape of the same buckets that stage 4s would not split whole
+    // (H200-sized: 1000^3 in 4 parts of 31 K steps, 513x1024x600 in 6 of 12).
+    assert!(whole_split(&g132, shape(1000, 1000, 1000)));
+    // On an H200-sized device: 1000^3 split whole, 1024^3 on the 64x64 tile of two K
+    // slices (its rule comes first), 1536x1024x1024's 96 tiles in 2 parts (192 of 264
+    // slots) not split.
+    let at132 = |m, n, k| auto_heuristic(&g132, shape(m, n, k));
+    assert_eq!(at132(1000, 1000, 1000), MatmulKernel::WarpTiledTail);
+    assert_eq!(at132(1024, 1024, 1024), ks2);
+    assert!(matches!(at132(1536, 1024, 1024), MatmulKernel::Tile { .. }));
+    assert_ne!(
+        auto_key(&g132, shape(1000, 1000, 1000)),
+        auto_key(&g132, shape(513, 1024, 600))
     );
     assert_ne!(
         auto_key(&g, shape(1000, 1000, 1000)),
