@@ -453,7 +453,8 @@ fn streamk_plan_covers_every_k_step_once() {
 
 /// Stage 4s's plans (the numbers of `tail_plan`'s docs, 132 SMs): 4096^3 leaves 232
 /// tiles past three waves, cut in three parts of 5/8, 3/16 and 3/16 of its 512 K steps;
-/// 3072^3 leaves 48, in five equal parts; 2048^3 (no whole wave), 3584^3 (a last wave
+/// 3072^3 leaves 48, in five equal parts; 2048^3 (less than one wave, but a tile for
+/// every SM), 3584^3 (a last wave
 /// 97% full) and whole waves run stage 4; with fewer tiles than one wave holds, every
 /// tile is split in equal parts. Over many plans, the segments of the grid
 /// cover every K step of every tile once, in the documented order.
@@ -560,7 +561,7 @@ fn tail_plan_covers_every_k_step_once() {
 /// Stage 4s on emulated devices of 2, 3 and 5 SMs (4, 6 and 10 slots), under every
 /// thread order: ragged shapes whose last wave is split in three unequal parts (more
 /// tiles left than SMs) or in 2, 3 or 5 equal parts (fewer), or with fewer tiles than
-/// one wave holds every tile split (4 and 3 parts), K not a multiple of the K step,
+/// SMs every tile split (4, 3 and 16 parts), K not a multiple of the K step,
 /// padded strides and C padding, ReLU and none, against float64; the same bits under
 /// every order and on a second run; the tiles before the split ones equal to stage
 /// 4's bit for bit (same sums in the same order). A product of whole waves runs
@@ -582,6 +583,8 @@ fn warptiled_tail_under_every_order() {
         // slots; two ragged tiles in 3 parts on 6, K not a multiple of the K step).
         (2, 100, 120, 600, 1, true, 4),
         (3, 130, 100, 450, 2, false, 3),
+        // 16 parts: the reduce's four rounds of 4 parts each.
+        (8, 100, 120, 2310, 0, true, 16),
     ] {
         let tiles = (m as u64).div_ceil(128) * (n as u64).div_ceil(128);
         let plan: TailPlan = tail_plan(tiles, (k as u32).div_ceil(8), sms as u32)

@@ -299,7 +299,7 @@ fn heuristic_picks_by_shape() {
     // some SMs two blocks: three parts), 2.25 waves (40 tiles left: two equal parts,
     // each alone on its SM); stage 4 where the last wave is 95% full (3.95 waves),
     // where two parts of 80 tiles would share SMs and save too little (1.5 waves), for
-    // whole waves, and for less than one wave (no whole wave to end first).
+    // whole waves, and for less than one wave with at least a tile per SM (0.95 waves).
     let g80 = emulator_workers(80, rust_simt::emulator::Order::InOrder);
     let slots = 2 * g80.props().sms;
     let at = |waves_x40: u32| shape(128 * (slots * waves_x40 / 40), 128, 512);
@@ -332,7 +332,7 @@ fn heuristic_picks_by_shape() {
     // split in as many parts as one wave holds (`whole_split`), on the 80 SMs: 40 tiles
     // in 4 parts, 25 in 6. Not where the tiles are half outside C (64 x 4096), the
     // parts would fill under 7/8 of the slots (64 tiles in 2: 128 of 160) or be short
-    // (16 K steps for 40 tiles in 4), or the small-product rule applies.
+    // (16 K steps for 40 tiles in 4; 12 for 512 x 512 x 1024's 16 tiles in 10).
     for (s, parts) in [(shape(640, 1024, 2048), 4), (shape(640, 640, 4096), 6)] {
         assert!(whole_split(&g80, s), "{s:?}");
         assert_eq!(

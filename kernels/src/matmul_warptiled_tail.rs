@@ -1,5 +1,6 @@
 //! Matmul + ReLU, stage 4s: stage 4 with its partial last wave's tiles **split along
-//! K**, one segment per block, in one ordinary (non-persistent) launch.
+//! K** (or, with fewer tiles than SMs, every tile), one segment per block, in one
+//! ordinary (non-persistent) launch.
 //!
 //! Stage 4 ([`matmul_relu_warptiled()`](crate::matmul_warptiled::matmul_relu_warptiled()))
 //! runs two 256-thread blocks per SM, one 128x128 tile of C each. At 4096^3 that is
@@ -27,6 +28,8 @@
 //! the K steps, then two of 3/16 (4096^3 on 132 SMs: 232 tiles, parts of 320, 96 and
 //! 96 steps). Where fewer are left (each SM would run one, which runs about twice as
 //! fast alone), equal parts, as many as one wave holds (3072^3: 48 tiles, 5 parts).
+//! With fewer tiles than SMs and no whole wave, every tile is cut into equal parts, as
+//! many as one wave holds (1024x1024x2048: 64 tiles, 4 parts), `dp_tiles` being 0.
 //! Which plan is fastest was measured, not derived: the blocks of the whole waves do
 //! not end together, and a model of slots freed all at once ranked the plans wrongly
 //! (docs/PERFORMANCE.md, session 26).
@@ -122,7 +125,7 @@ fn slot_base(partials: *mut f32, s: u32) -> *mut f32 {
 // Two 256-thread blocks per SM, as stage 4: at most 128 registers per thread.
 kernel! {
     /// `C = relu?(A · B)` as [`matmul_relu_warptiled()`](crate::matmul_warptiled::matmul_relu_warptiled()),
-    /// the tiles of its partial last wave split along K (module docs).
+    /// the tiles of its partial last wave (or every tile) split along K (module docs).
     ///
     /// # Safety
     /// `p.mm` as for `matmul_relu_warptiled` (A, B readable, C writable, C not
@@ -226,7 +229,7 @@ kernel! {
         let (row0, col0) = ((tile / tiles_n) * MM_BM, (tile % tiles_n) * MM_BN);
         let vec_c = is_aligned16(c) && ldc % 4 == 0;
         // Every thread has few groups and many blocks share a tile, and each load
-        // round covers 4 parts: with all of a tile split (fewer tiles than SMs), a
+        // round covers 4 parts: with every tile split (fewer tiles than SMs), a
         // thread waits out one load latency per 4 parts (docs/PERFORMANCE.md, session
         // 28). The sums stay in part order.
         let g0 = band * (MM4K_PARTIAL_FLOATS / 4 / TAIL_REDUCE_BLOCKS) + thread_idx().x;

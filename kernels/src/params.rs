@@ -104,7 +104,7 @@ kernel_params! {
     }
 
     /// Stage 4s ([`crate::matmul_warptiled_tail`]): stage 4's product with the tiles
-    /// of its partial last wave split along K. Blocks `0 .. dp_tiles` take the first
+    /// of its partial last wave (or every tile: `dp_tiles` 0) split along K. Blocks `0 .. dp_tiles` take the first
     /// tiles whole; the last `split_tiles` tiles are cut into `parts` parts (part 0 the
     /// first `cut` K steps, the others sharing the rest evenly), one block each. Each
     /// part writes its sums to its slot of `partials` (`parts x split_tiles x

@@ -52,10 +52,10 @@ pub enum MatmulKernel {
     /// Stage 4s: stage 4 with the tiles of its partial last wave split along K, one
     /// segment per block in one ordinary launch: the long first parts start first and
     /// the short ones fill the slots they leave ([`tail_plan`] picks the cut). With
-    /// fewer tiles than one wave holds, every tile is split into equal parts (split K
-    /// on stage 4's own loop). Where the tiles are a whole number of waves, or the
-    /// plan saves too little, it runs stage 4 itself. Results can differ from stage 4's in the last bits where a
-    /// tile is split; they are the same on every run.
+    /// fewer tiles than SMs, every tile is split into equal parts (split K on stage
+    /// 4's own loop). Where the tiles are a whole number of waves, or the plan saves
+    /// too little, it runs stage 4 itself. Results can differ from stage 4's in the
+    /// last bits where a tile is split; they are the same on every run.
     WarpTiledTail,
     /// Stage 4s with the three-part cut of [`tail_plan`] replaced by
     /// `TAIL_PLANS[plan]` (parts, first part in eighths of K): the tuner's other plans.
@@ -691,20 +691,21 @@ const TAIL_MIN_PART_STEPS: u64 = 4;
 /// The fewest K steps a part gets where [`tail_plan`] splits every tile (fewer tiles
 /// than one wave holds). H200, session 28 (docs/PERFORMANCE.md): parts of 18 steps
 /// (768x768x1024, 7 parts) ran 1.18x faster than the heuristic's choice before, parts
-/// of 16 (512x512x2048, 16 parts) 1.14x slower than its `cp.async` tile.
+/// of 16 (512x512x2048, 16 parts) 1.14x slower than its 64x128 tile with K split.
 pub const WHOLE_SPLIT_MIN_STEPS: u64 = 18;
 
 /// Stage 4s's plan for `tiles` 128x128 tiles of `ksteps` K steps (of 8) on `sms` SMs
 /// of two blocks each, or `None` where stage 4 runs instead. With `W` whole waves of
 /// `slots = 2·sms` tiles and `t` tiles left over:
 /// * no plan where `t` is 0;
-/// * fewer tiles than one wave holds (`W = 0`): **every tile** in `q` equal parts, `q`
-///   the most that one wave holds (`q·tiles <= slots`, at most [`TAIL_MAX_PARTS`]),
-///   where that is at least 2, fills at least 7/8 of the slots and gives each part at
-///   least [`WHOLE_SPLIT_MIN_STEPS`] K steps; otherwise none (2048^3, 256 tiles on 264
-///   slots, runs stage 4). On 132 SMs 1024x1024x2048 is 64 tiles in 4 parts of 64
-///   steps; 1536x1024x1024 (96 tiles in 2 parts: 192 blocks, some SMs with two and
-///   most with one) has none;
+/// * less than one wave (`W = 0`) but at least a tile per SM: none (2048^3, 256 tiles
+///   on 264 slots, runs stage 4);
+/// * fewer tiles than SMs: **every tile** in `q` equal parts, `q` the most that one
+///   wave holds (`q·tiles <= slots`, at most [`TAIL_MAX_PARTS`]), where that is at
+///   least 2, fills at least 7/8 of the slots and gives each part at least
+///   [`WHOLE_SPLIT_MIN_STEPS`] K steps; otherwise none. On 132 SMs 1024x1024x2048 is
+///   64 tiles in 4 parts of 64 steps; 1536x1024x1024 (96 tiles in 2 parts: 192
+///   blocks, some SMs with two and most with one) has none;
 /// * `t` above `sms` (some SM would run two of the last tiles) and at most 90% of the
 ///   slots: **three parts**, the first `5/8` of the K steps and two of `3/16`. The
 ///   first parts take the slots as the whole waves' blocks end, and the short ones
@@ -727,6 +728,9 @@ pub fn tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
         return None;
     }
     if tiles < slots {
+        if tiles >= sms {
+            return None;
+        }
         let q = (slots / tiles).min(TAIL_MAX_PARTS as u64);
         if q < 2 || 8 * q * tiles < 7 * slots || n / q < WHOLE_SPLIT_MIN_STEPS {
             return None;
@@ -805,8 +809,8 @@ pub fn tail_plan_with(
     })
 }
 
-/// Stage 4s: stage 4 with the tiles of its partial last wave split along K
-/// ([`MatmulKernel::WarpTiledTail`]; `cut` as [`tail_plan_with`]'s), then the split
+/// Stage 4s: stage 4 with the tiles of its partial last wave (or, with fewer tiles
+/// than SMs, every tile) split along K ([`MatmulKernel::WarpTiledTail`]; `cut` as [`tail_plan_with`]'s), then the split
 /// tiles' parts added.
 fn warptiled_tail(
     gpu: &Gpu,
@@ -822,8 +826,11 @@ fn warptiled_tail(
         // A slot's rows are addressed as C's, 128 floats long, in 32 bits; one block
         // per segment in a 1-D grid.
         .filter(|pl| {
+            let reduce_blocks =
+                pl.split_tiles as u64 * matmul_warptiled_tail::TAIL_REDUCE_BLOCKS as u64;
             (p.c.rows as u64) * (MM_BN as u64) < 1 << 32
                 && (pl.dp_tiles as u64 + pl.parts as u64 * pl.split_tiles as u64) < 1 << 31
+                && reduce_blocks < 1 << 31
         });
     let Some(plan) = plan else {
         // SAFETY: as in `matmul`: the views were checked against their buffers and
@@ -850,7 +857,7 @@ fn warptiled_tail(
     unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(blocks, 1, 1)), (sp,))? };
     // SAFETY: after the product above with the same parameters (queue order), every
     // slot holds its part's sums; C as checked; TAIL_REDUCE_BLOCKS blocks per split
-    // tile (fewer than 2^31: split tiles are under 2^31 / parts, parts >= 2).
+    // tile, fewer than 2^31 in all (above).
     unsafe {
         gpu.launch::<R>(
             LaunchConfig::for_kernel::<R>(dim3(
@@ -952,9 +959,9 @@ pub struct Shape {
 }
 
 /// The tuner's key of a product: the device, then `m`, `n` and `k` rounded up to
-/// powers of two, whether the operands are aligned, whether stage 4s splits the tiles
-/// of stage 4's last wave ([`tail_split`]: 3584^3 and 4096^3 share the powers of two,
-/// and not the best kernel), and whether 64x64 tiles cover it whole
+/// powers of two, whether the operands are aligned, whether stage 4s splits tiles
+/// ([`tail_split`]: 3584^3 and 4096^3 share the powers of two, and not the best kernel;
+/// on 132 SMs 1000^3, split whole, and 513x1024x600 do too), and whether 64x64 tiles cover it whole
 /// ([`covers_whole`]: 1000^3 and 1024^3 share them, and not the best kernel either).
 /// Shapes in one bucket share a choice.
 pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
@@ -974,14 +981,14 @@ pub fn tail_split(gpu: &Gpu, s: Shape) -> Option<TailPlan> {
 }
 
 /// Whether the heuristic runs stage 4s with every tile split ([`tail_plan`]'s plan
-/// for fewer tiles than one wave holds): where there is such a plan and the tiles are
+/// for fewer tiles than SMs): where there is such a plan and the tiles are
 /// at least 7/8 inside C (64x4096x4096 would compute half of every tile for nothing).
 /// H200, session 28 (docs/PERFORMANCE.md): 1.07-1.40x faster than the heuristic's
 /// choice before on 1000^3, 640x640x2048, 768x768x1024 to x4096, 1280x1024x768 and
 /// x1024, 1024x1024x2048 to x8192, 2048x1024x2048 and 512x512x8192.
 pub fn whole_split(gpu: &Gpu, s: Shape) -> bool {
     let tiles = stage4_tiles(s);
-    tiles < 2 * gpu.props().sms.max(1) as u64
+    tiles < gpu.props().sms.max(1) as u64
         && 8 * s.m as u64 * s.n as u64 >= 7 * tiles * (MM_BM * MM_BN) as u64
         && tail_split(gpu, s).is_some()
 }
