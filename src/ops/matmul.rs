@@ -693,6 +693,13 @@ const TAIL_MIN_PART_STEPS: u64 = 4;
 /// (768x768x1024, 7 parts) ran 1.18x faster than the heuristic's choice before, parts
 /// of 16 (512x512x2048, 16 parts) 1.14x slower than its 64x128 tile with K split.
 pub const WHOLE_SPLIT_MIN_STEPS: u64 = 18;
+/// As [`WHOLE_SPLIT_MIN_STEPS`] where the split is in two parts (116 to 131 tiles on
+/// 132 SMs: stage 4 alone already gives nearly every SM a block, and a part alone on
+/// its SM runs almost twice as fast as one of a pair). H200, session 28: two parts of
+/// 32 steps (1024x2048x512, 1408x1408x512) 1.09-1.10x slower than stage 4, of 64
+/// (1024x2048x1024) 1% slower, of 128 (1024x2048x2048, 2048x1024x2048) the fastest
+/// kernel the tuner timed.
+pub const WHOLE_SPLIT_MIN_STEPS_TWO: u64 = 128;
 
 /// Stage 4s's plan for `tiles` 128x128 tiles of `ksteps` K steps (of 8) on `sms` SMs
 /// of two blocks each, or `None` where stage 4 runs instead. With `W` whole waves of
@@ -703,7 +710,8 @@ pub const WHOLE_SPLIT_MIN_STEPS: u64 = 18;
 /// * fewer tiles than SMs: **every tile** in `q` equal parts, `q` the most that one
 ///   wave holds (`q·tiles <= slots`, at most [`TAIL_MAX_PARTS`]), where that is at
 ///   least 2, fills at least 7/8 of the slots and gives each part at least
-///   [`WHOLE_SPLIT_MIN_STEPS`] K steps; otherwise none. On 132 SMs 1024x1024x2048 is
+///   [`WHOLE_SPLIT_MIN_STEPS`] K steps ([`WHOLE_SPLIT_MIN_STEPS_TWO`] for two parts);
+///   otherwise none. On 132 SMs 1024x1024x2048 is
 ///   64 tiles in 4 parts of 64 steps; 1536x1024x1024 (96 tiles in 2 parts: 192
 ///   blocks, some SMs with two and most with one) has none;
 /// * `t` above `sms` (some SM would run two of the last tiles) and at most 90% of the
@@ -732,7 +740,11 @@ pub fn tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
             return None;
         }
         let q = (slots / tiles).min(TAIL_MAX_PARTS as u64);
-        if q < 2 || 8 * q * tiles < 7 * slots || n / q < WHOLE_SPLIT_MIN_STEPS {
+        let min_steps = match q {
+            2 => WHOLE_SPLIT_MIN_STEPS_TWO,
+            _ => WHOLE_SPLIT_MIN_STEPS,
+        };
+        if q < 2 || 8 * q * tiles < 7 * slots || n / q < min_steps {
             return None;
         }
         return parts_fit(n, n / q, q).then_some(TailPlan {
@@ -1087,9 +1099,15 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   wave, K at most 1024: the 3-stage `cp.async` 64x64 tile of 4 warps, unsplit
 ///   ([`covers_whole`]; H200, 2026-11-25: 1024^3), as two K slices of 4 warps where
 ///   K is at least 512 (H200, 2026-11-26);
-/// * products of fewer 128x128 tiles than one wave holds, at least 7/8 inside C, that
+/// * products of fewer 128x128 tiles than SMs, at least 7/8 inside C, that
 ///   [`tail_plan`] splits (enough K for every tile in parts that fill the slots):
-///   stage 4s with every tile split along K ([`whole_split`]);
+///   stage 4s with every tile split along K ([`whole_split`]); where it does not and
+///   the tiles are at least 7/8 of the SMs, stage 4 (H200, session 28: 1024x2048x512,
+///   1408x1408x512 1.09-1.10x faster than the split or the tiles below);
+/// * on Hopper, where the 64x128 tile's blocks with K over a cluster of 2 fill 7/8 of
+///   one wave or more (3 blocks per SM), K at least 1024: that (H200, session 28:
+///   1024x1536, 1536x1024 and 2048x768 with K = 1024 to 4096, 1.02-1.22x faster than
+///   K split in 4);
 /// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
 ///   (slices of at least 192: 1000^3 tuned to 4 slices, 64x4096x4096 to 16).
 pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
@@ -1168,7 +1186,22 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     if whole_split(gpu, s) {
         return MatmulKernel::WarpTiledTail;
     }
+    if 8 * stage4_tiles(s) >= 7 * sms {
+        return MatmulKernel::WarpTiled;
+    }
     let tile = find(&MM_TILES, 64, 128, MM_ASYNC_STAGES);
+    // On Hopper, K over a cluster of 2 where that fills 7/8 of one wave or more.
+    let pairs = 2 * tile_blocks(&MM_TILES[tile], s.m, s.n);
+    let slots = MM_TILES[tile].min_blocks as u64 * sms;
+    let cluster2 = MM_CLUSTER_CONFIGS
+        .iter()
+        .position(|c| c.kloop == MmLoop::Tile(tile) && c.cluster == 2)
+        .filter(|_| super::softmax::has_clusters(gpu));
+    if let Some(config) =
+        cluster2.filter(|_| s.k >= 1024 && pairs <= slots && 8 * pairs >= 7 * slots)
+    {
+        return MatmulKernel::TileCluster { config };
+    }
     MatmulKernel::Tile {
         tile,
         split_k: split_for(tile_blocks(&MM_TILES[tile], s.m, s.n), 8, 192),
