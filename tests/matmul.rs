@@ -489,9 +489,11 @@ fn tail_plan_covers_every_k_step_once() {
     assert_eq!(tail_plan(16, 1024, 132), Some(plan(0, 16, 16, 64)));
     assert_eq!(tail_plan(16, 256, 132), None);
     assert_eq!(tail_plan(96, 128, 132), None);
-    // Two parts (116 to 131 tiles) only from 128 K steps each (1024x2048x2048, not x1024).
+    // Two parts (116 to 131 tiles) from 18 K steps each, as any whole split (the
+    // heuristic takes them only from 128: `whole_split`).
     assert_eq!(tail_plan(128, 256, 132), Some(plan(0, 128, 2, 128)));
-    assert_eq!(tail_plan(128, 255, 132), None);
+    assert_eq!(tail_plan(128, 64, 132), Some(plan(0, 128, 2, 32)));
+    assert_eq!(tail_plan(128, 35, 132), None);
     assert_eq!(tail_plan(8, 1024, 132), None);
     // The tuner's other plans replace the three-part cut (first part in eighths of K),
     // not the equal parts, and never below 4 K steps a part.

@@ -422,18 +422,23 @@ fn heuristic_picks_by_shape() {
     // On an H200-sized device: 1000^3 split whole, 1024^3 on the 64x64 tile of two K
     // slices (its rule comes first), 1536x1024x1024's 96 tiles in 2 parts (192 of 264
     // slots) not split but, on Hopper, the 64x128 tile with K over clusters of 2 (384
-    // of 396 slots); 128 tiles in 2 parts from K = 2048 on, stage 4 below that.
+    // of 396 slots), from K = 1024 on (K split below); 116-131 tiles (1024 x 2048: 128,
+    // 1408^2: 121) in 2 parts from K = 2048 on, stage 4 below that (the tuner still
+    // times the split); stage 4 not for 64 x 16384 (128 tiles half outside C).
     let at132 = |m, n, k| auto_heuristic(&g132, shape(m, n, k));
     assert_eq!(at132(1000, 1000, 1000), MatmulKernel::WarpTiledTail);
     assert_eq!(at132(1024, 1024, 1024), ks2);
-    match has_clusters(&g132) {
-        true => assert_eq!(at132(1536, 1024, 1024).label(), "tile64x128/c2"),
-        false => assert!(matches!(at132(1536, 1024, 1024), MatmulKernel::Tile { .. })),
-    }
+    // (The emulator runs cluster kernels: `has_clusters` holds.)
+    assert!(has_clusters(&g132));
+    assert_eq!(at132(1536, 1024, 1024).label(), "tile64x128/c2");
     assert!(matches!(at132(1536, 1024, 512), MatmulKernel::Tile { .. }));
     assert_eq!(at132(1024, 2048, 2048), MatmulKernel::WarpTiledTail);
     assert_eq!(at132(1024, 2048, 1024), MatmulKernel::WarpTiled);
     assert_eq!(at132(1408, 1408, 512), MatmulKernel::WarpTiled);
+    let s = shape(1024, 2048, 1024);
+    assert!(!whole_split(&g132, s) && tail_split(&g132, s).is_some());
+    assert!(auto_candidates(&g132, s).contains(&MatmulKernel::WarpTiledTail));
+    assert!(matches!(at132(64, 16384, 2048), MatmulKernel::Tile { .. }));
     assert_ne!(
         auto_key(&g132, shape(1000, 1000, 1000)),
         auto_key(&g132, shape(513, 1024, 600))

@@ -689,16 +689,18 @@ const TAIL_OVERHEAD_STEPS: u64 = 4;
 /// The fewest K steps a part of a split tile gets.
 const TAIL_MIN_PART_STEPS: u64 = 4;
 /// The fewest K steps a part gets where [`tail_plan`] splits every tile (fewer tiles
-/// than one wave holds). H200, session 28 (docs/PERFORMANCE.md): parts of 18 steps
+/// than SMs). H200, session 28 (docs/PERFORMANCE.md): parts of 18 steps
 /// (768x768x1024, 7 parts) ran 1.18x faster than the heuristic's choice before, parts
 /// of 16 (512x512x2048, 16 parts) 1.14x slower than its 64x128 tile with K split.
 pub const WHOLE_SPLIT_MIN_STEPS: u64 = 18;
-/// As [`WHOLE_SPLIT_MIN_STEPS`] where the split is in two parts (116 to 131 tiles on
-/// 132 SMs: stage 4 alone already gives nearly every SM a block, and a part alone on
-/// its SM runs almost twice as fast as one of a pair). H200, session 28: two parts of
-/// 32 steps (1024x2048x512, 1408x1408x512) 1.09-1.10x slower than stage 4, of 64
-/// (1024x2048x1024) 1% slower, of 128 (1024x2048x2048, 2048x1024x2048) the fastest
-/// kernel the tuner timed.
+/// The fewest K steps a part gets where the heuristic takes a whole split of two parts
+/// ([`whole_split`]; 116 to 131 tiles on 132 SMs: stage 4 alone already gives nearly
+/// every SM a block, and a part alone on its SM runs almost twice as fast as one of a
+/// pair). [`tail_plan`] itself keeps such plans, for the tuner and explicit requests.
+/// H200, session 28, the tuner on mid shapes: two parts of 32 steps (1024x2048x512,
+/// 1408x1408x512) 1.09-1.10x slower than stage 4; of 64 level (1024x2048x1024 1%
+/// slower than stage 4, 1408x1408x1024 the tuner's choice); of 128 (1024x2048x2048,
+/// 1408x1408x2048) the tuner's choice.
 pub const WHOLE_SPLIT_MIN_STEPS_TWO: u64 = 128;
 
 /// Stage 4s's plan for `tiles` 128x128 tiles of `ksteps` K steps (of 8) on `sms` SMs
@@ -710,8 +712,7 @@ pub const WHOLE_SPLIT_MIN_STEPS_TWO: u64 = 128;
 /// * fewer tiles than SMs: **every tile** in `q` equal parts, `q` the most that one
 ///   wave holds (`q·tiles <= slots`, at most [`TAIL_MAX_PARTS`]), where that is at
 ///   least 2, fills at least 7/8 of the slots and gives each part at least
-///   [`WHOLE_SPLIT_MIN_STEPS`] K steps ([`WHOLE_SPLIT_MIN_STEPS_TWO`] for two parts);
-///   otherwise none. On 132 SMs 1024x1024x2048 is
+///   [`WHOLE_SPLIT_MIN_STEPS`] K steps; otherwise none. On 132 SMs 1024x1024x2048 is
 ///   64 tiles in 4 parts of 64 steps; 1536x1024x1024 (96 tiles in 2 parts: 192
 ///   blocks, some SMs with two and most with one) has none;
 /// * `t` above `sms` (some SM would run two of the last tiles) and at most 90% of the
@@ -740,11 +741,7 @@ pub fn tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
             return None;
         }
         let q = (slots / tiles).min(TAIL_MAX_PARTS as u64);
-        let min_steps = match q {
-            2 => WHOLE_SPLIT_MIN_STEPS_TWO,
-            _ => WHOLE_SPLIT_MIN_STEPS,
-        };
-        if q < 2 || 8 * q * tiles < 7 * slots || n / q < min_steps {
+        if q < 2 || 8 * q * tiles < 7 * slots || n / q < WHOLE_SPLIT_MIN_STEPS {
             return None;
         }
         return parts_fit(n, n / q, q).then_some(TailPlan {
@@ -1000,9 +997,16 @@ pub fn tail_split(gpu: &Gpu, s: Shape) -> Option<TailPlan> {
 /// x1024, 1024x1024x2048 to x8192, 2048x1024x2048 and 512x512x8192.
 pub fn whole_split(gpu: &Gpu, s: Shape) -> bool {
     let tiles = stage4_tiles(s);
+    let ksteps = s.k.div_ceil(MM_BK) as u64;
     tiles < gpu.props().sms.max(1) as u64
-        && 8 * s.m as u64 * s.n as u64 >= 7 * tiles * (MM_BM * MM_BN) as u64
-        && tail_split(gpu, s).is_some()
+        && inside_tiles(s)
+        && tail_split(gpu, s)
+            .is_some_and(|p| p.parts > 2 || ksteps / 2 >= WHOLE_SPLIT_MIN_STEPS_TWO)
+}
+
+/// Whether stage 4's 128x128 tiles lie at least 7/8 inside C (64x4096x4096: half).
+fn inside_tiles(s: Shape) -> bool {
+    8 * s.m as u64 * s.n as u64 >= 7 * stage4_tiles(s) * (MM_BM * MM_BN) as u64
 }
 
 /// Stage 4's (and 4k's and 4s's) 128x128 tiles over the product.
@@ -1100,16 +1104,17 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   ([`covers_whole`]; H200, 2026-11-25: 1024^3), as two K slices of 4 warps where
 ///   K is at least 512 (H200, 2026-11-26);
 /// * products of fewer 128x128 tiles than SMs, at least 7/8 inside C, that
-///   [`tail_plan`] splits (enough K for every tile in parts that fill the slots):
-///   stage 4s with every tile split along K ([`whole_split`]); where it does not and
-///   the tiles are at least 7/8 of the SMs, stage 4 (H200, session 28: 1024x2048x512,
-///   1408x1408x512 1.09-1.10x faster than the split or the tiles below);
-/// * on Hopper, where the 64x128 tile's blocks with K over a cluster of 2 fill 7/8 of
-///   one wave or more (3 blocks per SM), K at least 1024: that (H200, session 28:
+///   [`tail_plan`] splits (enough K for every tile in parts that fill the slots; two
+///   parts only from [`WHOLE_SPLIT_MIN_STEPS_TWO`] K steps each): stage 4s with every
+///   tile split along K ([`whole_split`]); where it does not and the tiles are at
+///   least 7/8 of the SMs, stage 4 (H200, session 28: 1024x2048x512 and 1408x1408x512
+///   1.09-1.10x faster than the two-part split);
+/// * on Hopper, where the 64x128 tile's blocks with K over a cluster of 2 fill 7/8 to
+///   all of one wave (3 blocks per SM), K at least 1024: that (H200, session 28:
 ///   1024x1536, 1536x1024 and 2048x768 with K = 1024 to 4096, 1.02-1.22x faster than
 ///   K split in 4);
 /// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
-///   (slices of at least 192: 1000^3 tuned to 4 slices, 64x4096x4096 to 16).
+///   (slices of at least 192: 64x4096x4096 tuned to 16).
 pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     let sms = gpu.props().sms.max(1) as u64;
     let split_for = |blocks: u64, per_sm: u64, min_slice: u32| {
@@ -1186,11 +1191,11 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     if whole_split(gpu, s) {
         return MatmulKernel::WarpTiledTail;
     }
-    if 8 * stage4_tiles(s) >= 7 * sms {
+    if 8 * stage4_tiles(s) >= 7 * sms && inside_tiles(s) {
         return MatmulKernel::WarpTiled;
     }
     let tile = find(&MM_TILES, 64, 128, MM_ASYNC_STAGES);
-    // On Hopper, K over a cluster of 2 where that fills 7/8 of one wave or more.
+    // On Hopper, K over a cluster of 2 where that fills 7/8 to all of one wave.
     let pairs = 2 * tile_blocks(&MM_TILES[tile], s.m, s.n);
     let slots = MM_TILES[tile].min_blocks as u64 * sms;
     let cluster2 = MM_CLUSTER_CONFIGS
