@@ -328,7 +328,7 @@ fn heuristic_picks_by_shape() {
         );
         assert!(!auto_candidates(&g80, at(waves_x40)).contains(&MatmulKernel::WarpTiledTail));
     }
-    // Fewer tiles than one wave holds, K long enough for parts of 18 steps: every tile
+    // Fewer tiles than SMs, K long enough for parts of 18 steps: every tile
     // split in as many parts as one wave holds (`whole_split`), on the 80 SMs: 40 tiles
     // in 4 parts, 25 in 6. Not where the tiles are half outside C (64 x 4096), the
     // parts would fill under 7/8 of the slots (64 tiles in 2: 128 of 160) or be short

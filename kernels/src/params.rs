@@ -104,9 +104,10 @@ kernel_params! {
     }
 
     /// Stage 4s ([`crate::matmul_warptiled_tail`]): stage 4's product with the tiles
-    /// of its partial last wave (or every tile: `dp_tiles` 0) split along K. Blocks `0 .. dp_tiles` take the first
-    /// tiles whole; the last `split_tiles` tiles are cut into `parts` parts (part 0 the
-    /// first `cut` K steps, the others sharing the rest evenly), one block each. Each
+    /// of its partial last wave (or every tile: `dp_tiles` 0) split along K. Blocks
+    /// `0 .. dp_tiles` take the first tiles whole; the last `split_tiles` tiles are cut
+    /// into `parts` parts (part 0 the first `cut` K steps, the others sharing the rest
+    /// evenly), one block each. Each
     /// part writes its sums to its slot of `partials` (`parts x split_tiles x
     /// MM4K_PARTIAL_FLOATS` floats: slot `p · split_tiles + j` for part `p` of split
     /// tile `j`), and `matmul_tail_reduce` adds them into C.

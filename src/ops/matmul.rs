@@ -819,8 +819,8 @@ pub fn tail_plan_with(
 }
 
 /// Stage 4s: stage 4 with the tiles of its partial last wave (or, with fewer tiles
-/// than SMs, every tile) split along K ([`MatmulKernel::WarpTiledTail`]; `cut` as [`tail_plan_with`]'s), then the split
-/// tiles' parts added.
+/// than SMs, every tile) split along K ([`MatmulKernel::WarpTiledTail`]; `cut` as
+/// [`tail_plan_with`]'s), then the split tiles' parts added.
 fn warptiled_tail(
     gpu: &Gpu,
     grid: simt::Dim3,
@@ -969,9 +969,10 @@ pub struct Shape {
 
 /// The tuner's key of a product: the device, then `m`, `n` and `k` rounded up to
 /// powers of two, whether the operands are aligned, whether stage 4s splits tiles
-/// ([`tail_split`]: 3584^3 and 4096^3 share the powers of two, and not the best kernel;
-/// on 132 SMs 1000^3, split whole, and 513x1024x600 do too), and whether 64x64 tiles cover it whole
-/// ([`covers_whole`]: 1000^3 and 1024^3 share them, and not the best kernel either).
+/// ([`tail_split`]: 3584^3 and 4096^3 share the powers of two, and not the best
+/// kernel; on 132 SMs 1000^3, split whole, and 513x1024x600 do too), and whether 64x64
+/// tiles cover it whole ([`covers_whole`]: 1000^3 and 1024^3 share them, and not the
+/// best kernel either).
 /// Shapes in one bucket share a choice.
 pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
     crate::tune::Key::new(gpu, "matmul", "f32")
@@ -996,12 +997,11 @@ pub fn tail_split(gpu: &Gpu, s: Shape) -> Option<TailPlan> {
 /// choice before on 1000^3, 640x640x2048, 768x768x1024 to x4096, 1280x1024x768 and
 /// x1024, 1024x1024x2048 to x8192, 2048x1024x2048 and 512x512x8192.
 pub fn whole_split(gpu: &Gpu, s: Shape) -> bool {
-    let tiles = stage4_tiles(s);
-    let ksteps = s.k.div_ceil(MM_BK) as u64;
-    tiles < gpu.props().sms.max(1) as u64
-        && inside_tiles(s)
-        && tail_split(gpu, s)
-            .is_some_and(|p| p.parts > 2 || ksteps / 2 >= WHOLE_SPLIT_MIN_STEPS_TWO)
+    // A plan with no whole tiles splits every tile; two equal parts start at `cut`.
+    inside_tiles(s)
+        && tail_split(gpu, s).is_some_and(|p| {
+            p.dp_tiles == 0 && (p.parts > 2 || p.cut as u64 >= WHOLE_SPLIT_MIN_STEPS_TWO)
+        })
 }
 
 /// Whether stage 4's 128x128 tiles lie at least 7/8 inside C (64x4096x4096: half).
@@ -1143,6 +1143,13 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
         }
         return MatmulKernel::WarpTiled;
     }
+    // The cluster split-K kernel of `kloop` over `blocks` blocks, on Hopper.
+    let cluster = |kloop: MmLoop, blocks: u32| {
+        MM_CLUSTER_CONFIGS
+            .iter()
+            .position(|c| c.kloop == kloop && c.cluster == blocks)
+            .filter(|_| super::softmax::has_clusters(gpu))
+    };
     let find = |tiles: &[MmTile], bm: u32, bn: u32, stages: u32| {
         tiles
             .iter()
@@ -1154,12 +1161,7 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
         // The 4-stage tiles, 16x64 first: K over a cluster of 4 (Hopper, K of at
         // least 256) while that is at most 2 blocks per SM; 16x64 unsplit when it
         // alone gives every SM one or two blocks; 32x64 over a cluster of 4.
-        let cluster4 = |t: usize| {
-            MM_CLUSTER_CONFIGS
-                .iter()
-                .position(|c| c.kloop == MmLoop::Async(t) && c.cluster == 4)
-                .filter(|_| super::softmax::has_clusters(gpu) && s.k >= 256)
-        };
+        let cluster4 = |t: usize| cluster(MmLoop::Async(t), 4).filter(|_| s.k >= 256);
         let t16 = find(&MM_ASYNC_TILES, 16, 64, 4);
         let blocks16 = tile_blocks(&MM_ASYNC_TILES[t16], s.m, s.n);
         let blocks32 = tile_blocks(&MM_ASYNC_TILES[tile], s.m, s.n);
@@ -1198,12 +1200,8 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     // On Hopper, K over a cluster of 2 where that fills 7/8 to all of one wave.
     let pairs = 2 * tile_blocks(&MM_TILES[tile], s.m, s.n);
     let slots = MM_TILES[tile].min_blocks as u64 * sms;
-    let cluster2 = MM_CLUSTER_CONFIGS
-        .iter()
-        .position(|c| c.kloop == MmLoop::Tile(tile) && c.cluster == 2)
-        .filter(|_| super::softmax::has_clusters(gpu));
-    if let Some(config) =
-        cluster2.filter(|_| s.k >= 1024 && pairs <= slots && 8 * pairs >= 7 * slots)
+    if let Some(config) = cluster(MmLoop::Tile(tile), 2)
+        .filter(|_| s.k >= 1024 && pairs <= slots && 8 * pairs >= 7 * slots)
     {
         return MatmulKernel::TileCluster { config };
     }
