@@ -113,12 +113,38 @@ unsafe fn group_range_sum(row: *const f32, len: usize, sub: usize, group: usize)
     } else {
         0
     };
+    // Up to four of the lane's vectors are loaded before any is added: a loop of one
+    // load and one add waits a full DRAM latency per vector (ptxas does not move a
+    // load past the loop's back edge), and a lane of a 256-column row has only two.
+    let step = 4 * group;
     let mut c = 4 * sub;
-    while c < len4 {
+    while c + 3 * step < len4 {
+        // SAFETY: c + 3·step + 4 <= len4 <= len, every vector aligned.
+        let v = unsafe {
+            [
+                simt_std::memory::load4(row.add(c)),
+                simt_std::memory::load4(row.add(c + step)),
+                simt_std::memory::load4(row.add(c + 2 * step)),
+                simt_std::memory::load4(row.add(c + 3 * step)),
+            ]
+        };
+        acc += (v[0].sum() + v[1].sum()) + (v[2].sum() + v[3].sum());
+        c += 4 * step;
+    }
+    if c + step < len4 {
+        // SAFETY: c + step + 4 <= len4 <= len, aligned.
+        let v = unsafe {
+            [
+                simt_std::memory::load4(row.add(c)),
+                simt_std::memory::load4(row.add(c + step)),
+            ]
+        };
+        acc += v[0].sum() + v[1].sum();
+        c += 2 * step;
+    }
+    if c < len4 {
         // SAFETY: c + 4 <= len4 <= len, aligned.
-        let v = unsafe { simt_std::memory::load4(row.add(c)) };
-        acc += (v.x + v.y) + (v.z + v.w);
-        c += 4 * group;
+        acc += unsafe { simt_std::memory::load4(row.add(c)) }.sum();
     }
     let mut c = len4 + sub;
     while c < len {

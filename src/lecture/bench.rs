@@ -1,6 +1,11 @@
 //! A sound timing harness, like the lecture's `benchmark()`, plus the two ceilings.
 //!
-//! * warm-up runs first (module load, first-touch, clocks ramping up);
+//! * warm-up runs first (module load, first-touch, clocks ramping up): at least
+//!   `warmup` runs and, on a GPU, at least [`WARMUP_MS`] of them, as
+//!   `triton.testing.do_bench` warms up for 25 ms before every measurement. A count
+//!   alone is not enough: between two shapes of a sweep the host builds and uploads
+//!   the next inputs, the GPU idles and its clocks drop, and two runs of a
+//!   microsecond kernel end before they are back up;
 //! * each repetition is timed alone with CUDA events around it;
 //! * before each repetition L2 is flushed by writing a buffer twice its size, so
 //!   every repetition reads its inputs from HBM (no input rotation is needed); this
@@ -13,25 +18,40 @@ use crate::BackendKind;
 use crate::Result;
 use crate::{Buffer, Gpu, LaunchConfig};
 
+/// The shortest warm-up before a measurement on a GPU, in milliseconds of wall time:
+/// `triton.testing.do_bench`'s default, so our kernels and the peers' start their
+/// timed runs equally warm.
+pub const WARMUP_MS: f64 = 25.0;
+
+/// Launches between two checks of the warm-up's wall time (each check waits for the
+/// GPU, so the launches in between keep it busy).
+const WARMUP_BATCH: usize = 8;
+
 /// How to time.
 #[derive(Clone, Copy, Debug)]
 pub struct BenchConfig {
+    /// Warm-up runs, at least.
     pub warmup: usize,
+    /// Warm-up wall time, at least (milliseconds; 0 for none).
+    pub warmup_ms: f64,
     pub reps: usize,
     pub flush_l2: bool,
 }
 
 impl BenchConfig {
-    /// 5 warm-ups and 30 repetitions on a GPU; 1 and 3 on the emulator.
+    /// 5 warm-ups (and [`WARMUP_MS`]) and 30 repetitions on a GPU; 1 warm-up and 3
+    /// repetitions on the emulator.
     pub fn for_gpu(gpu: &Gpu) -> BenchConfig {
         match gpu.kind() {
             BackendKind::Cuda => BenchConfig {
                 warmup: 5,
+                warmup_ms: WARMUP_MS,
                 reps: 30,
                 flush_l2: true,
             },
             BackendKind::Emulator => BenchConfig {
                 warmup: 1,
+                warmup_ms: 0.0,
                 reps: 3,
                 flush_l2: false,
             },
@@ -122,8 +142,14 @@ impl<'g> Bencher<'g> {
 
     /// Times `f` (which launches work) per the config.
     pub fn run(&mut self, mut f: impl FnMut() -> Result<()>) -> Result<Stats> {
-        for _ in 0..self.cfg.warmup {
+        let start = std::time::Instant::now();
+        let mut runs = 0;
+        while runs < self.cfg.warmup || start.elapsed().as_secs_f64() * 1e3 < self.cfg.warmup_ms {
             f()?;
+            runs += 1;
+            if runs % WARMUP_BATCH == 0 {
+                self.gpu.synchronize()?;
+            }
         }
         self.gpu.synchronize()?;
         let mut samples = Vec::with_capacity(self.cfg.reps);

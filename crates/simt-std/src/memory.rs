@@ -59,6 +59,11 @@ impl F32x4 {
             w: a[3],
         }
     }
+    /// The sum of the lanes, as a pairwise tree: `(x + y) + (z + w)`.
+    #[inline(always)]
+    pub fn sum(self) -> f32 {
+        (self.x + self.y) + (self.z + self.w)
+    }
 }
 
 /// Whether `p` is 16-byte aligned.
