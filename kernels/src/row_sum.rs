@@ -73,12 +73,18 @@ kernel! {
     /// `W·(32/group) ..+32/group`; lane `l` works on row `W·(32/group) + l/group`
     /// as member `l % group` of its group.
     /// `grid.x = ceil(rows / ((WARP_ROWS_THREADS/32)·(32/group)))`.
-    #[launch(threads = WARP_ROWS_THREADS)]
+    /// 2048 threads a SM (`min_blocks = 2048 / WARP_ROWS_THREADS`), so at most 32
+    /// registers: short rows need every warp's load in flight.
+    #[launch(threads = WARP_ROWS_THREADS, min_blocks = 2048 / WARP_ROWS_THREADS)]
     pub unsafe fn row_sum_warp(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, group: u32) {
         let lane = simt_std::warp::lane_id();
-        let per_warp = 32 / group;
-        let r = ((block_idx().x * (simt_std::thread::block_dim().x / 32) + simt_std::warp::warp_id()) * per_warp + lane / group) as usize;
-        let sub = (lane % group) as usize;
+        // `group` is a power of two: shifts and masks, not the two integer divisions
+        // (about 20 instructions each) that every lane would run before its first load.
+        debug_assert!(group.is_power_of_two() && group <= 32, "row_sum_warp: group must be a power of two up to 32");
+        let shift = group.trailing_zeros();
+        let per_warp = 32 >> shift;
+        let r = ((block_idx().x * (simt_std::thread::block_dim().x / 32) + simt_std::warp::warp_id()) * per_warp + (lane >> shift)) as usize;
+        let sub = (lane & (group - 1)) as usize;
         let mut s = 0.0f32;
         if r < rows as usize {
             // SAFETY: r < rows; the loop reads only [0, cols) of row r.
@@ -118,6 +124,15 @@ unsafe fn group_range_sum(row: *const f32, len: usize, sub: usize, group: usize)
     // load past the loop's back edge), and a lane of a 256-column row has only two.
     let step = 4 * group;
     let mut c = 4 * sub;
+    if len4 <= step {
+        // At most one vector a lane (rows of up to `4·group` floats: every short row,
+        // as the host sizes groups): one branch before the load.
+        if c < len4 {
+            // SAFETY: c + 4 <= len4 <= len, aligned.
+            acc = unsafe { simt_std::memory::load4(row.add(c)) }.sum();
+        }
+        c = len4;
+    }
     while c + 3 * step < len4 {
         // SAFETY: c + 3·step + 4 <= len4 <= len, every vector aligned.
         let v = unsafe {
