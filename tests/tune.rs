@@ -431,7 +431,16 @@ fn heuristic_picks_by_shape() {
     // (The emulator runs cluster kernels: `has_clusters` holds.)
     assert!(has_clusters(&g132));
     assert_eq!(at132(1536, 1024, 1024).label(), "tile64x128/c2");
-    assert!(matches!(at132(1536, 1024, 512), MatmulKernel::Tile { .. }));
+    // K below 1024 (`short_k`): by 64x64 tiles, 384 (2.9 a SM) and 128 (one a SM)
+    // on the 4-stage 64x64 tile unsplit, 144 on the 4-stage 32x64 tile with K over a
+    // cluster of 2, 400 on stage 4 (its 100 tiles are 3/4 of the SMs); from K = 1024
+    // the rules above.
+    assert_eq!(at132(1536, 1024, 512).label(), "async-s4-64x64-w4/k1");
+    assert_eq!(at132(512, 1024, 768).label(), "async-s4-64x64-w4/k1");
+    assert_eq!(at132(768, 768, 256).label(), "async-s4-32x64/c2");
+    assert_eq!(at132(1280, 1280, 512), MatmulKernel::WarpTiled);
+    assert!(matches!(at132(1280, 1280, 1024), MatmulKernel::Tile { .. }));
+    assert_eq!(at132(768, 768, 1024), MatmulKernel::WarpTiledTail);
     assert_eq!(at132(1024, 2048, 2048), MatmulKernel::WarpTiledTail);
     assert_eq!(at132(1024, 2048, 1024), MatmulKernel::WarpTiled);
     assert_eq!(at132(1408, 1408, 512), MatmulKernel::WarpTiled);

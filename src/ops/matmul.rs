@@ -1113,6 +1113,10 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   all of one wave (3 blocks per SM), K at least 1024: that (H200, session 28:
 ///   1024x1536, 1536x1024 and 2048x768 with K = 1024 to 4096, 1.02-1.22x faster than
 ///   K split in 4);
+/// * K below 1024: by the count of 64x64 tiles, the 4-stage 64x64 tile unsplit, the
+///   4-stage 32x64 tile with K over a cluster of 2, or stage 4 ([`short_k`]; H200,
+///   session 29: of 17 mid shapes at K = 256, 512 and 768, the 24 products it takes
+///   from the 64x128 tile ran 1.01-2.03x faster);
 /// * the rest: the 64x128 tile, K split until the grid holds about 8 blocks per SM
 ///   (slices of at least 192: 64x4096x4096 tuned to 16).
 pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
@@ -1196,6 +1200,11 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     if 8 * stage4_tiles(s) >= 7 * sms && inside_tiles(s) {
         return MatmulKernel::WarpTiled;
     }
+    if s.k < 1024 {
+        if let Some(kernel) = short_k(gpu, s, cluster(MmLoop::Async(ASYNC32_S4), 2)) {
+            return kernel;
+        }
+    }
     let tile = find(&MM_TILES, 64, 128, MM_ASYNC_STAGES);
     // On Hopper, K over a cluster of 2 where that fills 7/8 to all of one wave.
     let pairs = 2 * tile_blocks(&MM_TILES[tile], s.m, s.n);
@@ -1210,6 +1219,50 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
         split_k: split_for(tile_blocks(&MM_TILES[tile], s.m, s.n), 8, 192),
     }
 }
+
+/// The heuristic's rules for K below 1024 (too short to split in parts that pay for
+/// their reduce), where the rules before them left the product: by the count of
+/// [`ASYNC64_W4_S4`]'s 64x64 tiles,
+///
+/// * at most one a SM, or 1.5 to 3 a SM: the 4-stage 64x64 tile of 4 warps, unsplit;
+/// * 1 to 1.5 a SM (one tile a SM leaves most of them a second tile's wait): on
+///   Hopper, the 4-stage 32x64 tile with K over a cluster of 2 (`cluster32`);
+/// * more, where stage 4's 128x128 tiles are at least 3/4 of the SMs and 7/8 inside
+///   C: stage 4.
+///
+/// `None` leaves the product to the 64x128 tile with K split. Fitted to `fp32_trial`
+/// on 17 mid shapes at K = 256, 512 and 768, six kernels each (H200, 2026-11-26,
+/// docs/PERFORMANCE.md session 29): on all 51 products the heuristic now runs the
+/// fastest of the six or one within 1%. Ms at K = 512:
+///
+/// | shape | 64x64 tiles | the rule's kernel | the 64x128 tile, K split |
+/// |---|---|---|---|
+/// | 512x1024 | 128 | 0.0194 | 0.0289 |
+/// | 768x768 | 144 | 0.0258 (32x64 over a cluster of 2) | 0.0354 |
+/// | 1024x1536 | 384 | 0.0439 | 0.0495 |
+/// | 1280x1280 | 400 | 0.0551 (stage 4) | 0.0603 |
+fn short_k(gpu: &Gpu, s: Shape, cluster32: Option<usize>) -> Option<MatmulKernel> {
+    let sms = gpu.props().sms.max(1) as u64;
+    let tiles = tile_blocks(&MM_ASYNC_TILES[ASYNC64_W4_S4], s.m, s.n);
+    let unsplit = MatmulKernel::TileAsync {
+        tile: ASYNC64_W4_S4,
+        split_k: 1,
+    };
+    if tiles <= sms || (2 * tiles > 3 * sms && tiles <= 3 * sms) {
+        return Some(unsplit);
+    }
+    if 2 * tiles <= 3 * sms {
+        return cluster32.map(|config| MatmulKernel::TileCluster { config });
+    }
+    (4 * stage4_tiles(s) >= 3 * sms && inside_tiles(s)).then_some(MatmulKernel::WarpTiled)
+}
+
+/// The index in [`MM_ASYNC_TILES`] of the 4-stage `cp.async` 64x64 tile of 4 warps.
+const ASYNC64_W4_S4: usize = async_tile(MM_ASYNC_TILES[ASYNC64_W4].with_stages(4));
+
+/// The index in [`MM_ASYNC_TILES`] of the 4-stage `cp.async` 32x64 tile of 4 warps
+/// (16x32 warp tiles).
+const ASYNC32_S4: usize = async_tile(MmTile::new(32, 64, 16, 32, 4).with_stages(4));
 
 /// The index in [`MM_ASYNC_TILES`] of the `cp.async` 64x64 tile of 4 warps (16x64
 /// warp tiles) and 3 stages: the shape of Triton's best FP32 config at 1024^3. A
