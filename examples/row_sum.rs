@@ -43,6 +43,7 @@ fn main() -> Result<()> {
             &[
                 RowSumKernel::Auto,
                 RowSumKernel::Warp,
+                RowSumKernel::WarpWide,
                 RowSumKernel::Blocks,
                 RowSumKernel::Stream,
             ]

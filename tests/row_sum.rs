@@ -3,7 +3,8 @@ mod common;
 use common::*;
 use rust_simt::emulator::Order;
 use rust_simt::ops::row_sum::{
-    auto_kernel, plan, row_sum, row_sum_with, stream_splits, tiny_takes, RowSumKernel,
+    auto_kernel, plan, row_sum, row_sum_with, stream_splits, tiny_takes, wide_takes, RowSumKernel,
+    WIDE_MIN_COLS,
 };
 use rust_simt::Layout;
 use rust_simt::{reference, SimtError};
@@ -31,6 +32,9 @@ fn check_on(g: &rust_simt::Gpu, rows: usize, cols: usize, ld: usize, lo: f32, hi
     }
     if cols <= kernels::config::WARP_ROW_MAX_COLS as usize {
         kernels.push(RowSumKernel::Warp);
+    }
+    if wide_takes(&xb.matrix_strided(Layout::strided(rows, cols, ld)).unwrap()) {
+        kernels.push(RowSumKernel::WarpWide);
     }
     for k in kernels {
         let mut out = poisoned(g, rows);
@@ -201,6 +205,39 @@ fn tiny_rows_four_per_thread() {
 }
 
 #[test]
+fn wide_rows_a_warp_each() {
+    // A warp per row, lanes loading 4, 2 and 1 vectors: one vector a lane and a tail
+    // float (129), two (256), three (4 + 2 + 1 steps short: 384), four (512), eight
+    // (1024), a 3-float tail (1023); strides equal to and past the row; Auto takes
+    // the kernel from WIDE_MIN_COLS columns on aligned rows, Warp below it.
+    for cols in [129usize, 256, 260, 384, 511, 512, 1000, 1023, 1024] {
+        for (rows, ld) in [
+            (37, cols.next_multiple_of(4)),
+            (8, cols.next_multiple_of(4) + 4),
+        ] {
+            check(rows, cols, ld, -1.0, 1.0);
+        }
+    }
+    let g = gpu();
+    let x = g.upload(&vec![0.5f32; 300 * 257]).unwrap();
+    let mut out = poisoned(&g, 299);
+    assert_eq!(WIDE_MIN_COLS, 129);
+    assert!(wide_takes(
+        &x.matrix_strided(Layout::strided(290, 257, 260)).unwrap()
+    ));
+    // A row start off a 16-byte boundary: WarpWide refuses the view, Auto sums it.
+    let view = x.matrix_at(1, Layout::strided(299, 256, 256)).unwrap();
+    assert!(!wide_takes(&view));
+    match row_sum_with(&g, RowSumKernel::WarpWide, view, &mut out) {
+        Err(SimtError::Shape { detail, .. }) => assert!(detail.contains("Auto"), "{detail}"),
+        other => panic!("expected a Shape error, got {other:?}"),
+    }
+    let view = x.matrix_at(1, Layout::strided(299, 256, 256)).unwrap();
+    row_sum_with(&g, RowSumKernel::Auto, view, &mut out).unwrap();
+    assert!(g.download(&out).unwrap().iter().all(|&s| s == 128.0));
+}
+
+#[test]
 fn every_kernel_every_thread_order() {
     // The block reductions and shared scratch of every kernel, under every order the
     // emulator runs a block's threads in: striding blocks (whole and partial tiles, a
@@ -221,6 +258,8 @@ fn every_kernel_every_thread_order() {
             (1000, 3, 3),
             (300, 2, 2),
             (260, 1, 1),
+            // A warp per row (WarpWide), a tail float.
+            (5, 1021, 1024),
         ] {
             check_on(&g, rows, cols, ld, -2.0, 3.0);
         }

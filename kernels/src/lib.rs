@@ -17,6 +17,7 @@
 //! | [`softmax_cluster`] | long rows over a thread-block cluster: chunks in registers, `(max, sum)` pairs over distributed shared memory (Hopper, sm_90a module) |
 //! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
 //! | [`row_sum`] | blocks per row with atomics, lane groups per row |
+//! | [`row_sum_wide`] | rows of 129-1024 columns: a warp per row, four 16-byte loads a lane in flight |
 //! | [`row_sum_tiny`] | millions of rows of 1-3 columns: four rows per thread, 16-byte loads and stores |
 //! | [`row_sum_stream`] | few, very long rows: striding blocks, 4 read-only loads in flight per thread |
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
@@ -87,6 +88,7 @@ portable!(
     row_sum,
     row_sum_stream,
     row_sum_tiny,
+    row_sum_wide,
     selftest,
     softmax,
     softmax_online,

@@ -73,18 +73,12 @@ kernel! {
     /// `W·(32/group) ..+32/group`; lane `l` works on row `W·(32/group) + l/group`
     /// as member `l % group` of its group.
     /// `grid.x = ceil(rows / ((WARP_ROWS_THREADS/32)·(32/group)))`.
-    /// 2048 threads a SM (`min_blocks = 2048 / WARP_ROWS_THREADS`), so at most 32
-    /// registers: short rows need every warp's load in flight.
-    #[launch(threads = WARP_ROWS_THREADS, min_blocks = 2048 / WARP_ROWS_THREADS)]
+    #[launch(threads = WARP_ROWS_THREADS)]
     pub unsafe fn row_sum_warp(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, group: u32) {
         let lane = simt_std::warp::lane_id();
-        // `group` is a power of two: shifts and masks, not the two integer divisions
-        // (about 20 instructions each) that every lane would run before its first load.
-        debug_assert!(group.is_power_of_two() && group <= 32, "row_sum_warp: group must be a power of two up to 32");
-        let shift = group.trailing_zeros();
-        let per_warp = 32 >> shift;
-        let r = ((block_idx().x * (simt_std::thread::block_dim().x / 32) + simt_std::warp::warp_id()) * per_warp + (lane >> shift)) as usize;
-        let sub = (lane & (group - 1)) as usize;
+        let per_warp = 32 / group;
+        let r = ((block_idx().x * (simt_std::thread::block_dim().x / 32) + simt_std::warp::warp_id()) * per_warp + lane / group) as usize;
+        let sub = (lane % group) as usize;
         let mut s = 0.0f32;
         if r < rows as usize {
             // SAFETY: r < rows; the loop reads only [0, cols) of row r.
@@ -119,47 +113,12 @@ unsafe fn group_range_sum(row: *const f32, len: usize, sub: usize, group: usize)
     } else {
         0
     };
-    // Up to four of the lane's vectors are loaded before any is added: a loop of one
-    // load and one add waits a full DRAM latency per vector (ptxas does not move a
-    // load past the loop's back edge), and a lane of a 256-column row has only two.
-    let step = 4 * group;
     let mut c = 4 * sub;
-    if len4 <= step {
-        // At most one vector a lane (rows of up to `4·group` floats: every short row,
-        // as the host sizes groups): one branch before the load.
-        if c < len4 {
-            // SAFETY: c + 4 <= len4 <= len, aligned.
-            acc = unsafe { simt_std::memory::load4(row.add(c)) }.sum();
-        }
-        c = len4;
-    }
-    while c + 3 * step < len4 {
-        // SAFETY: c + 3·step + 4 <= len4 <= len, every vector aligned.
-        let v = unsafe {
-            [
-                simt_std::memory::load4(row.add(c)),
-                simt_std::memory::load4(row.add(c + step)),
-                simt_std::memory::load4(row.add(c + 2 * step)),
-                simt_std::memory::load4(row.add(c + 3 * step)),
-            ]
-        };
-        acc += (v[0].sum() + v[1].sum()) + (v[2].sum() + v[3].sum());
-        c += 4 * step;
-    }
-    if c + step < len4 {
-        // SAFETY: c + step + 4 <= len4 <= len, aligned.
-        let v = unsafe {
-            [
-                simt_std::memory::load4(row.add(c)),
-                simt_std::memory::load4(row.add(c + step)),
-            ]
-        };
-        acc += v[0].sum() + v[1].sum();
-        c += 2 * step;
-    }
-    if c < len4 {
+    while c < len4 {
         // SAFETY: c + 4 <= len4 <= len, aligned.
-        acc += unsafe { simt_std::memory::load4(row.add(c)) }.sum();
+        let v = unsafe { simt_std::memory::load4(row.add(c)) };
+        acc += (v.x + v.y) + (v.z + v.w);
+        c += 4 * group;
     }
     let mut c = len4 + sub;
     while c < len {

@@ -4,7 +4,7 @@ use kernels::config::{
     ROW_REDUCE_THREADS, ROW_STREAM_BLOCKS_PER_SM, ROW_STREAM_THREADS, ROW_STREAM_UNROLL,
     WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
 };
-use kernels::{row_sum as k, row_sum_stream as ks, row_sum_tiny as kt, util};
+use kernels::{row_sum as k, row_sum_stream as ks, row_sum_tiny as kt, row_sum_wide as kw, util};
 use simt::{dim3, Buffer, Gpu, LaunchConfig, MatrixRef, Result, SimtError};
 
 use super::check_ref;
@@ -13,7 +13,8 @@ use crate::ptx;
 /// The row-sum kernels, for [`row_sum_with`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RowSumKernel {
-    /// By shape ([`auto_kernel`]): `Warp` up to `WARP_ROW_MAX_COLS` columns,
+    /// By shape ([`auto_kernel`]): `Warp` up to `WARP_ROW_MAX_COLS` columns
+    /// (`WarpWide` instead where [`wide_takes`] the view),
     /// `Stream` for at most [`STREAM_MAX_ROWS`] rows of at least 2^24 floats in all
     /// (where it was measured ahead of `Blocks`), else `Blocks`.
     Auto,
@@ -25,6 +26,10 @@ pub enum RowSumKernel {
     /// Blocks striding over few, long rows, read-only loads (`row_sum_stream`):
     /// any row.
     Stream,
+    /// A warp per row, up to four 16-byte loads a lane in flight
+    /// (`row_sum_warp_wide`): rows up to `WARP_ROW_MAX_COLS` columns that start
+    /// 16-byte aligned ([`wide_takes`]).
+    WarpWide,
     /// Rows of 1 to 3 columns, four rows per thread, 16-byte loads and stores
     /// (`row_sum_tiny_*`): contiguous rows (row stride = columns) of a 16-byte
     /// aligned matrix.
@@ -75,8 +80,23 @@ pub fn tiny_takes(x: &MatrixRef<'_, f32>) -> bool {
     (1..=3).contains(&x.cols()) && x.layout().ld == x.cols() && x.ptr() as usize % 16 == 0
 }
 
-/// The kernel [`RowSumKernel::Auto`] runs for this shape (`Tiny` is chosen by
-/// [`row_sum_with`] where [`tiny_takes`] the view and there are at least 2^16 rows).
+/// Columns from which [`RowSumKernel::Auto`] takes `WarpWide` over `Warp`: rows past
+/// one 16-byte vector a lane of a warp (below, `Warp`'s lane groups give each lane
+/// at most one, and its kernel is the faster: H200, session 29).
+pub const WIDE_MIN_COLS: usize = 4 * WARP_SIZE as usize + 1;
+
+/// Whether [`RowSumKernel::WarpWide`] takes `x`: rows of at most `WARP_ROW_MAX_COLS`
+/// columns, each starting 16-byte aligned.
+pub fn wide_takes(x: &MatrixRef<'_, f32>) -> bool {
+    x.cols() <= WARP_ROW_MAX_COLS as usize
+        && x.ptr() as usize % 16 == 0
+        && x.layout().ld.is_multiple_of(4)
+}
+
+/// The kernel [`RowSumKernel::Auto`] runs for this shape. [`row_sum_with`] refines
+/// it by the view: `Tiny` where [`tiny_takes`] it and there are at least 2^16 rows,
+/// `WarpWide` for `Warp`'s rows from [`WIDE_MIN_COLS`] columns where [`wide_takes`]
+/// it.
 pub fn auto_kernel(rows: usize, cols: usize) -> RowSumKernel {
     if cols <= WARP_ROW_MAX_COLS as usize {
         RowSumKernel::Warp
@@ -129,9 +149,37 @@ pub fn row_sum_with(
         {
             RowSumKernel::Tiny
         }
+        RowSumKernel::Auto
+            if cols as usize >= WIDE_MIN_COLS
+                && auto_kernel(rows as usize, cols as usize) == RowSumKernel::Warp
+                && wide_takes(&x) =>
+        {
+            RowSumKernel::WarpWide
+        }
         RowSumKernel::Auto => auto_kernel(rows as usize, cols as usize),
         k => k,
     };
+    if kernel == RowSumKernel::WarpWide {
+        if !wide_takes(&x) {
+            return Err(SimtError::Shape {
+                op,
+                detail: format!(
+                    "RowSumKernel::WarpWide takes rows of at most {WARP_ROW_MAX_COLS} columns that start 16-byte aligned; this view is {}x{} with row stride {}; use RowSumKernel::Auto",
+                    x.rows(),
+                    x.cols(),
+                    x.layout().ld
+                ),
+            });
+        }
+        let per_block = WARP_ROWS_THREADS / WARP_SIZE;
+        let cfg =
+            LaunchConfig::for_kernel::<kw::row_sum_warp_wide>(dim3(rows.div_ceil(per_block), 1, 1));
+        // SAFETY: view checked on this Gpu, its rows aligned (wide_takes); out holds
+        // rows floats; a warp per row, as the grid gives.
+        return unsafe {
+            gpu.launch::<kw::row_sum_warp_wide>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld))
+        };
+    }
     if kernel == RowSumKernel::Tiny {
         if !tiny_takes(&x) || out.ptr_mut() as usize % 16 != 0 {
             return Err(SimtError::Shape {
