@@ -441,6 +441,10 @@ fn heuristic_picks_by_shape() {
     assert_eq!(at132(1280, 1280, 512), MatmulKernel::WarpTiled);
     assert!(matches!(at132(1280, 1280, 1024), MatmulKernel::Tile { .. }));
     assert_eq!(at132(768, 768, 1024), MatmulKernel::WarpTiledTail);
+    // 384 tiles with partial edge tiles (1000 x 1500): the 4-stage tile only up to
+    // K = 384.
+    assert_eq!(at132(1000, 1500, 300).label(), "async-s4-64x64-w4/k1");
+    assert!(matches!(at132(1000, 1500, 700), MatmulKernel::Tile { .. }));
     assert_eq!(at132(1024, 2048, 2048), MatmulKernel::WarpTiledTail);
     assert_eq!(at132(1024, 2048, 1024), MatmulKernel::WarpTiled);
     assert_eq!(at132(1408, 1408, 512), MatmulKernel::WarpTiled);

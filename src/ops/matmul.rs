@@ -1224,7 +1224,8 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
 /// their reduce), where the rules before them left the product: by the count of
 /// [`ASYNC64_W4_S4`]'s 64x64 tiles,
 ///
-/// * at most one a SM, or 1.5 to 3 a SM: the 4-stage 64x64 tile of 4 warps, unsplit;
+/// * at most one a SM, 1.5 to 2 a SM, or 2 to 3 a SM where no tile is partial or K
+///   is at most 384: the 4-stage 64x64 tile of 4 warps, unsplit;
 /// * 1 to 1.5 a SM (one tile a SM leaves most of them a second tile's wait): on
 ///   Hopper, the 4-stage 32x64 tile with K over a cluster of 2 (`cluster32`);
 /// * more, where stage 4's 128x128 tiles are at least 3/4 of the SMs and 7/8 inside
@@ -1233,7 +1234,8 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
 /// `None` leaves the product to the 64x128 tile with K split. Fitted to `fp32_trial`
 /// on 17 mid shapes at K = 256, 512 and 768, six kernels each (H200, 2026-11-26,
 /// docs/PERFORMANCE.md session 29): on all 51 products the heuristic now runs the
-/// fastest of the six or one within 1%. Ms at K = 512:
+/// fastest of the six or one within 1%. Then checked on 45 other products (K = 128 to
+/// 896, 21 of them with partial tiles), which set the edge-tile limit. Ms at K = 512:
 ///
 /// | shape | 64x64 tiles | the rule's kernel | the 64x128 tile, K split |
 /// |---|---|---|---|
@@ -1248,7 +1250,14 @@ fn short_k(gpu: &Gpu, s: Shape, cluster32: Option<usize>) -> Option<MatmulKernel
         tile: ASYNC64_W4_S4,
         split_k: 1,
     };
-    if tiles <= sms || (2 * tiles > 3 * sms && tiles <= 3 * sms) {
+    // Past two tiles a SM, partial edge tiles and K past 384 cost the 4-stage tile more
+    // than it gains (900x1300 at K = 500 and 700, 1000x1500 at K = 700: 2.5-7% slower
+    // than the 64x128 tile with K split; at K = 300 both 1.1x faster).
+    let edge_free = s.m.is_multiple_of(64) && s.n.is_multiple_of(64);
+    if tiles <= sms
+        || (2 * tiles > 3 * sms && tiles <= 2 * sms)
+        || (tiles > 2 * sms && tiles <= 3 * sms && (edge_free || s.k <= 384))
+    {
         return Some(unsplit);
     }
     if 2 * tiles <= 3 * sms {
