@@ -20,11 +20,19 @@
 //! touched twice the sectors per instruction), passed through shared memory to
 //! the thread that sums them: 0.0279 against 0.0269 (commit 63172cc), again within
 //! the spread; both kept, neither proven.
+//!
+//! On the H200 (2026-11-26, docs/PERFORMANCE.md session 29) the same design in CUDA C++
+//! ran 0.0204 ms under the write flush, level with `torch.compile`, where this kernel
+//! ran 0.0213: its staging went through generic `ST.E`/`LD.E` (a generic pointer into
+//! shared memory) where the C++ has `STS`/`LDS`. It now stages through [`Smem`]'s
+//! `st/ld.shared`, and reads the rows as their last use ([`load4_nc_cs`]: evict-first
+//! lines, 0.0199-0.0200 ms in the probe).
 use crate::config::ELEMENTWISE_THREADS;
-use simt_std::memory::{load4, load4_nc, store4, F32x4};
-use simt_std::{shared_array, warp};
+use simt_std::memory::{load4_nc, load4_nc_cs, store4, F32x4};
+use simt_std::shared::Smem;
 use simt_std::thread::{block_dim, block_idx, thread_idx};
 use simt_std::{kernel, unroll};
+use simt_std::{shared_array, warp};
 
 /// Element `i` (0..4) of `v`.
 #[inline(always)]
@@ -54,7 +62,17 @@ unsafe fn sum_and_store<const C: usize>(v: [F32x4; C], out: *mut f32, r0: usize)
         }
     });
     // SAFETY: the caller's.
-    unsafe { store4(out.add(r0), F32x4 { x: s[0], y: s[1], z: s[2], w: s[3] }) };
+    unsafe {
+        store4(
+            out.add(r0),
+            F32x4 {
+                x: s[0],
+                y: s[1],
+                z: s[2],
+                w: s[3],
+            },
+        )
+    };
 }
 
 /// The body of `row_sum_tiny_*`.
@@ -68,9 +86,8 @@ unsafe fn tiny<const C: usize>(x: *const f32, out: *mut f32, rows: u32) {
     let lane = (thread_idx().x % 32) as usize;
     // The warp's 128 rows (`32·C` vectors), when they all exist.
     let first = i - lane;
-    let stage = shared_array!(ROW_SUM_TINY, f32, (ELEMENTWISE_THREADS * 4 * 3) as usize)
-        .generic()
-        .wrapping_add((thread_idx().x / 32) as usize * 128 * C);
+    let stage: Smem<f32> = shared_array!(ROW_SUM_TINY, f32, (ELEMENTWISE_THREADS * 4 * 3) as usize)
+        .add((thread_idx().x / 32) as usize * 128 * C);
     if 4 * (first + 32) <= rows {
         // Coalesced: lane l loads vectors l, l + 32, ... of the warp's span, all
         // before any store (a generic store could alias the next load); through
@@ -82,13 +99,14 @@ unsafe fn tiny<const C: usize>(x: *const f32, out: *mut f32, rows: u32) {
             // SAFETY: vector lane + 32k of the warp's 32·C lies in its 128 rows, which
             // exist (checked); 16-byte aligned (the matrix is); x is read-only during
             // the kernel (the contract: out does not overlap it).
-            g[k] = unsafe { load4_nc(x.add(4 * C * first + 4 * (lane + 32 * k))) };
+            g[k] = unsafe { load4_nc_cs(x.add(4 * C * first + 4 * (lane + 32 * k))) };
             k += 1;
         }
         let mut k = 0;
         while k < C {
-            // SAFETY: inside this warp's 128·C floats of the block's array.
-            unsafe { store4(stage.add(4 * (lane + 32 * k)), g[k]) };
+            // SAFETY: inside this warp's 128·C floats of the block's array, 16-byte
+            // aligned (the array is; offsets are multiples of 4 floats).
+            unsafe { stage.add(4 * (lane + 32 * k)).store4(g[k]) };
             k += 1;
         }
         warp::sync();
@@ -96,7 +114,7 @@ unsafe fn tiny<const C: usize>(x: *const f32, out: *mut f32, rows: u32) {
         let mut k = 0;
         while k < C {
             // SAFETY: as above; written by the warp before the sync.
-            v[k] = unsafe { load4(stage.add(4 * C * lane + 4 * k)) };
+            v[k] = unsafe { stage.add(4 * C * lane + 4 * k).load4() };
             k += 1;
         }
         // SAFETY: rows r0..r0 + 4 exist, so out[r0..r0 + 4] does; 16-byte aligned

@@ -7,13 +7,14 @@
 //! 16-byte load a step: at 256 columns (two vectors a lane) a lane waits a full DRAM
 //! latency per vector, since ptxas does not move a load past the loop's back edge.
 //! Here each lane issues its vectors `lane, lane + 32, lane + 64, lane + 96` before
-//! adding any (then pairs, then one), and the warp's sum is 5 xor-shuffles. A kernel
+//! adding any (then pairs, then one), read-only and evict-first (each float is read
+//! once: [`load4_nc_cs`]), and the warp's sum is 5 xor-shuffles. A kernel
 //! of its own, so that the unrolled loads' registers do not weigh on the short rows'
 //! kernel: unrolled inside `row_sum_warp` they cost rows of 16 and 64 columns 2-3%
 //! (H200, 2026-11-26, docs/PERFORMANCE.md session 29).
 use crate::config::{WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE};
 use simt_std::kernel;
-use simt_std::memory::load4;
+use simt_std::memory::load4_nc_cs;
 use simt_std::thread::block_idx;
 use simt_std::warp::{lane_id, warp_id, warp_sum};
 
@@ -22,7 +23,8 @@ use simt_std::warp::{lane_id, warp_id, warp_sum};
 /// floats by lanes 0-2.
 ///
 /// # Safety
-/// `row[0..len]` is readable and `row` is 16-byte aligned.
+/// `row[0..len]` is readable, in global memory, unwritten during the kernel, and
+/// `row` is 16-byte aligned.
 #[inline(always)]
 unsafe fn lane_sum(row: *const f32, len: usize, lane: usize) -> f32 {
     const STEP: usize = 4 * WARP_SIZE as usize;
@@ -33,10 +35,10 @@ unsafe fn lane_sum(row: *const f32, len: usize, lane: usize) -> f32 {
         // SAFETY: c + 3·STEP + 4 <= len4 <= len, every vector aligned (row is, c % 4 == 0).
         let v = unsafe {
             [
-                load4(row.add(c)),
-                load4(row.add(c + STEP)),
-                load4(row.add(c + 2 * STEP)),
-                load4(row.add(c + 3 * STEP)),
+                load4_nc_cs(row.add(c)),
+                load4_nc_cs(row.add(c + STEP)),
+                load4_nc_cs(row.add(c + 2 * STEP)),
+                load4_nc_cs(row.add(c + 3 * STEP)),
             ]
         };
         acc += (v[0].sum() + v[1].sum()) + (v[2].sum() + v[3].sum());
@@ -44,13 +46,13 @@ unsafe fn lane_sum(row: *const f32, len: usize, lane: usize) -> f32 {
     }
     if c + STEP < len4 {
         // SAFETY: c + STEP + 4 <= len4 <= len, aligned.
-        let v = unsafe { [load4(row.add(c)), load4(row.add(c + STEP))] };
+        let v = unsafe { [load4_nc_cs(row.add(c)), load4_nc_cs(row.add(c + STEP))] };
         acc += v[0].sum() + v[1].sum();
         c += 2 * STEP;
     }
     if c < len4 {
         // SAFETY: c + 4 <= len4 <= len, aligned.
-        acc += unsafe { load4(row.add(c)) }.sum();
+        acc += unsafe { load4_nc_cs(row.add(c)) }.sum();
     }
     if len4 + lane < len {
         // SAFETY: len4 + lane < len.
@@ -65,7 +67,8 @@ kernel! {
     ///
     /// # Safety
     /// `x` readable at `x[r*ld + c]` for `r < rows, c < cols`, with `x` 16-byte
-    /// aligned and `ld` a multiple of 4; `out` writable for `rows` floats.
+    /// aligned and `ld` a multiple of 4; `out` writable for `rows` floats, not
+    /// overlapping `x` (`x` is read through the read-only path, as its last use).
     ///
     /// # Parameters
     /// * `x`: `[rows, cols]` row-major, row stride `ld` (elements). * `out`: `[rows]`.
@@ -81,8 +84,8 @@ kernel! {
         let lane = lane_id() as usize;
         let mut s = 0.0f32;
         if r < rows as usize {
-            // SAFETY: r < rows; the row starts aligned (the contract); the sum reads
-            // only [0, cols) of it.
+            // SAFETY: r < rows; the row starts aligned and nothing writes it (the
+            // contract); the sum reads only [0, cols) of it.
             s = unsafe { lane_sum(x.add(r * ld as usize), cols as usize, lane) };
         }
         // Every lane takes part (the row test is warp-uniform).
