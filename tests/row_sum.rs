@@ -205,6 +205,71 @@ fn tiny_rows_four_per_thread() {
 }
 
 #[test]
+fn split_rows_same_bits_every_run() {
+    // Rows over several blocks: the row's last block adds the parts in part order,
+    // so on one device (one plan of parts) the sums have the same bits whichever
+    // block finishes last: repeated launches, and on the emulator other thread
+    // orders of the same worker count. The per-row counts are back at zero after
+    // each launch (other rows on the same Gpu then sum right).
+    let (mut r, seed) = rng("row_sum_bits");
+    let (rows, cols) = (3, 70_001);
+    let x = uniform(&mut r, rows * cols, -1.0, 1.0);
+    let want = reference::row_sum(&x, rows, cols, cols);
+    let y = uniform(&mut r, 5 * 40_000, 0.0, 1.0);
+    let want_y = reference::row_sum(&y, 5, 40_000, 40_000);
+    // Devices whose sums must agree bit for bit: one GPU, or emulators of 3 and of
+    // 16 workers under three thread orders.
+    let groups: Vec<Vec<rust_simt::Gpu>> = if on_gpu(&gpu()) {
+        vec![vec![gpu()]]
+    } else {
+        [3, 16]
+            .iter()
+            .map(|&w| {
+                [Order::InOrder, Order::Reversed, Order::Random(5)]
+                    .into_iter()
+                    .map(|o| emulator_workers(w, o))
+                    .collect()
+            })
+            .collect()
+    };
+    for kernel in [RowSumKernel::Blocks, RowSumKernel::Stream] {
+        for group in &groups {
+            let mut first: Option<Vec<f32>> = None;
+            for g in group {
+                let xb = g.upload(&x).unwrap();
+                for _ in 0..3 {
+                    let mut out = poisoned(g, rows);
+                    row_sum_with(g, kernel, xb.matrix(rows, cols).unwrap(), &mut out).unwrap();
+                    let got = g.download(&out).unwrap();
+                    let what = format!("{kernel:?} {rows}x{cols}");
+                    assert_close(&what, seed, &got, &want, 1e-5, 1e-4, 1e-5);
+                    match &first {
+                        None => first = Some(got),
+                        Some(f) => assert!(
+                            f.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()),
+                            "{kernel:?}: bits differ between runs: {f:?} vs {got:?}"
+                        ),
+                    }
+                }
+                let yb = g.upload(&y).unwrap();
+                let mut out = poisoned(g, 5);
+                row_sum_with(g, kernel, yb.matrix(5, 40_000).unwrap(), &mut out).unwrap();
+                let what = format!("{kernel:?} 5x40000 after 3x70001");
+                assert_close(
+                    &what,
+                    seed,
+                    &g.download(&out).unwrap(),
+                    &want_y,
+                    1e-5,
+                    1e-4,
+                    1e-5,
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn wide_rows_a_warp_each() {
     // A warp per row, lanes loading 4, 2 and 1 vectors: one vector a lane and a tail
     // float (129), two (256), three (4 + 2 + 1 steps short: 384), four (512), eight

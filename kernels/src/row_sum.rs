@@ -6,33 +6,112 @@
 //! xor-shuffles, warp leaders drop them into 32 shared slots, and one more
 //! shuffle round gives the block's total. With one chunk per row
 //! (`splits = 1`) the block writes the row's sum; with more (few, long rows, so
-//! the grid still fills the GPU), blocks `atomic_add` their chunk into a zeroed
-//! output.
+//! the grid still fills the GPU), each block writes its chunk's sum to a scratch
+//! slot and counts itself in, and the row's last block adds the slots in part order
+//! ([`finish_row`]): one launch, and the same bits on every run. (Until session 29
+//! blocks added their sums into the output with float atomics, after a launch that
+//! zeroed it: the order of the additions, and so the last bits, changed between
+//! runs.)
 use crate::config::{ROW_REDUCE_THREADS, WARP_ROWS_THREADS};
 use crate::softmax::reduce_range;
-use simt_std::atomic::atomic_add_f32;
+use simt_std::atomic::{atomic_add_acq_rel_u32, atomic_store_relaxed_u32};
 use simt_std::kernel;
+use simt_std::shared::Smem;
 use simt_std::shared_array;
-use simt_std::thread::{block_idx, thread_idx};
+use simt_std::thread::{block_dim, block_idx, sync_threads, thread_idx};
 use simt_std::warp::block_sum;
+
+/// Writes `out[r]`, the sum of row `r` over its `splits` parts, from this block's
+/// part `part` (its sum `total`, the same in every thread). One part: written at
+/// once. More: thread 0 stores `total` in slot `r·splits + part` of `partials` and
+/// counts the part in (`counts[r]`, acquire-release); the block that completes the
+/// count resets it and adds the row's slots, thread `t` slots `t, t + blockDim, …`
+/// and then [`block_sum`]: a fixed order, whichever block comes last.
+///
+/// # Safety
+/// Every thread of the block calls it (barriers inside; `part` and `splits` are
+/// block-uniform); `out[r]` is writable; with `splits > 1`, `partials` holds
+/// `rows·splits` floats written by nothing else during the launch, `counts[r]` is
+/// 0 at the launch and touched only here, each part of the row calls it once, and
+/// `last` (1 float) and `scratch` (32 floats) are this block's shared memory,
+/// reserved for the call.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn finish_row(
+    total: f32,
+    out: *mut f32,
+    r: usize,
+    part: usize,
+    splits: usize,
+    partials: *mut f32,
+    counts: *mut u32,
+    last: Smem<f32>,
+    scratch: Smem<f32>,
+) {
+    let t = thread_idx().x as usize;
+    if splits == 1 {
+        if t == 0 {
+            // SAFETY: out[r] is writable (the contract).
+            unsafe { *out.add(r) = total };
+        }
+        return;
+    }
+    if t == 0 {
+        // SAFETY: slot r·splits + part exists and only this block writes it; the
+        // count's acquire-release add publishes it (and acquires every earlier
+        // part's) before the last block reads the slots.
+        unsafe {
+            *partials.add(r * splits + part) = total;
+            let done = atomic_add_acq_rel_u32(counts.add(r), 1) + 1;
+            if done as usize == splits {
+                // The row's last part: no other block touches the count again.
+                atomic_store_relaxed_u32(counts.add(r), 0);
+            }
+            last.write(if done as usize == splits { 1.0 } else { 0.0 });
+        }
+    }
+    sync_threads();
+    // SAFETY: written by thread 0 before the barrier; block-uniform.
+    if unsafe { last.read() } == 1.0 {
+        let mut s = 0.0f32;
+        let mut j = t;
+        while j < splits {
+            // SAFETY: slot r·splits + j < rows·splits, written and released by its
+            // block before the count that thread 0 acquired (ordered before this
+            // load by the barrier).
+            s += unsafe { *partials.add(r * splits + j) };
+            j += block_dim().x as usize;
+        }
+        // SAFETY: scratch is reserved for the call; every thread of the block is here
+        // (the condition is block-uniform).
+        let s = unsafe { block_sum(s, scratch) };
+        if t == 0 {
+            // SAFETY: out[r] is writable.
+            unsafe { *out.add(r) = s };
+        }
+    }
+}
 
 kernel! {
     /// `out[r] = Σ_c x[r, c]`.
     ///
     /// # Safety
     /// `x` readable at `x[r*ld + c]` for `r < rows, c < cols`; `out` writable for
-    /// `rows` floats and, when `splits > 1`, zeroed before the launch;
-    /// `ROW_REDUCE_THREADS` threads per block; `grid.x = rows * splits`.
+    /// `rows` floats; `ROW_REDUCE_THREADS` threads per block; `grid.x = rows * splits`;
+    /// when `splits > 1`, `partials` and `counts` as [`finish_row`] asks (`rows·splits`
+    /// floats, `rows` counts at zero).
     ///
     /// # Parameters
     /// * `x`: `[rows, cols]` row-major, row stride `ld` (elements). * `out`: `[rows]`.
     /// * `chunk`: columns per split, a multiple of 4 (keeps every chunk 16-aligned).
+    /// * `partials`: `[rows, splits]` scratch. * `counts`: `[rows]`, zero.
     ///
     /// # Thread Mapping
     /// Block `b` reduces row `b / splits`, columns `[(b % splits)·chunk, +chunk)`.
     #[launch(threads = ROW_REDUCE_THREADS)]
-    pub unsafe fn row_sum(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, splits: u32, chunk: u32) {
+    pub unsafe fn row_sum(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, splits: u32, chunk: u32, partials: *mut f32, counts: *mut u32) {
         let scratch = shared_array!(ROW_SUM_SCRATCH, f32, 32);
+        let last = shared_array!(ROW_SUM_LAST, f32, 1);
         let b = block_idx().x as usize;
         let r = b / splits as usize;
         // The grid is rows·splits blocks; checked on the emulator (debug builds).
@@ -43,12 +122,10 @@ kernel! {
         // SAFETY: r < rows; the reduction reads only [start, end) of row r.
         let s = unsafe { reduce_range(x.add(r * ld as usize), start, end, ROW_REDUCE_THREADS as usize, 0.0, |a, b| a + b) };
         let s = unsafe { block_sum(s, scratch) };
-        if thread_idx().x == 0 {
-            // SAFETY: r < rows; with splits > 1 every access to out[r] is atomic.
-            unsafe {
-                if splits == 1 { *out.add(r) = s } else { atomic_add_f32(out.add(r), s); }
-            }
-        }
+        // SAFETY: every thread calls it; r < rows; partials and counts as the kernel's
+        // contract; last and scratch are this kernel's own (block_sum is done with
+        // scratch: it ends on a barrier).
+        unsafe { finish_row(s, out, r, part, splits as usize, partials, counts, last, scratch) };
     }
 }
 

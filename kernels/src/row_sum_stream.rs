@@ -1,6 +1,7 @@
 //! Row sum of few, very long rows at the read bandwidth (the lecture's 4 x 2^26
 //! case): blocks stride over the row, 4 loads in flight per thread on the
-//! read-only path, and one atomic add per block.
+//! read-only path, and the blocks' sums added in part order by the row's last
+//! block ([`crate::row_sum::finish_row`]).
 //!
 //! `out[r] = Σ_c x[r, c]`.
 //!
@@ -31,7 +32,6 @@
 //! 4 floats) sums its first 1-3 floats apart; the rest of it is aligned and streams
 //! the same way.
 use crate::config::{ROW_STREAM_THREADS, ROW_STREAM_UNROLL};
-use simt_std::atomic::atomic_add_f32;
 use simt_std::memory::{is_aligned16, load4_nc_cs, F32x4};
 use simt_std::shared_array;
 use simt_std::thread::{block_idx, thread_idx};
@@ -53,19 +53,23 @@ kernel! {
     ///
     /// # Safety
     /// `x` readable at `x[r*ld + c]` for `r < rows, c < cols`, and not written
-    /// during the launch (read-only loads); `out` writable for `rows` floats and,
-    /// when `splits > 1`, zeroed before the launch; `grid.x = rows * splits`.
+    /// during the launch (read-only loads); `out` writable for `rows` floats;
+    /// `grid.x = rows * splits`; when `splits > 1`, `partials` and `counts` as
+    /// [`crate::row_sum::finish_row`] asks (`rows·splits` floats, `rows` counts at
+    /// zero).
     ///
     /// # Parameters
     /// * `x`: `[rows, cols]` row-major, row stride `ld` (elements). * `out`: `[rows]`.
+    /// * `partials`: `[rows, splits]` scratch. * `counts`: `[rows]`, zero.
     ///
     /// # Thread Mapping
     /// Block `b` takes row `b / splits` as member `j = b % splits`: tiles
     /// `j, j + splits, …` of `512·4` vectors (after the 0-3 floats that align the
     /// row); thread `t` reads vectors `t, t + 512, t + 1024, t + 1536` of each tile.
     #[launch(threads = ROW_STREAM_THREADS)]
-    pub unsafe fn row_sum_stream(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, splits: u32) {
+    pub unsafe fn row_sum_stream(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, splits: u32, partials: *mut f32, counts: *mut u32) {
         let scratch = shared_array!(ROW_STREAM_SCRATCH, f32, 32);
+        let last = shared_array!(ROW_STREAM_LAST, f32, 1);
         let s = splits as usize;
         let b = block_idx().x as usize;
         let (r, part) = (b / s, b % s);
@@ -124,11 +128,9 @@ kernel! {
         let total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
         // SAFETY: scratch is this kernel's own; every thread calls.
         let total = unsafe { block_sum(total, scratch) };
-        if t == 0 {
-            // SAFETY: r < rows; with splits > 1 every access to out[r] is atomic.
-            unsafe {
-                if splits == 1 { *out.add(r) = total } else { atomic_add_f32(out.add(r), total); }
-            }
-        }
+        // SAFETY: every thread calls it; r < rows; partials and counts as the kernel's
+        // contract; last and scratch are this kernel's own (block_sum ends on a
+        // barrier).
+        unsafe { crate::row_sum::finish_row(total, out, r, part, s, partials, counts, last, scratch) };
     }
 }

@@ -19,14 +19,15 @@ pub mod row_sum;
 pub mod softmax;
 
 /// `Gpu::scratch_f32` slots of the ops (one owner each): the TF32 copies of the
-/// Hopper matmul's A and B, the softmax's `(max, sum)` pairs, the split-K partial sums and
-/// stage 6k's stream-K partial tiles.
+/// Hopper matmul's A and B, the softmax's `(max, sum)` pairs, the split-K partial sums,
+/// stage 6k's stream-K partial tiles, stage 4s's partial tiles and the row sums' parts.
 pub(crate) const SCRATCH_TF32_A: usize = 0;
 pub(crate) const SCRATCH_TF32_B: usize = 1;
 pub(crate) const SCRATCH_SOFTMAX_PAIRS: usize = 2;
 pub(crate) const SCRATCH_SPLITK: usize = 3;
 pub(crate) const SCRATCH_STREAMK: usize = 4;
 pub(crate) const SCRATCH_TAIL: usize = 5;
+pub(crate) const SCRATCH_ROW_PARTS: usize = 6;
 
 pub(crate) fn fits_u32(op: &'static str, what: &str, v: usize) -> Result<u32> {
     u32::try_from(v).map_err(|_| SimtError::TooLarge {

@@ -242,28 +242,67 @@ pub fn row_sum_with(
             detail: format!("{blocks} blocks; split the rows into several calls"),
         });
     }
-    if splits > 1 {
-        // SAFETY: out holds `rows` floats.
-        unsafe {
-            gpu.launch::<util::fill_f32>(
-                LaunchConfig::linear::<util::fill_f32>(rows as usize)?,
-                (out.ptr_mut(), rows, 0.0),
-            )?
-        };
-    }
+    // Split rows: each part's sum in a scratch slot, a count per row (left at zero by
+    // the kernel), the row's last part adds the slots in part order.
+    let (partials, counts) = if splits > 1 {
+        (
+            Some(gpu.scratch_f32(super::SCRATCH_ROW_PARTS, blocks as usize)?),
+            Some(gpu.zero_counts(rows as usize)?),
+        )
+    } else {
+        (None, None)
+    };
+    let partials_ptr = partials
+        .as_ref()
+        .map_or(std::ptr::null_mut(), |b| b.ptr() as *mut f32);
+    let counts_ptr = counts
+        .as_ref()
+        .map_or(std::ptr::null_mut(), |b| b.ptr() as *mut u32);
     let grid = dim3(blocks as u32, 1, 1);
-    // SAFETY: view checked; out holds rows floats, zeroed above when splits > 1; x
-    // is not written by this launch (the stream kernel's read-only loads); grid =
-    // rows · splits.
-    unsafe {
+    // SAFETY: view checked; out holds rows floats; x is not written by this launch
+    // (the stream kernel's read-only loads); grid = rows · splits; with splits > 1,
+    // partials holds rows·splits floats of this Gpu's scratch (no other launch in
+    // flight uses them: launches run in order) and counts rows counts at zero
+    // (Gpu::zero_counts; the kernel leaves them at zero).
+    let r = unsafe {
         if kernel == RowSumKernel::Stream {
             let cfg = LaunchConfig::for_kernel::<ks::row_sum_stream>(grid);
-            gpu.launch::<ks::row_sum_stream>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld, splits))
+            gpu.launch::<ks::row_sum_stream>(
+                cfg,
+                (
+                    x.ptr(),
+                    out.ptr_mut(),
+                    rows,
+                    cols,
+                    ld,
+                    splits,
+                    partials_ptr,
+                    counts_ptr,
+                ),
+            )
         } else {
             let cfg = LaunchConfig::for_kernel::<k::row_sum>(grid);
-            gpu.launch::<k::row_sum>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld, splits, chunk))
+            gpu.launch::<k::row_sum>(
+                cfg,
+                (
+                    x.ptr(),
+                    out.ptr_mut(),
+                    rows,
+                    cols,
+                    ld,
+                    splits,
+                    chunk,
+                    partials_ptr,
+                    counts_ptr,
+                ),
+            )
         }
+    };
+    if r.is_err() && counts.is_some() {
+        // It may have stopped with some counts not back at zero.
+        gpu.discard_counts();
     }
+    r
 }
 
 /// Host-slice convenience: sums of a contiguous `rows x cols` matrix.

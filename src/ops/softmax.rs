@@ -718,7 +718,18 @@ pub fn softmax_naive(
         gpu.launch::<k::ew_exp>(ew, (yp as *const f32, yp, n))?;
         gpu.launch::<rs::row_sum>(
             per_row,
-            (yp as *const f32, v, r, c, c, 1, c.next_multiple_of(4)),
+            // One part per row: no scratch, no counts.
+            (
+                yp as *const f32,
+                v,
+                r,
+                c,
+                c,
+                1,
+                c.next_multiple_of(4),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            ),
         )?;
         gpu.launch::<k::rows_div>(ew, (yp as *const f32, v as *const f32, yp, r, c))?;
     }
