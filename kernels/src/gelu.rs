@@ -10,7 +10,7 @@
 use crate::config::ELEMENTWISE_THREADS;
 use simt_std::kernel;
 use simt_std::math::{erf, exp2, fma, rcp, tanh};
-use simt_std::memory::{is_aligned16, load4, load4_cs, store4};
+use simt_std::memory::{is_aligned16, load4, store4};
 use simt_std::thread::global_index_x;
 
 /// √(2/π).
@@ -49,30 +49,14 @@ pub fn gelu_erf(x: f32) -> f32 {
 }
 
 /// Applies `f` to 4 elements per thread: one 16-byte load and store when in
-/// bounds and aligned, scalars otherwise (the tail, or misaligned views). With
-/// `LAST` the vector loads mark `x`'s lines evict-first ([`load4_cs`]), for a
-/// kernel that reads `x` once and for the last time (the fused kernels; not the
-/// naive chain's stages, whose outputs the next stage reads).
-///
-/// # Safety
-/// `x` readable and `y` writable for `n` floats (aliasing exactly, or not at all);
-/// with `LAST`, `x` is global memory.
+/// bounds and aligned, scalars otherwise (the tail, or misaligned views).
 #[inline(always)]
-unsafe fn map4<const LAST: bool>(x: *const f32, y: *mut f32, n: u32, f: impl Fn(f32) -> f32) {
+unsafe fn map4(x: *const f32, y: *mut f32, n: u32, f: impl Fn(f32) -> f32) {
     let i = global_index_x() * 4;
     let n = n as usize;
     if i + 4 <= n && is_aligned16(x) && is_aligned16(y) {
-        // SAFETY: i+4 <= n and both pointers are 16-aligned, so x+i and y+i are too;
-        // with LAST, global memory (the contract).
-        let v = unsafe {
-            if LAST {
-                load4_cs(x.add(i))
-            } else {
-                load4(x.add(i))
-            }
-        };
-        // SAFETY: as above.
-        unsafe { store4(y.add(i), v.map(f)) };
+        // SAFETY: i+4 <= n and both pointers are 16-aligned, so x+i and y+i are too.
+        unsafe { store4(y.add(i), load4(x.add(i)).map(f)) };
     } else {
         let mut j = i;
         while j < n && j < i + 4 {
@@ -87,8 +71,7 @@ kernel! {
     /// Fused GeLU (tanh form): `y[i] = gelu(x[i])`, one read and one write per element.
     ///
     /// # Safety
-    /// `x` readable and `y` writable for `n` floats of global memory; they may alias
-    /// exactly (in place).
+    /// `x` readable and `y` writable for `n` floats; they may alias exactly (in place).
     ///
     /// # Parameters
     /// * `x`: `[n]` input. * `y`: `[n]` output. * `n`: length.
@@ -99,7 +82,7 @@ kernel! {
     #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn gelu_fused(x: *const f32, y: *mut f32, n: u32) {
         // SAFETY: forwarded contract.
-        unsafe { map4::<true>(x, y, n, gelu_tanh) }
+        unsafe { map4(x, y, n, gelu_tanh) }
     }
 }
 
@@ -111,7 +94,7 @@ kernel! {
     #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn gelu_erf_fused(x: *const f32, y: *mut f32, n: u32) {
         // SAFETY: forwarded contract.
-        unsafe { map4::<true>(x, y, n, gelu_erf) }
+        unsafe { map4(x, y, n, gelu_erf) }
     }
 }
 
@@ -122,8 +105,7 @@ kernel! {
     ///
     /// # Safety
     /// `x` readable and `y` writable for the `rows x cols` views with strides `ldx`,
-    /// `ldy`, in global memory; the views do not overlap unless they are the same
-    /// view (in place).
+    /// `ldy`; the views do not overlap unless they are the same view (in place).
     ///
     /// # Parameters
     /// * `x`: `[rows, ldx]` input. * `y`: `[rows, ldy]` output.
@@ -136,7 +118,7 @@ kernel! {
         let mut r = simt_std::thread::block_idx().y;
         while r < rows {
             // SAFETY: row r < rows of both views; map4 stays within `cols` of it.
-            unsafe { map4::<true>(x.add(r as usize * ldx as usize), y.add(r as usize * ldy as usize), cols, gelu_tanh) };
+            unsafe { map4(x.add(r as usize * ldx as usize), y.add(r as usize * ldy as usize), cols, gelu_tanh) };
             r += simt_std::thread::grid_dim().y;
         }
     }
@@ -152,7 +134,7 @@ kernel! {
     #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn ew_cube(x: *const f32, y: *mut f32, n: u32) {
         // SAFETY: forwarded.
-        unsafe { map4::<false>(x, y, n, |v| v * v * v) }
+        unsafe { map4(x, y, n, |v| v * v * v) }
     }
 }
 
@@ -164,7 +146,7 @@ kernel! {
     #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn ew_affine(x: *const f32, y: *mut f32, n: u32, alpha: f32, beta: f32) {
         // SAFETY: forwarded.
-        unsafe { map4::<false>(x, y, n, |v| fma(alpha, v, beta)) }
+        unsafe { map4(x, y, n, |v| fma(alpha, v, beta)) }
     }
 }
 
@@ -176,7 +158,7 @@ kernel! {
     #[launch(threads = ELEMENTWISE_THREADS)]
     pub unsafe fn ew_tanh(x: *const f32, y: *mut f32, n: u32) {
         // SAFETY: forwarded.
-        unsafe { map4::<false>(x, y, n, tanh) }
+        unsafe { map4(x, y, n, tanh) }
     }
 }
 

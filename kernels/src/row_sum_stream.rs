@@ -11,7 +11,7 @@
 //! threads, 2 to 8 loads in flight, 132 to 2112 blocks per row, contiguous chunks
 //! or striding blocks, `.cs` or `.nc` loads) found three things that each pay:
 //!
-//! * **the read-only path** (`ld.global.nc`, [`simt_std::memory::load4_nc`]): 0.3667 -> 0.3600 ms
+//! * **the read-only path** (`ld.global.nc`, [`load4_nc`]): 0.3667 -> 0.3600 ms
 //!   with contiguous chunks, 0.3651 -> 0.3520 with striding blocks;
 //! * **4 16-byte loads in flight** per thread of 512 (32 KiB per block in flight);
 //! * **blocks that stride** over the row in tiles of `512·4` vectors (block `j` of
@@ -25,14 +25,16 @@
 //! 0.4005. The host gives the kernel `ROW_STREAM_BLOCKS_PER_SM` blocks per SM, split
 //! evenly over the rows.
 //!
-//! The loads are also marked as the data's last use (evict-first lines,
-//! [`load4_nc_cs`]; H200, 2026-11-26, docs/PERFORMANCE.md session 29).
+//! Not marked as the data's last use (`ld.global.cs.nc`, evict-first lines, as
+//! [`crate::row_sum_wide`] reads): on the H200 (2026-11-26, docs/PERFORMANCE.md
+//! session 29) that took 4 x 2^26 from 0.2484 to 0.2588 ms under the write flush
+//! (4 x 2^24: 0.0735 -> 0.0718).
 //!
 //! A row whose start is not 16-byte aligned (a row stride that is not a multiple of
 //! 4 floats) sums its first 1-3 floats apart; the rest of it is aligned and streams
 //! the same way.
 use crate::config::{ROW_STREAM_THREADS, ROW_STREAM_UNROLL};
-use simt_std::memory::{is_aligned16, load4_nc_cs, F32x4};
+use simt_std::memory::{is_aligned16, load4_nc, F32x4};
 use simt_std::shared_array;
 use simt_std::thread::{block_idx, thread_idx};
 use simt_std::warp::block_sum;
@@ -106,7 +108,7 @@ kernel! {
             let mut v = [F32x4::default(); U];
             unroll!(4, K => {
                 // SAFETY: vector i + K·T + t < n4 lies in the body; aligned.
-                v[K] = unsafe { load4_nc_cs(p.add(4 * K * T)) };
+                v[K] = unsafe { load4_nc(p.add(4 * K * T)) };
             });
             unroll!(4, K => {
                 acc[K] += sum4(v[K]);
@@ -117,7 +119,7 @@ kernel! {
         let mut k = i + t;
         while k < n4 && k < i + tile {
             // SAFETY: k < n4.
-            acc[0] += sum4(unsafe { load4_nc_cs(body.add(4 * k)) });
+            acc[0] += sum4(unsafe { load4_nc(body.add(4 * k)) });
             k += T;
         }
         // Floats past the last whole vector.

@@ -22,30 +22,22 @@
 //! `exp(-inf - m) = 0` to the sum) and are never stored. A row of only `-inf` gives
 //! NaN, as `torch.softmax` does; so does a row holding a NaN.
 use crate::config::{SOFTMAX_ROW_CONFIGS, SOFTMAX_WARP_VECS, WARP_ROWS_THREADS, WARP_SIZE};
-use crate::softmax_parts::Slice;
-use simt_std::kernel;
 use simt_std::math::rcp;
 use simt_std::memory::is_aligned16;
 use simt_std::shared::Smem;
 use simt_std::shared_array;
+use crate::softmax_parts::Slice;
 use simt_std::thread::{block_dim, block_idx, thread_idx};
 use simt_std::warp::{block_reduce_once, lane_id, max_nan, warp_id, warp_max, warp_sum};
+use simt_std::kernel;
 
 /// A warp per row, `V` vectors per lane: the body of `softmax_warp_*`.
 ///
 /// # Safety
-/// As the kernels': rows `r < rows` of `x` readable and of `y` writable (global
-/// memory) for `cols`
+/// As the kernels': rows `r < rows` of `x` readable and of `y` writable for `cols`
 /// columns, `cols <= 128·V`, blocks of `WARP_ROWS_THREADS` threads.
 #[inline(always)]
-unsafe fn warp_row<const V: usize>(
-    x: *const f32,
-    y: *mut f32,
-    rows: u32,
-    cols: u32,
-    ld_x: u32,
-    ld_y: u32,
-) {
+unsafe fn warp_row<const V: usize>(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32) {
     let r = block_idx().x as usize * (block_dim().x / WARP_SIZE) as usize + warp_id() as usize;
     if r >= rows as usize {
         return; // the whole warp (same r): no shuffle is left half-reached
@@ -53,10 +45,8 @@ unsafe fn warp_row<const V: usize>(
     let (lane, n) = (lane_id() as usize, cols as usize);
     // SAFETY: r < rows.
     let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
-    // SAFETY: row r holds `cols` floats of global memory (contract). Its last read:
-    // evict-first lines (`LAST`), so that L2 keeps other data over them.
-    let mut s =
-        unsafe { Slice::<V>::load_from::<false, true>(xr, 0, 0, n, lane, 32, is_aligned16(xr)) };
+    // SAFETY: row r holds `cols` floats (contract).
+    let mut s = unsafe { Slice::<V>::load(xr, 0, n, lane, 32, is_aligned16(xr)) };
     let m = warp_max(s.max());
     let inv = rcp(warp_sum(s.exp_sum(m)));
     // SAFETY: as the load.
@@ -68,33 +58,19 @@ unsafe fn warp_row<const V: usize>(
 /// become immediates, and fewer registers stay live across the loads.)
 ///
 /// # Safety
-/// As the kernels': row `blockIdx.x < rows` of `x` readable and of `y` writable
-/// (global memory) for
+/// As the kernels': row `blockIdx.x < rows` of `x` readable and of `y` writable for
 /// `cols <= 4·blockDim.x·V` columns; `scratch` is 64 floats of this kernel's shared
 /// memory.
 #[inline(always)]
-unsafe fn block_row<const T: usize, const V: usize>(
-    x: *const f32,
-    y: *mut f32,
-    rows: u32,
-    cols: u32,
-    ld_x: u32,
-    ld_y: u32,
-    scratch: Smem<f32>,
-) {
+unsafe fn block_row<const T: usize, const V: usize>(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32, scratch: Smem<f32>) {
     let r = block_idx().x as usize;
     debug_assert!(r < rows as usize, "softmax_row: grid.x must be rows");
-    debug_assert!(
-        block_dim().x as usize == T,
-        "softmax_row: the block is the kernel's contract"
-    );
+    debug_assert!(block_dim().x as usize == T, "softmax_row: the block is the kernel's contract");
     let (t, lanes, n) = (thread_idx().x as usize, T, cols as usize);
     // SAFETY: r < rows (grid.x = rows).
     let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
-    // SAFETY: row r holds `cols` floats of global memory (contract); read as its last
-    // use, as above.
-    let mut s =
-        unsafe { Slice::<V>::load_from::<false, true>(xr, 0, 0, n, t, lanes, is_aligned16(xr)) };
+    // SAFETY: row r holds `cols` floats (contract).
+    let mut s = unsafe { Slice::<V>::load(xr, 0, n, t, lanes, is_aligned16(xr)) };
     // SAFETY: scratch is reserved for these reductions (contract): the max in its
     // first 32 floats, the sum in the next 32, each written once (one row per block).
     let m = unsafe { block_reduce_once(s.max(), scratch, max_nan, f32::NEG_INFINITY) };
@@ -111,8 +87,7 @@ macro_rules! warp_kernel {
             ///
             /// # Safety
             /// `x` readable at `x[r*ld_x + c]`, `y` writable at `y[r*ld_y + c]` for
-            /// `r < rows, c < cols`, in global memory; `y` is `x` (in place) or does
-            /// not overlap it.
+            /// `r < rows, c < cols`; `y` is `x` (in place) or does not overlap it.
             ///
             /// # Parameters
             /// * `x`, `y`: `[rows, cols]` row-major, row strides `ld_x`, `ld_y` (elements).
