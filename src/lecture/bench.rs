@@ -23,10 +23,6 @@ use crate::{Buffer, Gpu, LaunchConfig};
 /// timed runs equally warm.
 pub const WARMUP_MS: f64 = 25.0;
 
-/// Launches between two checks of the warm-up's wall time (each check waits for the
-/// GPU, so the launches in between keep it busy).
-const WARMUP_BATCH: usize = 8;
-
 /// How to time.
 #[derive(Clone, Copy, Debug)]
 pub struct BenchConfig {
@@ -142,16 +138,20 @@ impl<'g> Bencher<'g> {
 
     /// Times `f` (which launches work) per the config.
     pub fn run(&mut self, mut f: impl FnMut() -> Result<()>) -> Result<Stats> {
+        // Batches of 1, 2, 4, ... runs, the GPU waited for after each: the wall time
+        // then counts GPU time (a launch returns before its kernel ends), a long kernel
+        // stops after the run that passes the mark (8192^3: 2 runs), and microsecond
+        // kernels still keep the GPU busy between the waits.
         let start = std::time::Instant::now();
-        let mut runs = 0;
+        let (mut runs, mut batch) = (0, 1);
         while runs < self.cfg.warmup || start.elapsed().as_secs_f64() * 1e3 < self.cfg.warmup_ms {
-            f()?;
-            runs += 1;
-            if runs % WARMUP_BATCH == 0 {
-                self.gpu.synchronize()?;
+            for _ in 0..batch {
+                f()?;
             }
+            runs += batch;
+            batch *= 2;
+            self.gpu.synchronize()?;
         }
-        self.gpu.synchronize()?;
         let mut samples = Vec::with_capacity(self.cfg.reps);
         for _ in 0..self.cfg.reps {
             self.flush_l2()?;
