@@ -1,10 +1,11 @@
 //! The lecture's row-sum section through the API: `cargo run --release --example row_sum`.
 //!
-//! Few long rows (blocks per row, atomics across them) and many short rows (lane
-//! groups per row), each checked against float64 and timed. GPU if present, else the
+//! Few long rows (blocks per row, the row's last block adding their sums in order)
+//! and many short rows (lane groups, or a warp, per row), each checked against
+//! float64 and timed. GPU if present, else the
 //! emulator. `-- ROWSxCOLS` (e.g. `4x67108864`) times every kernel that takes the
 //! shape side by side.
-use rust_simt::ops::row_sum::{auto_kernel, plan, row_sum_with, RowSumKernel};
+use rust_simt::ops::row_sum::{auto_kernel_for, plan, row_sum_with, RowSumKernel};
 use rust_simt::{reference, Result};
 
 fn main() -> Result<()> {
@@ -37,7 +38,7 @@ fn main() -> Result<()> {
         let (splits, _) = plan(&gpu, rows, cols);
         println!(
             "{rows} x {cols}: Auto picks {:?} ({splits} block(s) per row for Blocks)",
-            auto_kernel(rows, cols)
+            auto_kernel_for(&xb.matrix(rows, cols)?, &out)
         );
         let kernels: &[RowSumKernel] = if arg.is_some() {
             &[

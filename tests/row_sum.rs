@@ -1,10 +1,11 @@
-//! Row sum for rows of any length (tiles, shuffles, shared memory, atomics across splits).
+//! Row sum for rows of any length (tiles, shuffles, shared memory, split rows added in
+//! order by their last block).
 mod common;
 use common::*;
 use rust_simt::emulator::Order;
 use rust_simt::ops::row_sum::{
-    auto_kernel, plan, row_sum, row_sum_with, stream_splits, tiny_takes, wide_takes, RowSumKernel,
-    WIDE_MIN_COLS,
+    auto_kernel, auto_kernel_for, plan, row_sum, row_sum_with, stream_splits, tiny_takes,
+    wide_takes, RowSumKernel, WIDE_MIN_COLS,
 };
 use rust_simt::Layout;
 use rust_simt::{reference, SimtError};
@@ -236,6 +237,18 @@ fn split_rows_same_bits_every_run() {
         for group in &groups {
             let mut first: Option<Vec<f32>> = None;
             for g in group {
+                // Five rows first (the Gpu's counts are then at least 5 long), three
+                // rows three times (counts 0-2 reset by each launch), five again (on
+                // counts that launches reset).
+                let yb = g.upload(&y).unwrap();
+                let five = |when: &str| {
+                    let mut out = poisoned(g, 5);
+                    row_sum_with(g, kernel, yb.matrix(5, 40_000).unwrap(), &mut out).unwrap();
+                    let what = format!("{kernel:?} 5x40000 {when}");
+                    let got = g.download(&out).unwrap();
+                    assert_close(&what, seed, &got, &want_y, 1e-5, 1e-4, 1e-5);
+                };
+                five("first");
                 let xb = g.upload(&x).unwrap();
                 for _ in 0..3 {
                     let mut out = poisoned(g, rows);
@@ -251,19 +264,7 @@ fn split_rows_same_bits_every_run() {
                         ),
                     }
                 }
-                let yb = g.upload(&y).unwrap();
-                let mut out = poisoned(g, 5);
-                row_sum_with(g, kernel, yb.matrix(5, 40_000).unwrap(), &mut out).unwrap();
-                let what = format!("{kernel:?} 5x40000 after 3x70001");
-                assert_close(
-                    &what,
-                    seed,
-                    &g.download(&out).unwrap(),
-                    &want_y,
-                    1e-5,
-                    1e-4,
-                    1e-5,
-                );
+                five("after 3x70001");
             }
         }
     }
@@ -290,6 +291,12 @@ fn wide_rows_a_warp_each() {
     assert!(wide_takes(
         &x.matrix_strided(Layout::strided(290, 257, 260)).unwrap()
     ));
+    // What Auto runs: WarpWide from 129 aligned columns, Warp below or off alignment.
+    let auto = |v: rust_simt::MatrixRef<'_, f32>| auto_kernel_for(&v, &out);
+    assert_eq!(auto(x.matrix(299, 256).unwrap()), RowSumKernel::WarpWide);
+    assert_eq!(auto(x.matrix(299, 128).unwrap()), RowSumKernel::Warp);
+    let off = x.matrix_at(1, Layout::strided(299, 256, 256)).unwrap();
+    assert_eq!(auto(off), RowSumKernel::Warp);
     // A row start off a 16-byte boundary: WarpWide refuses the view, Auto sums it.
     let view = x.matrix_at(1, Layout::strided(299, 256, 256)).unwrap();
     assert!(!wide_takes(&view));

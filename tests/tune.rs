@@ -438,6 +438,9 @@ fn heuristic_picks_by_shape() {
     assert_eq!(at132(1536, 1024, 512).label(), "async-s4-64x64-w4/k1");
     assert_eq!(at132(512, 1024, 768).label(), "async-s4-64x64-w4/k1");
     assert_eq!(at132(768, 768, 256).label(), "async-s4-32x64/c2");
+    // (not below K = 128: the 64x128 tile, as the tuner's candidates)
+    assert!(matches!(at132(768, 768, 64), MatmulKernel::Tile { .. }));
+    assert!(auto_candidates(&g132, shape(768, 768, 256)).contains(&at132(768, 768, 256)));
     assert_eq!(at132(1280, 1280, 512), MatmulKernel::WarpTiled);
     assert!(matches!(at132(1280, 1280, 1024), MatmulKernel::Tile { .. }));
     assert_eq!(at132(768, 768, 1024), MatmulKernel::WarpTiledTail);

@@ -136,7 +136,8 @@ pub use simt_std::WARP_SIZE;
 /// Threads per block of the barrier-free row kernels (8 warps).
 pub const WARP_ROWS_THREADS: u32 = 256;
 /// Rows up to this length take the barrier-free kernels: `softmax_warp` (a warp per
-/// row) and `row_sum_warp` (1 to 32 lanes per row). Longer rows take a block per row.
+/// row), `row_sum_warp` (1 to 32 lanes per row) and `row_sum_warp_wide` (a warp per
+/// row, from 129 columns). Longer rows take a block per row.
 pub const WARP_ROW_MAX_COLS: u32 = 1024;
 
 /// Tensor-core matmul (stages 5 and 6): rows of C per block.

@@ -16,7 +16,7 @@
 //! | [`softmax_split_wide`] | long rows over cooperating blocks, chunks of 128 KiB half in registers and half staged in shared memory (8 rows of 2^20 floats in one wave on an H100) |
 //! | [`softmax_cluster`] | long rows over a thread-block cluster: chunks in registers, `(max, sum)` pairs over distributed shared memory (Hopper, sm_90a module) |
 //! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
-//! | [`row_sum`] | blocks per row with atomics, lane groups per row |
+//! | [`row_sum`] | blocks per row (the row's last block adds their sums in order), lane groups per row |
 //! | [`row_sum_wide`] | rows of 129-1024 columns: a warp per row, four 16-byte loads a lane in flight |
 //! | [`row_sum_tiny`] | millions of rows of 1-3 columns: four rows per thread, 16-byte loads and stores |
 //! | [`row_sum_stream`] | few, very long rows: striding blocks, 4 read-only loads in flight per thread |

@@ -32,9 +32,10 @@ use simt_std::warp::block_sum;
 /// Every thread of the block calls it (barriers inside; `part` and `splits` are
 /// block-uniform); `out[r]` is writable; with `splits > 1`, `partials` holds
 /// `rows·splits` floats written by nothing else during the launch, `counts[r]` is
-/// 0 at the launch and touched only here, each part of the row calls it once, and
-/// `last` (1 float) and `scratch` (32 floats) are this block's shared memory,
-/// reserved for the call.
+/// 0 at the launch and touched only here, each part of the row calls it once,
+/// `partials` and `counts` overlap neither `out` nor the kernel's input, and `last`
+/// (1 float) and `scratch` (32 floats) are this block's shared memory, reserved for
+/// the call.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn finish_row(
@@ -59,7 +60,8 @@ pub(crate) unsafe fn finish_row(
     if t == 0 {
         // SAFETY: slot r·splits + part exists and only this block writes it; the
         // count's acquire-release add publishes it (and acquires every earlier
-        // part's) before the last block reads the slots.
+        // part's) before the last block reads the slots; `last` is this block's own
+        // shared float (the contract), read by its threads after the barrier below.
         unsafe {
             *partials.add(r * splits + part) = total;
             let done = atomic_add_acq_rel_u32(counts.add(r), 1) + 1;
@@ -142,9 +144,13 @@ kernel! {
     ///
     /// # Safety
     /// `x` readable at `x[r*ld + c]` for `r < rows, c < cols`, global memory that
-    /// nothing writes during the launch (read-only, evict-first loads); `out` writable
-    /// for `rows` floats, not overlapping `x`; the block has a multiple of 32 threads;
-    /// `group` is a power of two in 1..=32.
+    /// nothing writes during the launch (read-only loads); `out` writable for `rows`
+    /// floats, not overlapping `x`; the block has a multiple of 32 threads; `group` is
+    /// a power of two in 1..=32.
+    ///
+    /// # Parameters
+    /// * `last`: nonzero to read `x` as its last use (evict-first lines; the host's
+    ///   choice by size: `ROW_SUM_LAST_USE_MAX_BYTES`).
     ///
     /// # Thread Mapping
     /// Warp `w` of block `b` (global warp `W = b·(blockDim.x/32) + w`) takes rows
@@ -152,7 +158,7 @@ kernel! {
     /// as member `l % group` of its group.
     /// `grid.x = ceil(rows / ((WARP_ROWS_THREADS/32)·(32/group)))`.
     #[launch(threads = WARP_ROWS_THREADS)]
-    pub unsafe fn row_sum_warp(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, group: u32) {
+    pub unsafe fn row_sum_warp(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, group: u32, last: u32) {
         let lane = simt_std::warp::lane_id();
         let per_warp = 32 / group;
         let r = ((block_idx().x * (simt_std::thread::block_dim().x / 32) + simt_std::warp::warp_id()) * per_warp + lane / group) as usize;
@@ -160,7 +166,7 @@ kernel! {
         let mut s = 0.0f32;
         if r < rows as usize {
             // SAFETY: r < rows; the loop reads only [0, cols) of row r.
-            s = unsafe { group_range_sum(x.add(r * ld as usize), cols as usize, sub, group as usize) };
+            s = unsafe { group_range_sum(x.add(r * ld as usize), cols as usize, sub, group as usize, last != 0) };
         }
         // Every lane takes part in every shuffle (the condition is warp-uniform), also
         // lanes past the last row: a full-warp shuffle needs all 32.
@@ -179,15 +185,20 @@ kernel! {
 }
 
 /// One lane's partial sum of a row of `len` floats: member `sub` of a group of
-/// `group` lanes, members striding 4 floats apart. The vectors are read as their last
-/// use (`ld.global.cs.nc`: read-only, evict-first lines), as `row_sum_warp_wide`
-/// reads them (there 1.13-1.2x faster under the write flush at 64 MiB: H200,
-/// session 29).
+/// `group` lanes, members striding 4 floats apart, on the read-only path; where `last`
+/// as their last use (`ld.global.cs.nc`: evict-first lines), as `row_sum_warp_wide`
+/// reads them (1.13-1.25x faster under the write flush at 64 MiB: H200, session 29).
 ///
 /// # Safety
 /// `row[0..len]` is readable global memory that nothing writes during the kernel.
 #[inline(always)]
-unsafe fn group_range_sum(row: *const f32, len: usize, sub: usize, group: usize) -> f32 {
+unsafe fn group_range_sum(
+    row: *const f32,
+    len: usize,
+    sub: usize,
+    group: usize,
+    last: bool,
+) -> f32 {
     let mut acc = 0.0f32;
     let len4 = if simt_std::memory::is_aligned16(row) {
         len & !3
@@ -198,7 +209,7 @@ unsafe fn group_range_sum(row: *const f32, len: usize, sub: usize, group: usize)
     while c < len4 {
         // SAFETY: c + 4 <= len4 <= len, aligned; global memory that nothing writes
         // during the kernel (the kernel's contract), read for the last time.
-        let v = unsafe { simt_std::memory::load4_nc_cs(row.add(c)) };
+        let v = unsafe { simt_std::memory::load4_nc_last_if(row.add(c), last) };
         acc += (v.x + v.y) + (v.z + v.w);
         c += 4 * group;
     }

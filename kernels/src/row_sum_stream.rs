@@ -11,7 +11,7 @@
 //! threads, 2 to 8 loads in flight, 132 to 2112 blocks per row, contiguous chunks
 //! or striding blocks, `.cs` or `.nc` loads) found three things that each pay:
 //!
-//! * **the read-only path** (`ld.global.nc`, [`load4_nc`]): 0.3667 -> 0.3600 ms
+//! * **the read-only path** (`ld.global.nc`, [`simt_std::memory::load4_nc`]): 0.3667 -> 0.3600 ms
 //!   with contiguous chunks, 0.3651 -> 0.3520 with striding blocks;
 //! * **4 16-byte loads in flight** per thread of 512 (32 KiB per block in flight);
 //! * **blocks that stride** over the row in tiles of `512·4` vectors (block `j` of
@@ -25,16 +25,18 @@
 //! 0.4005. The host gives the kernel `ROW_STREAM_BLOCKS_PER_SM` blocks per SM, split
 //! evenly over the rows.
 //!
-//! Not marked as the data's last use (`ld.global.cs.nc`, evict-first lines, as
-//! [`crate::row_sum_wide`] reads): on the H200 (2026-11-26, docs/PERFORMANCE.md
-//! session 29) that took 4 x 2^26 from 0.2484 to 0.2588 ms under the write flush
-//! (4 x 2^24: 0.0735 -> 0.0718).
+//! The host asks for the loads as the data's last use (`ld.global.cs.nc`, evict-first
+//! lines, as [`crate::row_sum_wide`] reads) only for inputs up to
+//! `ROW_SUM_LAST_USE_MAX_BYTES`: on the H200 (2026-11-26, docs/PERFORMANCE.md session
+//! 29), under the write flush, the hint took 4 x 2^22 (64 MiB) from 0.0274 to 0.0230
+//! ms and 4 x 2^24 (256 MiB) from 0.0734 to 0.0718, but 4 x 2^26 (1 GiB) from 0.2484
+//! to 0.2588.
 //!
 //! A row whose start is not 16-byte aligned (a row stride that is not a multiple of
 //! 4 floats) sums its first 1-3 floats apart; the rest of it is aligned and streams
 //! the same way.
 use crate::config::{ROW_STREAM_THREADS, ROW_STREAM_UNROLL};
-use simt_std::memory::{is_aligned16, load4_nc, F32x4};
+use simt_std::memory::{is_aligned16, load4_nc_last_if, F32x4};
 use simt_std::shared_array;
 use simt_std::thread::{block_idx, thread_idx};
 use simt_std::warp::block_sum;
@@ -63,13 +65,16 @@ kernel! {
     /// # Parameters
     /// * `x`: `[rows, cols]` row-major, row stride `ld` (elements). * `out`: `[rows]`.
     /// * `partials`: `[rows, splits]` scratch. * `counts`: `[rows]`, zero.
+    /// * `last`: nonzero to read `x` as its last use (evict-first lines; the host's
+    ///   choice by size: `ROW_SUM_LAST_USE_MAX_BYTES`).
     ///
     /// # Thread Mapping
     /// Block `b` takes row `b / splits` as member `j = b % splits`: tiles
     /// `j, j + splits, …` of `512·4` vectors (after the 0-3 floats that align the
     /// row); thread `t` reads vectors `t, t + 512, t + 1024, t + 1536` of each tile.
     #[launch(threads = ROW_STREAM_THREADS)]
-    pub unsafe fn row_sum_stream(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, splits: u32, partials: *mut f32, counts: *mut u32) {
+    pub unsafe fn row_sum_stream(x: *const f32, out: *mut f32, rows: u32, cols: u32, ld: u32, splits: u32, partials: *mut f32, counts: *mut u32, last: u32) {
+        let last_use = last != 0;
         let scratch = shared_array!(ROW_STREAM_SCRATCH, f32, 32);
         let last = shared_array!(ROW_STREAM_LAST, f32, 1);
         let s = splits as usize;
@@ -108,7 +113,7 @@ kernel! {
             let mut v = [F32x4::default(); U];
             unroll!(4, K => {
                 // SAFETY: vector i + K·T + t < n4 lies in the body; aligned.
-                v[K] = unsafe { load4_nc(p.add(4 * K * T)) };
+                v[K] = unsafe { load4_nc_last_if(p.add(4 * K * T), last_use) };
             });
             unroll!(4, K => {
                 acc[K] += sum4(v[K]);
@@ -119,7 +124,7 @@ kernel! {
         let mut k = i + t;
         while k < n4 && k < i + tile {
             // SAFETY: k < n4.
-            acc[0] += sum4(unsafe { load4_nc(body.add(4 * k)) });
+            acc[0] += sum4(unsafe { load4_nc_last_if(body.add(4 * k), last_use) });
             k += T;
         }
         // Floats past the last whole vector.

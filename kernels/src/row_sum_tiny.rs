@@ -25,10 +25,11 @@
 //! ran 0.0204 ms under the write flush, level with `torch.compile`, where this kernel
 //! ran 0.0213: its staging went through generic `ST.E`/`LD.E` (a generic pointer into
 //! shared memory) where the C++ has `STS`/`LDS`. It now stages through [`Smem`]'s
-//! `st/ld.shared`, and reads the rows as their last use ([`load4_nc_cs`]: evict-first
-//! lines, 0.0199-0.0200 ms in the probe).
+//! `st/ld.shared`, and reads the rows as their last use where the host asks (inputs up
+//! to `ROW_SUM_LAST_USE_MAX_BYTES`; [`load4_nc_last_if`]: evict-first lines,
+//! 0.0199-0.0200 ms in the probe).
 use crate::config::ELEMENTWISE_THREADS;
-use simt_std::memory::{load4_nc, load4_nc_cs, store4, F32x4};
+use simt_std::memory::{load4_nc, load4_nc_last_if, store4, F32x4};
 use simt_std::shared::Smem;
 use simt_std::thread::{block_dim, block_idx, thread_idx};
 use simt_std::{kernel, unroll};
@@ -80,7 +81,7 @@ unsafe fn sum_and_store<const C: usize>(v: [F32x4; C], out: *mut f32, r0: usize)
 /// # Safety
 /// As the kernels'.
 #[inline(always)]
-unsafe fn tiny<const C: usize>(x: *const f32, out: *mut f32, rows: u32) {
+unsafe fn tiny<const C: usize>(x: *const f32, out: *mut f32, rows: u32, last: bool) {
     let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
     let (r0, rows) = (4 * i, rows as usize);
     let lane = (thread_idx().x % 32) as usize;
@@ -90,7 +91,8 @@ unsafe fn tiny<const C: usize>(x: *const f32, out: *mut f32, rows: u32) {
         .add((thread_idx().x / 32) as usize * 128 * C);
     if 4 * (first + 32) <= rows {
         // Coalesced: lane l loads vectors l, l + 32, ... of the warp's span, all
-        // before any store (a generic store could alias the next load); through
+        // before any store to the stage (an asm store is a memory clobber that the
+        // loads would not cross); through
         // shared memory, each thread then takes its own C vectors (48-byte strides
         // for C = 3: conflict-free per quarter warp).
         let mut g = [F32x4::default(); C];
@@ -99,7 +101,7 @@ unsafe fn tiny<const C: usize>(x: *const f32, out: *mut f32, rows: u32) {
             // SAFETY: vector lane + 32k of the warp's 32·C lies in its 128 rows, which
             // exist (checked); 16-byte aligned (the matrix is); x is read-only during
             // the kernel (the contract: out does not overlap it).
-            g[k] = unsafe { load4_nc_cs(x.add(4 * C * first + 4 * (lane + 32 * k))) };
+            g[k] = unsafe { load4_nc_last_if(x.add(4 * C * first + 4 * (lane + 32 * k)), last) };
             k += 1;
         }
         let mut k = 0;
@@ -161,13 +163,17 @@ macro_rules! tiny_kernel {
             /// writable for `rows` floats, not overlapping `x` (x is read through the
             /// read-only path); both 16-byte aligned.
             ///
+            /// # Parameters
+            /// * `last`: nonzero to read `x` as its last use (evict-first lines; the host's
+            ///   choice by size: `ROW_SUM_LAST_USE_MAX_BYTES`).
+            ///
             /// # Thread Mapping
             /// Thread `i` (of the whole grid) sums rows `4i .. 4i + 4`;
             /// `grid.x = ceil(rows / (4·256))`.
             #[launch(threads = ELEMENTWISE_THREADS)]
-            pub unsafe fn $name(x: *const f32, out: *mut f32, rows: u32) {
+            pub unsafe fn $name(x: *const f32, out: *mut f32, rows: u32, last: u32) {
                 // SAFETY: the kernel's contract, forwarded.
-                unsafe { tiny::<$c>(x, out, rows) }
+                unsafe { tiny::<$c>(x, out, rows, last != 0) }
             }
         }
     };

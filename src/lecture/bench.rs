@@ -138,17 +138,23 @@ impl<'g> Bencher<'g> {
 
     /// Times `f` (which launches work) per the config.
     pub fn run(&mut self, mut f: impl FnMut() -> Result<()>) -> Result<Stats> {
-        // Batches of 1, 2, 4, ... runs, the GPU waited for after each: the wall time
-        // then counts GPU time (a launch returns before its kernel ends), a long kernel
-        // stops after the run that passes the mark (8192^3: 2 runs), and microsecond
-        // kernels still keep the GPU busy between the waits.
+        // Batches of 1, 2, 4, ... runs (no more than the count still asks for while
+        // it is short), the GPU waited for after each: the wall time then counts GPU
+        // time (a launch returns before its kernel ends), a long kernel stops at the
+        // count or after the run that passes the mark (8192^3 with a count of 2: 2
+        // runs), and microsecond kernels keep the GPU busy between the waits.
         let start = std::time::Instant::now();
         let (mut runs, mut batch) = (0, 1);
         while runs < self.cfg.warmup || start.elapsed().as_secs_f64() * 1e3 < self.cfg.warmup_ms {
-            for _ in 0..batch {
+            let n = if runs < self.cfg.warmup {
+                batch.min(self.cfg.warmup - runs)
+            } else {
+                batch
+            };
+            for _ in 0..n {
                 f()?;
             }
-            runs += batch;
+            runs += n;
             batch *= 2;
             self.gpu.synchronize()?;
         }

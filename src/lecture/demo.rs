@@ -201,7 +201,7 @@ impl<'g> Demo<'g> {
 
     /// Section 4: row sum when a row does not fit in a block.
     pub fn row_sum(&mut self) -> Result<()> {
-        println!("== Row sum: rows longer than a block (tiles, warp shuffles, shared memory, atomics) ==");
+        println!("== Row sum: rows longer than a block (tiles, warp shuffles, shared memory, a count per row) ==");
         let g = self.gpu;
         let shapes: [(usize, usize); 2] = if self.big {
             [(8, 1 << 22), (1 << 16, 256)]
@@ -216,10 +216,21 @@ impl<'g> Demo<'g> {
             let mut out = g.upload(&vec![f32::NAN; rows])?;
             row_sum::row_sum(g, xb.matrix(rows, cols)?, &mut out)?;
             let (splits, chunk) = row_sum::plan(g, rows, cols);
-            let how = if cols <= kernels::config::WARP_ROW_MAX_COLS as usize {
+            // (A whole buffer starts 16-byte aligned: Auto's WarpWide takes its rows.)
+            let how = if (row_sum::WIDE_MIN_COLS..=kernels::config::WARP_ROW_MAX_COLS as usize)
+                .contains(&cols)
+                && cols % 4 == 0
+            {
+                "a warp per row (row_sum_warp_wide, 4 loads a lane in flight, no barriers)"
+                    .to_string()
+            } else if cols <= kernels::config::WARP_ROW_MAX_COLS as usize {
                 format!(
                     "{} lanes per row (row_sum_warp, no barriers)",
                     row_sum::lanes_per_row(cols)
+                )
+            } else if splits > 1 {
+                format!(
+                    "{splits} block(s) per row ({chunk} columns each; the row's last block adds their sums in order)"
                 )
             } else {
                 format!("{splits} block(s) per row ({chunk} columns each)")

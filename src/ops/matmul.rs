@@ -1261,7 +1261,10 @@ fn short_k(gpu: &Gpu, s: Shape, cluster32: Option<usize>) -> Option<MatmulKernel
         return Some(unsplit);
     }
     if 2 * tiles <= 3 * sms {
-        return cluster32.map(|config| MatmulKernel::TileCluster { config });
+        // (K of at least 128: slices of 64 or more, as the tuner's candidates have.)
+        return cluster32
+            .filter(|_| s.k >= 128)
+            .map(|config| MatmulKernel::TileCluster { config });
     }
     (4 * stage4_tiles(s) >= 3 * sms && inside_tiles(s)).then_some(MatmulKernel::WarpTiled)
 }

@@ -14,9 +14,12 @@ use crate::ptx;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RowSumKernel {
     /// By shape ([`auto_kernel`]): `Warp` up to `WARP_ROW_MAX_COLS` columns
-    /// (`WarpWide` instead where [`wide_takes`] the view),
+    /// (`WarpWide` instead from [`WIDE_MIN_COLS`] columns where [`wide_takes`] the
+    /// view; `Tiny` for at least 2^16 rows of 1-3 columns where [`tiny_takes`] it),
     /// `Stream` for at most [`STREAM_MAX_ROWS`] rows of at least 2^24 floats in all
-    /// (where it was measured ahead of `Blocks`), else `Blocks`.
+    /// (where it was measured ahead of `Blocks`), else `Blocks`. `Warp`, `WarpWide`,
+    /// `Stream` and `Tiny` read the input as its last use up to
+    /// [`ROW_SUM_LAST_USE_MAX_BYTES`].
     Auto,
     /// A group of 1-32 lanes per row (`row_sum_warp`): rows up to
     /// `WARP_ROW_MAX_COLS` columns.
@@ -40,7 +43,7 @@ pub enum RowSumKernel {
 ///
 /// Enough blocks to give every SM at least 4 (so few, long rows still fill the
 /// GPU), but no split shorter than 16 vectors per thread, which would spend more
-/// on the atomic and the reduction than on reading.
+/// on combining the parts and the reduction than on reading.
 pub fn plan(gpu: &Gpu, rows: usize, cols: usize) -> (u32, u32) {
     let want_blocks = 4 * gpu.props().sms.max(1) as usize;
     let min_chunk = 16 * 4 * ROW_REDUCE_THREADS as usize;
@@ -80,6 +83,23 @@ pub fn tiny_takes(x: &MatrixRef<'_, f32>) -> bool {
     (1..=3).contains(&x.cols()) && x.layout().ld == x.cols() && x.ptr() as usize % 16 == 0
 }
 
+/// Inputs (bytes read) up to which the row-sum kernels that read on the read-only
+/// path (`Warp`, `WarpWide`, `Stream`, `Tiny`) read them as their last use
+/// (`ld.global.cs.nc`: evict-first lines). Where L2 holds dirty lines (another
+/// kernel's output, or the benchmarks' write flush), a stream of evict-first lines
+/// evicts itself before them, and the kernel writes none of them back. H200,
+/// 2026-11-26 (docs/PERFORMANCE.md session 29), under the write flush: 64 MiB of rows
+/// of 16 to 1024 columns 1.13-1.25x faster, 4 x 2^22 (64 MiB, `Stream`) 1.19x, 4 x
+/// 2^24 (256 MiB) 1.02x, but 4 x 2^26 (1 GiB) 4% slower: past this size the loads
+/// stay unhinted.
+pub const ROW_SUM_LAST_USE_MAX_BYTES: usize = 256 << 20;
+
+/// Whether the row-sum kernels read `rows x cols` floats as their last use
+/// ([`ROW_SUM_LAST_USE_MAX_BYTES`]).
+pub fn last_use(rows: usize, cols: usize) -> bool {
+    rows.saturating_mul(cols).saturating_mul(4) <= ROW_SUM_LAST_USE_MAX_BYTES
+}
+
 /// Columns from which [`RowSumKernel::Auto`] takes `WarpWide` over `Warp`: rows past
 /// one 16-byte vector a lane of a warp (below, `Warp`'s lane groups give each lane
 /// at most one, and its kernel is the faster: H200, session 29).
@@ -107,14 +127,34 @@ pub fn auto_kernel(rows: usize, cols: usize) -> RowSumKernel {
     }
 }
 
+/// The kernel [`RowSumKernel::Auto`] runs for the view `x` into `out`: [`auto_kernel`]
+/// refined by the view (`Tiny` for at least 2^16 rows where [`tiny_takes`] it and
+/// `out` is 16-byte aligned; `WarpWide` for `Warp`'s rows from [`WIDE_MIN_COLS`]
+/// columns where [`wide_takes`] it).
+pub fn auto_kernel_for(x: &MatrixRef<'_, f32>, out: &Buffer<f32>) -> RowSumKernel {
+    let (rows, cols) = (x.rows(), x.cols());
+    if rows >= 1 << 16 && tiny_takes(x) && out.ptr() as usize % 16 == 0 {
+        RowSumKernel::Tiny
+    } else if cols >= WIDE_MIN_COLS
+        && auto_kernel(rows, cols) == RowSumKernel::Warp
+        && wide_takes(x)
+    {
+        RowSumKernel::WarpWide
+    } else {
+        auto_kernel(rows, cols)
+    }
+}
+
 /// `out[r] = Σ_c x[r, c]`, the kernel chosen by shape ([`RowSumKernel::Auto`]).
 /// `out` holds `x.rows()` floats.
 pub fn row_sum(gpu: &Gpu, x: MatrixRef<'_, f32>, out: &mut Buffer<f32>) -> Result<()> {
     row_sum_with(gpu, RowSumKernel::Auto, x, out)
 }
 
-/// [`row_sum`] with a chosen kernel; [`RowSumKernel::Warp`] on rows longer than
-/// `WARP_ROW_MAX_COLS` is a `TooLarge` error.
+/// [`row_sum`] with a chosen kernel. [`RowSumKernel::Warp`] on rows longer than
+/// `WARP_ROW_MAX_COLS` is a `TooLarge` error; `WarpWide` or `Tiny` on a view they do
+/// not take ([`wide_takes`], [`tiny_takes`]) is a `Shape` error. Each names `Auto` as
+/// the way out.
 pub fn row_sum_with(
     gpu: &Gpu,
     kernel: RowSumKernel,
@@ -144,21 +184,10 @@ pub fn row_sum_with(
         };
     }
     let kernel = match kernel {
-        RowSumKernel::Auto
-            if rows >= 1 << 16 && tiny_takes(&x) && out.ptr_mut() as usize % 16 == 0 =>
-        {
-            RowSumKernel::Tiny
-        }
-        RowSumKernel::Auto
-            if cols as usize >= WIDE_MIN_COLS
-                && auto_kernel(rows as usize, cols as usize) == RowSumKernel::Warp
-                && wide_takes(&x) =>
-        {
-            RowSumKernel::WarpWide
-        }
-        RowSumKernel::Auto => auto_kernel(rows as usize, cols as usize),
+        RowSumKernel::Auto => auto_kernel_for(&x, out),
         k => k,
     };
+    let last = last_use(rows as usize, cols as usize) as u32;
     if kernel == RowSumKernel::WarpWide {
         if !wide_takes(&x) {
             return Err(SimtError::Shape {
@@ -175,9 +204,10 @@ pub fn row_sum_with(
         let cfg =
             LaunchConfig::for_kernel::<kw::row_sum_warp_wide>(dim3(rows.div_ceil(per_block), 1, 1));
         // SAFETY: view checked on this Gpu, its rows aligned (wide_takes); out holds
-        // rows floats; a warp per row, as the grid gives.
+        // rows floats; x and out are different buffers (a shared view and a `&mut` buffer), both device
+        // global memory, and nothing writes x during the launch (the read-only path); a warp per row, as the grid gives.
         return unsafe {
-            gpu.launch::<kw::row_sum_warp_wide>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld))
+            gpu.launch::<kw::row_sum_warp_wide>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld, last))
         };
     }
     if kernel == RowSumKernel::Tiny {
@@ -195,20 +225,21 @@ pub fn row_sum_with(
         let threads = (rows as usize).div_ceil(4);
         // SAFETY (each launch): x holds rows·cols contiguous floats, 16-byte aligned
         // (tiny_takes); out holds rows floats and, a whole buffer, is 256-byte aligned;
-        // one thread per 4 rows.
+        // x and out are different buffers (a shared view and a `&mut` buffer), both device
+        // global memory, and nothing writes x during the launch (the read-only path); one thread per 4 rows.
         return unsafe {
             match cols {
                 1 => gpu.launch::<kt::row_sum_tiny_1>(
                     LaunchConfig::linear::<kt::row_sum_tiny_1>(threads)?,
-                    (x.ptr(), out.ptr_mut(), rows),
+                    (x.ptr(), out.ptr_mut(), rows, last),
                 ),
                 2 => gpu.launch::<kt::row_sum_tiny_2>(
                     LaunchConfig::linear::<kt::row_sum_tiny_2>(threads)?,
-                    (x.ptr(), out.ptr_mut(), rows),
+                    (x.ptr(), out.ptr_mut(), rows, last),
                 ),
                 _ => gpu.launch::<kt::row_sum_tiny_3>(
                     LaunchConfig::linear::<kt::row_sum_tiny_3>(threads)?,
-                    (x.ptr(), out.ptr_mut(), rows),
+                    (x.ptr(), out.ptr_mut(), rows, last),
                 ),
             }
         };
@@ -226,9 +257,14 @@ pub fn row_sum_with(
         let rows_per_block = (WARP_ROWS_THREADS / WARP_SIZE) * (WARP_SIZE / group);
         let cfg =
             LaunchConfig::for_kernel::<k::row_sum_warp>(dim3(rows.div_ceil(rows_per_block), 1, 1));
-        // SAFETY: view checked on this Gpu; out holds rows floats; group is a power of two <= 32.
+        // SAFETY: view checked on this Gpu; out holds rows floats; group is a power of
+        // two <= 32; x and out are different buffers (a shared view and a `&mut` buffer), both device
+        // global memory, and nothing writes x during the launch (the read-only path).
         return unsafe {
-            gpu.launch::<k::row_sum_warp>(cfg, (x.ptr(), out.ptr_mut(), rows, cols, ld, group))
+            gpu.launch::<k::row_sum_warp>(
+                cfg,
+                (x.ptr(), out.ptr_mut(), rows, cols, ld, group, last),
+            )
         };
     }
     let (splits, chunk) = match kernel {
@@ -259,11 +295,13 @@ pub fn row_sum_with(
         .as_ref()
         .map_or(std::ptr::null_mut(), |b| b.ptr() as *mut u32);
     let grid = dim3(blocks as u32, 1, 1);
-    // SAFETY: view checked; out holds rows floats; x is not written by this launch
-    // (the stream kernel's read-only loads); grid = rows · splits; with splits > 1,
-    // partials holds rows·splits floats of this Gpu's scratch (no other launch in
-    // flight uses them: launches run in order) and counts rows counts at zero
-    // (Gpu::zero_counts; the kernel leaves them at zero).
+    // SAFETY: view checked; out holds rows floats; x and out are different buffers
+    // (a shared view and a `&mut` buffer) and x is not written by this launch (the
+    // stream kernel's read-only loads); grid = rows · splits; with splits > 1,
+    // partials holds rows·splits floats of this Gpu's scratch slot SCRATCH_ROW_PARTS
+    // (its own buffer: not x, which is borrowed from a user's buffer, and not out;
+    // no other launch in flight uses it: launches run in order) and counts rows
+    // counts at zero (Gpu::zero_counts; the kernel leaves them at zero).
     let r = unsafe {
         if kernel == RowSumKernel::Stream {
             let cfg = LaunchConfig::for_kernel::<ks::row_sum_stream>(grid);
@@ -278,6 +316,7 @@ pub fn row_sum_with(
                     splits,
                     partials_ptr,
                     counts_ptr,
+                    last,
                 ),
             )
         } else {

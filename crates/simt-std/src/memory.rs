@@ -152,6 +152,39 @@ pub unsafe fn load4_nc_cs(p: *const f32) -> F32x4 {
     }
 }
 
+/// [`load4_nc_cs`] where `last`, else [`load4_nc`], chosen at run time by a predicate
+/// inside one instruction sequence (two predicated loads, one of which runs): a
+/// kernel that takes the choice from the host keeps one copy of its loop (a branch
+/// would let LLVM duplicate and unroll it, with more registers).
+///
+/// # Safety
+/// As [`load4_nc_cs`].
+#[inline(always)]
+pub unsafe fn load4_nc_last_if(p: *const f32, last: bool) -> F32x4 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (x, y, z, w): (f32, f32, f32, f32);
+        // SAFETY: caller's contract (valid, aligned, global, read-only during the
+        // kernel); exactly one of the two loads runs and writes the outputs.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred %pl; setp.ne.u32 %pl, {l}, 0;",
+                "@%pl ld.global.cs.nc.v4.f32 {{{x}, {y}, {z}, {w}}}, [{p}];",
+                "@!%pl ld.global.nc.v4.f32 {{{x}, {y}, {z}, {w}}}, [{p}]; }}",
+                x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+                p = in(reg64) p, l = in(reg32) last as u32, options(pure, readonly, nostack)
+            )
+        };
+        F32x4 { x, y, z, w }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = last;
+        // SAFETY: caller's contract; the hints change no value.
+        unsafe { load4(p) }
+    }
+}
+
 /// Stores 4 consecutive `f32` starting at `p` (`st.v4.f32`).
 ///
 /// # Safety
