@@ -210,7 +210,7 @@ unsafe fn group_range_sum(
         // SAFETY: c + 4 <= len4 <= len, aligned; global memory that nothing writes
         // during the kernel (the kernel's contract), read for the last time.
         let v = unsafe { simt_std::memory::load4_nc_last_if(row.add(c), last) };
-        acc += (v.x + v.y) + (v.z + v.w);
+        acc += v.sum();
         c += 4 * group;
     }
     let mut c = len4 + sub;

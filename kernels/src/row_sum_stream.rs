@@ -46,11 +46,6 @@ const T: usize = ROW_STREAM_THREADS as usize;
 const U: usize = ROW_STREAM_UNROLL as usize;
 const _: () = assert!(U == 4, "row_sum_stream unrolls exactly 4 loads");
 
-#[inline(always)]
-fn sum4(v: F32x4) -> f32 {
-    (v.x + v.y) + (v.z + v.w)
-}
-
 kernel! {
     /// `out[r] = Σ_c x[r, c]` for few, long rows: `splits` blocks per row striding
     /// over it (see the module doc).
@@ -116,7 +111,7 @@ kernel! {
                 v[K] = unsafe { load4_nc_last_if(p.add(4 * K * T), last_use) };
             });
             unroll!(4, K => {
-                acc[K] += sum4(v[K]);
+                acc[K] += v[K].sum();
             });
             i += s * tile;
         }
@@ -124,7 +119,7 @@ kernel! {
         let mut k = i + t;
         while k < n4 && k < i + tile {
             // SAFETY: k < n4.
-            acc[0] += sum4(unsafe { load4_nc_last_if(body.add(4 * k), last_use) });
+            acc[0] += unsafe { load4_nc_last_if(body.add(4 * k), last_use) }.sum();
             k += T;
         }
         // Floats past the last whole vector.

@@ -119,46 +119,21 @@ pub unsafe fn load4_nc(p: *const f32) -> F32x4 {
     }
 }
 
-/// [`load4_nc`] as the data's last use (`ld.global.cs.nc.v4.f32`, `LDG.E.EF.128.CONSTANT`
-/// in SASS): the lines marked evict-first, so that the lines a stream of single reads
-/// allocates in L2 evict each other before they evict other data. Where L2 holds dirty
-/// lines (another kernel's output, or a benchmark's write flush) that leaves them in
-/// place instead of writing them back during this kernel: a row sum of 4194304 x 3
-/// under a write flush ran 2.5% faster with the hint (H200, 2026-11-26, CUDA C++
-/// probe, docs/PERFORMANCE.md session 29).
+/// [`load4_nc`], and where `last` as the data's last use (`ld.global.cs.nc.v4.f32`,
+/// `LDG.E.EF.128.CONSTANT` in SASS): the lines marked evict-first, so that the lines a
+/// stream of single reads allocates in L2 evict each other before they evict other
+/// data. Where L2 holds dirty lines (another kernel's output, or a benchmark's write
+/// flush) that leaves them in place instead of writing them back during this kernel
+/// (row sums of 64 MiB 1.13-1.20x faster under a write flush; of 1 GiB 4% slower:
+/// H200, 2026-11-26, docs/PERFORMANCE.md session 29).
+///
+/// The choice is made at run time by a predicate inside one instruction sequence (two
+/// predicated loads, one of which runs): a kernel that takes it from the host keeps
+/// one copy of its loop (a branch would let LLVM duplicate and unroll it, with more
+/// registers).
 ///
 /// # Safety
 /// As [`load4_nc`], and `p` is in global memory.
-#[inline(always)]
-pub unsafe fn load4_nc_cs(p: *const f32) -> F32x4 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let (x, y, z, w): (f32, f32, f32, f32);
-        // SAFETY: caller's contract (valid, aligned, global, read-only during the
-        // kernel). `pure, readonly`: LLVM may schedule it like an ordinary load.
-        unsafe {
-            core::arch::asm!(
-                "ld.global.cs.nc.v4.f32 {{{x}, {y}, {z}, {w}}}, [{p}];",
-                x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
-                p = in(reg64) p, options(pure, readonly, nostack)
-            )
-        };
-        F32x4 { x, y, z, w }
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: caller's contract; the hints change no value.
-    unsafe {
-        load4(p)
-    }
-}
-
-/// [`load4_nc_cs`] where `last`, else [`load4_nc`], chosen at run time by a predicate
-/// inside one instruction sequence (two predicated loads, one of which runs): a
-/// kernel that takes the choice from the host keeps one copy of its loop (a branch
-/// would let LLVM duplicate and unroll it, with more registers).
-///
-/// # Safety
-/// As [`load4_nc_cs`].
 #[inline(always)]
 pub unsafe fn load4_nc_last_if(p: *const f32, last: bool) -> F32x4 {
     #[cfg(target_arch = "nvptx64")]
