@@ -248,12 +248,17 @@ fn heuristic_picks_by_shape() {
         auto_heuristic(&g, shape(big, big, 512)),
         MatmulKernel::WarpTiled
     );
-    // A tiny product with a long K: K split.
+    // A tiny product with a long K: K split (on a device of a few SMs, over a
+    // cluster, which that product fills).
     if sms > 1 {
-        match auto_heuristic(&g, shape(32, 32, 4096)) {
-            MatmulKernel::Tile { split_k, .. } => assert!(split_k > 1),
-            k => panic!("{k:?}"),
-        }
+        let h = auto_heuristic(&g, shape(32, 32, 4096));
+        assert!(
+            matches!(
+                h,
+                MatmulKernel::Tile { .. } | MatmulKernel::TileCluster { .. }
+            ) && h.split_k() > 1,
+            "{h:?}"
+        );
     }
     if sms > 4 {
         // 4 tiles of 128x128 do not fill the device: a cp.async tile, no split; on
@@ -444,10 +449,23 @@ fn heuristic_picks_by_shape() {
     assert_eq!(at132(1280, 1280, 512), MatmulKernel::WarpTiled);
     assert!(matches!(at132(1280, 1280, 1024), MatmulKernel::Tile { .. }));
     assert_eq!(at132(768, 768, 1024), MatmulKernel::WarpTiledTail);
-    // 384 tiles with partial edge tiles (1000 x 1500): the 4-stage tile only up to
-    // K = 384.
-    assert_eq!(at132(1000, 1500, 300).label(), "async-s4-64x64-w4/k1");
-    assert!(matches!(at132(1000, 1500, 700), MatmulKernel::Tile { .. }));
+    // Partial 64x64 edge tiles (`ragged_cluster`): K over clusters of 4 or 2 where
+    // they fill one wave at least half (on the emulator a wave is the SMs times the
+    // tile's 3 blocks, 396; the H200's driver holds 368 blocks in clusters of 4).
+    // 1000 x 1500: 192 64x128 tiles, 384 in clusters of 2; 700 x 900: 88, 352 in
+    // clusters of 4; 500 x 900: 60 128x64 tiles, which pad C less than 64 64x128.
+    assert_eq!(at132(1000, 1500, 300).label(), "tile64x128/c2");
+    assert_eq!(at132(1000, 1500, 700).label(), "tile64x128/c2");
+    assert_eq!(at132(700, 900, 500).label(), "tile64x128/c4");
+    assert_eq!(at132(500, 900, 700).label(), "tile128x64/c4");
+    // ... but not aligned ones (1536 x 1024 at K = 512 above), and not where whole
+    // splits of stage 4 apply: 900 x 1300's 88 tiles are 81% inside C.
+    assert_eq!(at132(900, 1300, 700), MatmulKernel::WarpTiledTail);
+    assert!(whole_split(&g132, shape(900, 1300, 700)));
+    // 121 tiles in two parts of 81 K steps (1300 x 1400 x 1300): split; of 56 (K = 900):
+    // stage 4.
+    assert_eq!(at132(1300, 1400, 1300), MatmulKernel::WarpTiledTail);
+    assert_eq!(at132(1300, 1400, 900), MatmulKernel::WarpTiled);
     assert_eq!(at132(1024, 2048, 2048), MatmulKernel::WarpTiledTail);
     assert_eq!(at132(1024, 2048, 1024), MatmulKernel::WarpTiled);
     assert_eq!(at132(1408, 1408, 512), MatmulKernel::WarpTiled);

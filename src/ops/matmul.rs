@@ -24,6 +24,65 @@ use simt::{dim3, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtEr
 use super::{check_product, tile_grid, Product};
 use crate::ptx;
 
+/// Runs `$body` with `$k` the kernel type of cluster config `$config`
+/// ([`MM_CLUSTER_CONFIGS`]; the last arm takes any index past the others, so callers
+/// check the index first). The one list of the cluster split-K kernels.
+macro_rules! by_cluster_config {
+    ($config:expr, $k:ident => $body:expr) => {{
+        use kernels::matmul_cluster_splitk::*;
+        const _: () = assert!(
+            MM_CLUSTER_CONFIGS.len() == 11,
+            "one arm per MM_CLUSTER_CONFIGS entry"
+        );
+        match $config {
+            0 => {
+                type $k = matmul_relu_cluster_tile_64x128_c2;
+                $body
+            }
+            1 => {
+                type $k = matmul_relu_cluster_tile_64x128_c4;
+                $body
+            }
+            2 => {
+                type $k = matmul_relu_cluster_tile_64x128_c8;
+                $body
+            }
+            3 => {
+                type $k = matmul_relu_cluster_tile_128x64_c4;
+                $body
+            }
+            4 => {
+                type $k = matmul_relu_cluster_tile_64x64_c4;
+                $body
+            }
+            5 => {
+                type $k = matmul_relu_cluster_async_s4_32x64_c2;
+                $body
+            }
+            6 => {
+                type $k = matmul_relu_cluster_async_s4_32x64_c4;
+                $body
+            }
+            7 => {
+                type $k = matmul_relu_cluster_async_s4_16x64_c2;
+                $body
+            }
+            8 => {
+                type $k = matmul_relu_cluster_async_s4_16x64_c4;
+                $body
+            }
+            9 => {
+                type $k = matmul_relu_cluster_async_s4_64x64_c4;
+                $body
+            }
+            _ => {
+                type $k = matmul_relu_cluster_async_64x64_w4_c2;
+                $body
+            }
+        }
+    }};
+}
+
 /// Which matmul kernel.
 ///
 /// The four stages ([`MatmulKernel::ALL`]) are the lecture's progression. The
@@ -522,7 +581,6 @@ pub fn matmul(
                 k_chunk: k_slices(k, c.cluster).0,
                 partials: std::ptr::null_mut(),
             };
-            use matmul_cluster_splitk::*;
             fn go_c<K: Kernel<Args = (MatmulSplitParams,)>>(
                 gpu: &Gpu,
                 grid: simt::Dim3,
@@ -534,20 +592,7 @@ pub fn matmul(
                 // tiles along m), as the kernel's Thread Mapping asks.
                 unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(grid), (p,)) }
             }
-            let launch = match config {
-                0 => go_c::<matmul_relu_cluster_tile_64x128_c2>,
-                1 => go_c::<matmul_relu_cluster_tile_64x128_c4>,
-                2 => go_c::<matmul_relu_cluster_tile_64x128_c8>,
-                3 => go_c::<matmul_relu_cluster_tile_128x64_c4>,
-                4 => go_c::<matmul_relu_cluster_tile_64x64_c4>,
-                5 => go_c::<matmul_relu_cluster_async_s4_32x64_c2>,
-                6 => go_c::<matmul_relu_cluster_async_s4_32x64_c4>,
-                7 => go_c::<matmul_relu_cluster_async_s4_16x64_c2>,
-                8 => go_c::<matmul_relu_cluster_async_s4_16x64_c4>,
-                9 => go_c::<matmul_relu_cluster_async_s4_64x64_c4>,
-                _ => go_c::<matmul_relu_cluster_async_64x64_w4_c2>,
-            };
-            launch(gpu, dim3(gx as u32, g.y, 1), sp)
+            by_cluster_config!(config, K => go_c::<K>(gpu, dim3(gx as u32, g.y, 1), sp))
         }
         MatmulKernel::GemvRow { split_k } => {
             if m != 1 {
@@ -588,6 +633,52 @@ pub fn matmul(
 enum SliceDim {
     Y,
     Z,
+}
+
+/// How many blocks of cluster config `config` ([`MM_CLUSTER_CONFIGS`]) the device
+/// holds at once: the driver's count of whole clusters resident together (a cluster
+/// stays inside one GPC, so this can be less than the SMs times the blocks each
+/// holds), times the cluster's size. On the emulator, its workers rounded down to
+/// whole clusters. `Ok(0)` where the device has no clusters.
+pub fn cluster_resident_blocks(gpu: &Gpu, config: usize) -> Result<u32> {
+    let Some(c) = MM_CLUSTER_CONFIGS.get(config) else {
+        return Err(SimtError::Unsupported(format!(
+            "cluster config {config} does not exist: MM_CLUSTER_CONFIGS has 0..{}",
+            MM_CLUSTER_CONFIGS.len()
+        )));
+    };
+    if !super::softmax::has_clusters(gpu) {
+        return Ok(0);
+    }
+    // The occupancy query reads only the kernel's block and shared memory, which do
+    // not depend on the arguments.
+    let null = MatmulSplitParams {
+        mm: MatmulParams {
+            a: MatRef {
+                ptr: std::ptr::null(),
+                rows: 0,
+                cols: 0,
+                ld: 0,
+            },
+            b: MatRef {
+                ptr: std::ptr::null(),
+                rows: 0,
+                cols: 0,
+                ld: 0,
+            },
+            c: MatMut {
+                ptr: std::ptr::null_mut(),
+                rows: 0,
+                cols: 0,
+                ld: 0,
+            },
+            epilogue: Epilogue::None,
+        },
+        k_chunk: 0,
+        partials: std::ptr::null_mut(),
+    };
+    let clusters = by_cluster_config!(config, K => gpu.max_resident_clusters::<K>(&(null,))?);
+    Ok(clusters * c.cluster)
 }
 
 /// How stage 4k splits a product of `tiles` 128x128 tiles with `ksteps` K steps of 8
@@ -700,8 +791,11 @@ pub const WHOLE_SPLIT_MIN_STEPS: u64 = 18;
 /// H200, session 28, the tuner on mid shapes: two parts of 32 steps (1024x2048x512,
 /// 1408x1408x512) 1.09-1.10x slower than stage 4; of 64 level (1024x2048x1024 1%
 /// slower than stage 4, 1408x1408x1024 the tuner's choice); of 128 (1024x2048x2048,
-/// 1408x1408x2048) the tuner's choice.
-pub const WHOLE_SPLIT_MIN_STEPS_TWO: u64 = 128;
+/// 1408x1408x2048) the tuner's choice. Session 30 (`fp32_trial`): 1300x1400 and
+/// 1700x1100 (121 and 126 tiles) with parts of 81 and 125 steps (K = 1300, 2000)
+/// 1.03-1.06x faster than stage 4, of 56 (K = 900) 1.4-2.6%, of 31 (K = 500) 2.4%
+/// slower: the break-even lies between 64 and 81 steps (the limit was 128).
+pub const WHOLE_SPLIT_MIN_STEPS_TWO: u64 = 72;
 
 /// Stage 4s's plan for `tiles` 128x128 tiles of `ksteps` K steps (of 8) on `sms` SMs
 /// of two blocks each, or `None` where stage 4 runs instead. With `W` whole waves of
@@ -991,22 +1085,26 @@ pub fn tail_split(gpu: &Gpu, s: Shape) -> Option<TailPlan> {
 }
 
 /// Whether the heuristic runs stage 4s with every tile split ([`tail_plan`]'s plan
-/// for fewer tiles than SMs): where there is such a plan and the tiles are
-/// at least 7/8 inside C (64x4096x4096 would compute half of every tile for nothing).
+/// for fewer tiles than SMs): where there is such a plan and the tiles are at least
+/// 3/4 inside C (64x4096x4096 would compute half of every tile for nothing).
 /// H200, session 28 (docs/PERFORMANCE.md): 1.07-1.40x faster than the heuristic's
 /// choice before on 1000^3, 640x640x2048, 768x768x1024 to x4096, 1280x1024x768 and
-/// x1024, 1024x1024x2048 to x8192, 2048x1024x2048 and 512x512x8192.
+/// x1024, 1024x1024x2048 to x8192, 2048x1024x2048 and 512x512x8192. Session 30: with
+/// tiles 80-87% inside C (900x1300, 450x1800, 950x950, 333x2000 and 550x750 from
+/// K = 500-1600 on) the fastest of 19 kernels or within 1%, where the heuristic ran
+/// the 64x128 tile with K split 1.2-1.5x slower; the limit was 7/8.
 pub fn whole_split(gpu: &Gpu, s: Shape) -> bool {
     // A plan with no whole tiles splits every tile; two equal parts start at `cut`.
-    inside_tiles(s)
+    inside_tiles(s, 3, 4)
         && tail_split(gpu, s).is_some_and(|p| {
             p.dp_tiles == 0 && (p.parts > 2 || p.cut as u64 >= WHOLE_SPLIT_MIN_STEPS_TWO)
         })
 }
 
-/// Whether stage 4's 128x128 tiles lie at least 7/8 inside C (64x4096x4096: half).
-fn inside_tiles(s: Shape) -> bool {
-    8 * s.m as u64 * s.n as u64 >= 7 * stage4_tiles(s) * (MM_BM * MM_BN) as u64
+/// Whether stage 4's 128x128 tiles lie at least `num/den` inside C (64x4096x4096:
+/// half).
+fn inside_tiles(s: Shape, num: u64, den: u64) -> bool {
+    den * s.m as u64 * s.n as u64 >= num * stage4_tiles(s) * (MM_BM * MM_BN) as u64
 }
 
 /// Stage 4's (and 4k's and 4s's) 128x128 tiles over the product.
@@ -1103,16 +1201,21 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   wave, K at most 1024: the 3-stage `cp.async` 64x64 tile of 4 warps, unsplit
 ///   ([`covers_whole`]; H200, 2026-11-25: 1024^3), as two K slices of 4 warps where
 ///   K is at least 512 (H200, 2026-11-26);
-/// * products of fewer 128x128 tiles than SMs, at least 7/8 inside C, that
+/// * products of fewer 128x128 tiles than SMs, at least 3/4 inside C, that
 ///   [`tail_plan`] splits (enough K for every tile in parts that fill the slots; two
 ///   parts only from [`WHOLE_SPLIT_MIN_STEPS_TWO`] K steps each): stage 4s with every
 ///   tile split along K ([`whole_split`]); where it does not and the tiles are at
-///   least 7/8 of the SMs, stage 4 (H200, session 28: 1024x2048x512 and 1408x1408x512
+///   least 7/8 of the SMs and 7/8 inside C, stage 4 (H200, session 28: 1024x2048x512 and 1408x1408x512
 ///   1.09-1.10x faster than the two-part split);
 /// * on Hopper, where the 64x128 tile's blocks with K over a cluster of 2 fill 7/8 to
 ///   all of one wave (3 blocks per SM), K at least 1024: that (H200, session 28:
 ///   1024x1536, 1536x1024 and 2048x768 with K = 1024 to 4096, 1.02-1.22x faster than
 ///   K split in 4);
+/// * on Hopper, products with partial 64x64 edge tiles: the 64x128 (or 128x64) tile
+///   with K over a cluster of 4, or the 64x128 tile over a cluster of 2, where the
+///   clusters fit one wave and fill at least half of it ([`ragged_cluster`]; H200,
+///   session 30: on 60 ragged products outside the fitted set, with the
+///   [`whole_split`] limit of 3/4, 1.12x faster in geometric mean);
 /// * K below 1024: by the count of 64x64 tiles, the 4-stage 64x64 tile unsplit, the
 ///   4-stage 32x64 tile with K over a cluster of 2, or stage 4 ([`short_k`]; H200,
 ///   session 29: of 17 mid shapes at K = 256, 512 and 768, the 24 products it takes
@@ -1197,8 +1300,11 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     if whole_split(gpu, s) {
         return MatmulKernel::WarpTiledTail;
     }
-    if 8 * stage4_tiles(s) >= 7 * sms && inside_tiles(s) {
+    if 8 * stage4_tiles(s) >= 7 * sms && inside_tiles(s, 7, 8) {
         return MatmulKernel::WarpTiled;
+    }
+    if let Some(kernel) = ragged_cluster(gpu, s, cluster) {
+        return kernel;
     }
     if s.k < 1024 {
         if let Some(kernel) = short_k(gpu, s, cluster(MmLoop::Async(ASYNC32_S4), 2)) {
@@ -1218,6 +1324,92 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
         tile,
         split_k: split_for(tile_blocks(&MM_TILES[tile], s.m, s.n), 8, 192),
     }
+}
+
+/// The heuristic's rule for products whose 64x64 tiles are partial at an edge (`m` or
+/// `n` not a multiple of 64), where the rules before it left them, on Hopper: the
+/// 64x128 tile (or the 128x64 tile, where its tiles pad C less) with K over a
+/// cluster of 4, where those clusters fit one wave of the device ([`cluster_wave`])
+/// and fill at least half of it; otherwise the 64x128 tile with K over a cluster of
+/// 2 on the same terms. Every slice at least 64 of K.
+///
+/// Partial tiles cost the 4-stage `cp.async` tiles of [`short_k`] most (their edge
+/// loads are predicated element by element), and a split through clusters adds its
+/// slices in distributed shared memory, with no second launch. On aligned products
+/// [`short_k`] stays faster (512x1024, 1024x1536 and 15 more at K = 256-768: the
+/// 4-stage 64x64 tile 1.02-1.39x faster than these clusters). Fitted on 84 ragged
+/// products (14 shapes x K = 300-2000) and checked on 60 others (15 shapes x K =
+/// 400-1600; H200, session 30, docs/PERFORMANCE.md): with this rule and the
+/// [`whole_split`] limit of 3/4, `Auto` runs the fastest of 19 kernels or one within
+/// 7% on all 60 (geometric mean 1.004x the fastest, against 1.123x before). Ms:
+///
+/// | shape | blocks / wave | this rule | before |
+/// |---|---|---|---|
+/// | 550x750x400 | 216 / 368 (clusters of 4) | 0.0208 | 0.0231 (4-stage 64x64) |
+/// | 700x900x500 | 352 / 368 (4) | 0.0274 | 0.0342 (4-stage 32x64 over 2) |
+/// | 1200x1200x700 | 380 / 396 (2) | 0.0628 | 0.0753 (stage 4) |
+/// | 777x999x1100 | 208 / 396 (2) | 0.0762 | 0.0866 (64x128, K split in 4) |
+/// | 1050x1250x800 | 340 / 396 (2) | 0.0787 | 0.1204 (64x128, K split in 4) |
+fn ragged_cluster(
+    gpu: &Gpu,
+    s: Shape,
+    cluster: impl Fn(MmLoop, u32) -> Option<usize>,
+) -> Option<MatmulKernel> {
+    if s.m.is_multiple_of(64) && s.n.is_multiple_of(64) {
+        return None;
+    }
+    let padded = |t: &MmTile| {
+        s.m.div_ceil(t.bm) as u64 * t.bm as u64 * s.n.div_ceil(t.bn) as u64 * t.bn as u64
+    };
+    let four = match padded(&MM_TILES[TILE128X64]) < padded(&MM_TILES[TILE64X128]) {
+        true => TILE128X64,
+        false => TILE64X128,
+    };
+    [(four, 4u32), (TILE64X128, 2)]
+        .into_iter()
+        .find_map(|(tile, c)| {
+            let config = cluster(MmLoop::Tile(tile), c)?;
+            let blocks = tile_blocks(&MM_TILES[tile], s.m, s.n) * c as u64;
+            let wave = cluster_wave(gpu, config) as u64;
+            (blocks <= wave && 2 * blocks >= wave && s.k / c >= 64).then_some(config)
+        })
+        .map(|config| MatmulKernel::TileCluster { config })
+}
+
+/// The blocks of cluster config `config` that one wave of the device holds: on a GPU
+/// the driver's count ([`cluster_resident_blocks`]; on the H200, 396 of 396 slots for
+/// the 64x128 tile over clusters of 2, 368 over clusters of 4, as clusters stay inside
+/// a GPC); on the emulator, which has no GPCs, its SMs times the tile's blocks per SM,
+/// rounded down to whole clusters. 0 where the query fails (no rule then applies).
+pub fn cluster_wave(gpu: &Gpu, config: usize) -> u32 {
+    let Some(c) = MM_CLUSTER_CONFIGS.get(config) else {
+        return 0;
+    };
+    match gpu.kind() {
+        simt::BackendKind::Emulator => {
+            let slots = gpu.props().sms * c.tile().min_blocks;
+            slots / c.cluster * c.cluster
+        }
+        _ => cluster_resident_blocks(gpu, config).unwrap_or(0),
+    }
+}
+
+/// The index in [`MM_TILES`] of the 64x128 tile (32x64 warp tiles, 3 blocks per SM).
+const TILE64X128: usize = mm_tile(64, 128);
+/// The index in [`MM_TILES`] of the 128x64 tile.
+const TILE128X64: usize = mm_tile(128, 64);
+
+/// The index of the `bm x bn` tile in [`MM_TILES`]; a compile error where there is
+/// none.
+const fn mm_tile(bm: u32, bn: u32) -> usize {
+    let mut i = 0;
+    while i < MM_TILES.len() {
+        if MM_TILES[i].bm == bm && MM_TILES[i].bn == bn {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("MM_TILES lacks a tile the heuristic names")
 }
 
 /// The heuristic's rules for K below 1024 (too short to split in parts that pay for
@@ -1266,7 +1458,7 @@ fn short_k(gpu: &Gpu, s: Shape, cluster32: Option<usize>) -> Option<MatmulKernel
             .filter(|_| s.k >= 128)
             .map(|config| MatmulKernel::TileCluster { config });
     }
-    (4 * stage4_tiles(s) >= 3 * sms && inside_tiles(s)).then_some(MatmulKernel::WarpTiled)
+    (4 * stage4_tiles(s) >= 3 * sms && inside_tiles(s, 7, 8)).then_some(MatmulKernel::WarpTiled)
 }
 
 /// The index in [`MM_ASYNC_TILES`] of the 4-stage `cp.async` 64x64 tile of 4 warps.
