@@ -1337,8 +1337,8 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
 /// Partial tiles cost the 4-stage `cp.async` tiles of [`short_k`] most (their edge
 /// loads are predicated element by element), and a split through clusters adds its
 /// slices in distributed shared memory, with no second launch. On aligned products
-/// [`short_k`] stays faster (512x1024, 1024x1536 and 15 more at K = 256-768: the
-/// 4-stage 64x64 tile 1.02-1.39x faster than these clusters). Fitted on 84 ragged
+/// the rules after it stay faster: of 21 aligned products (17 shapes at K = 256-768)
+/// this rule would move, 18 ran slower (512x1024: 1.30-1.39x), 3 faster (1.01-1.07x). Fitted on 84 ragged
 /// products (14 shapes x K = 300-2000) and checked on 60 others (15 shapes x K =
 /// 400-1600; H200, session 30, docs/PERFORMANCE.md): with this rule and the
 /// [`whole_split`] limit of 3/4, `Auto` runs the fastest of 19 kernels or one within
