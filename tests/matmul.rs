@@ -127,6 +127,9 @@ fn small_and_ragged() {
         (130, 260, 13),
         (256, 384, 40),
         (260, 300, 48),
+        // Edge tiles of the `cp.async` tiles over several whole K steps (their
+        // hoisted inside/outside chunks), then a partial one.
+        (100, 200, 100),
     ] {
         check(m, n, k, 0, true);
     }
@@ -134,7 +137,14 @@ fn small_and_ragged() {
 
 #[test]
 fn strided_and_misaligned() {
-    for (m, n, k, pad) in [(33, 65, 17, 1), (128, 128, 128, 3), (70, 200, 35, 4)] {
+    // (100 x 198 with rows of 200: B's rows aligned, its last chunk of columns partly
+    // inside, which the `cp.async` tiles copy piece by piece.)
+    for (m, n, k, pad) in [
+        (33, 65, 17, 1),
+        (128, 128, 128, 3),
+        (70, 200, 35, 4),
+        (100, 198, 100, 2),
+    ] {
         check(m, n, k, pad, true);
         check(m, n, k, pad, false);
     }
