@@ -150,26 +150,6 @@ pub(crate) unsafe fn async_main<
     // step next to 1024 FMAs in the 64x64 4-warp tile, where ncu counted 10% more
     // instructions than Triton's kernel of the same tiling.
     let interior = vec_a && vec_b && row0 + BM <= m && col0 + BN <= n;
-    // An edge tile with aligned operands (and B's columns in whole chunks) copies whole
-    // K steps as 16-byte chunks too: each of this thread's chunks lies wholly inside
-    // or wholly outside its matrix on every step, so whether it does is found once
-    // here (bit i for copy i), and a chunk outside becomes a 0-byte copy (zeros). The
-    // checked path is left to the last, partial K step and to unaligned operands.
-    // (Not in the 16x128 tile: its 16 copies of B a step kept one more register live
-    // across the loop, and ptxas spilled on sm_80.)
-    let edge_a = LB <= 8 && vec_a && !interior;
-    let edge_b = LB <= 8 && vec_b && !interior && (n % 4 == 0 || col0 + BN <= n);
-    let (mut a_in, mut b_in) = (0u32, 0u32);
-    if edge_a || edge_b {
-        for i in 0..LA {
-            let r = (t + i * threads) / A_CHUNKS;
-            a_in |= ((row0 + r < m) as u32) << i;
-        }
-        for i in 0..LB {
-            let ch = (t + i * threads) % (BN / 4);
-            b_in |= ((col0 + 4 * ch + 4 <= n) as u32) << i;
-        }
-    }
 
     // Issues the copies of step `st` into its stage and commits them as one group
     // (an empty group past the slice, so every step's `wait` counts the same).
@@ -210,66 +190,6 @@ pub(crate) unsafe fn async_main<
                             16,
                         )
                     };
-                }
-            } else if (edge_a || edge_b) && k0 + BK <= k_end {
-                for i in 0..LA {
-                    let e = t + i * threads;
-                    let (r, ch) = (e / A_CHUNKS, e % A_CHUNKS);
-                    let dst = s_a.add((r * BK + 4 * a_chunk(r, ch)) as usize);
-                    if edge_a {
-                        let inside = (a_in >> i) & 1 != 0;
-                        let src = match inside {
-                            true => a.wrapping_add(((row0 + r) * lda + k0 + 4 * ch) as usize),
-                            false => a,
-                        };
-                        // SAFETY: inside: row row0 + r < m, columns k0 + 4ch ..+4 <= k_end
-                        // <= k (a whole step), 16-byte aligned (vec_a); outside: 0 bytes
-                        // from A's base. The chunk lies in this stage of A.
-                        unsafe { copy_async::<16, f32>(dst, src, 16 * inside as u32) };
-                    } else {
-                        let (gr, gk) = (row0 + r, k0 + 4 * ch);
-                        let valid = if gr < m { 4 } else { 0 };
-                        // SAFETY: row gr < m and columns gk..gk+4 <= k_end when valid > 0;
-                        // the chunk lies in this stage of A.
-                        unsafe {
-                            copy_chunk(
-                                dst,
-                                a.wrapping_add((gr * lda + gk) as usize),
-                                a,
-                                valid,
-                                vec_a,
-                            )
-                        };
-                    }
-                }
-                for i in 0..LB {
-                    let e = t + i * threads;
-                    let (kr, ch) = (e / (BN / 4), e % (BN / 4));
-                    let dst = s_b.add((kr * BN + 4 * ch) as usize);
-                    if edge_b {
-                        let inside = (b_in >> i) & 1 != 0;
-                        let src = match inside {
-                            true => b.wrapping_add(((k0 + kr) * ldb + col0 + 4 * ch) as usize),
-                            false => b,
-                        };
-                        // SAFETY: inside: row k0 + kr < k_end (a whole step), columns
-                        // col0 + 4ch ..+4 <= n, 16-byte aligned (vec_b); outside (whole
-                        // chunks: n % 4 = 0 or the tile inside): 0 bytes from B's base.
-                        unsafe { copy_async::<16, f32>(dst, src, 16 * inside as u32) };
-                    } else {
-                        let (gk, gc) = (k0 + kr, col0 + 4 * ch);
-                        let valid = if gc < n { (n - gc).min(4) } else { 0 };
-                        // SAFETY: row gk < k_end and columns gc..gc+valid < n when valid > 0.
-                        unsafe {
-                            copy_chunk(
-                                dst,
-                                b.wrapping_add((gk * ldb + gc) as usize),
-                                b,
-                                valid,
-                                vec_b,
-                            )
-                        };
-                    }
                 }
             } else if k0 < k_end {
                 for i in 0..LA {
