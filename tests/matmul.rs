@@ -127,8 +127,8 @@ fn small_and_ragged() {
         (130, 260, 13),
         (256, 384, 40),
         (260, 300, 48),
-        // Edge tiles of the `cp.async` tiles over several whole K steps (their
-        // hoisted inside/outside chunks), then a partial one.
+        // Edge tiles of the `cp.async` tiles over several whole K steps, then a
+        // partial one.
         (100, 200, 100),
     ] {
         check(m, n, k, 0, true);

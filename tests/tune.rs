@@ -4,8 +4,9 @@
 mod common;
 use common::*;
 use rust_simt::ops::matmul::{
-    auto_candidates, auto_heuristic, auto_key, matmul, tail_split, whole_split, Epilogue,
-    MatmulKernel, Shape, MM_ASYNC_TILES, MM_TILES,
+    auto_candidates, auto_heuristic, auto_key, cluster_resident_blocks, cluster_wave, matmul,
+    tail_split, whole_split, Epilogue, MatmulKernel, Shape, MM_ASYNC_TILES, MM_CLUSTER_CONFIGS,
+    MM_TILES,
 };
 use rust_simt::ops::softmax::has_clusters;
 use rust_simt::tune::{self, Cache, Config, Entry, Key, Timing};
@@ -466,6 +467,25 @@ fn heuristic_picks_by_shape() {
     // stage 4.
     assert_eq!(at132(1300, 1400, 1300), MatmulKernel::WarpTiledTail);
     assert_eq!(at132(1300, 1400, 900), MatmulKernel::WarpTiled);
+    // Outside the measured domain (a side under 256 or K past 2048) the rules before
+    // session 30 apply: 32 x 8192 keeps the 64x128 tile with K split, 100 x 4096
+    // (tiles 78% inside C) is not split whole.
+    assert!(matches!(at132(32, 8192, 8192), MatmulKernel::Tile { .. }));
+    assert!(!whole_split(&g132, shape(100, 4096, 4096)));
+    // The cluster wave: on the emulator (no GPCs) the SMs times the tile's 3 blocks, in
+    // whole clusters; the driver's count of resident clusters there is a worker each.
+    let c4 = (0..MM_CLUSTER_CONFIGS.len())
+        .find(|&c| MatmulKernel::TileCluster { config: c }.label() == "tile64x128/c4")
+        .unwrap();
+    assert_eq!(cluster_wave(&g132, c4), 396);
+    assert_eq!(cluster_resident_blocks(&g132, c4).unwrap(), 132);
+    assert_eq!(cluster_wave(&g132, 99), 0);
+    assert!(cluster_resident_blocks(&g132, 99).is_err());
+    // The tuner keeps ragged and aligned products of one bucket apart.
+    assert_ne!(
+        auto_key(&g132, shape(1000, 1500, 512)),
+        auto_key(&g132, shape(1024, 1536, 512))
+    );
     assert_eq!(at132(1024, 2048, 2048), MatmulKernel::WarpTiledTail);
     assert_eq!(at132(1024, 2048, 1024), MatmulKernel::WarpTiled);
     assert_eq!(at132(1408, 1408, 512), MatmulKernel::WarpTiled);

@@ -650,6 +650,8 @@ pub fn cluster_resident_blocks(gpu: &Gpu, config: usize) -> Result<u32> {
     if !super::softmax::has_clusters(gpu) {
         return Ok(0);
     }
+    // The query needs the kernel's module loaded (a no-op once it is).
+    ptx::load(gpu)?;
     // The occupancy query reads only the kernel's block and shared memory, which do
     // not depend on the arguments.
     let null = MatmulSplitParams {
@@ -793,8 +795,10 @@ pub const WHOLE_SPLIT_MIN_STEPS: u64 = 18;
 /// slower than stage 4, 1408x1408x1024 the tuner's choice); of 128 (1024x2048x2048,
 /// 1408x1408x2048) the tuner's choice. Session 30 (`fp32_trial`): 1300x1400 and
 /// 1700x1100 (121 and 126 tiles) with parts of 81 and 125 steps (K = 1300, 2000)
-/// 1.03-1.06x faster than stage 4, of 56 (K = 900) 1.4-2.6%, of 31 (K = 500) 2.4%
-/// slower: the break-even lies between 64 and 81 steps (the limit was 128).
+/// 1.03-1.06x faster than stage 4, of 44 and 56 steps 0.4-2.6% faster, of 31 and 19
+/// 0.7-6.6% slower. The break-even depends on the shape (64 steps lost 1% on
+/// 1024x2048x1024 in session 28): 72 keeps both sessions' losses out (the limit was
+/// 128).
 pub const WHOLE_SPLIT_MIN_STEPS_TWO: u64 = 72;
 
 /// Stage 4s's plan for `tiles` 128x128 tiles of `ksteps` K steps (of 8) on `sms` SMs
@@ -1076,6 +1080,14 @@ pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
         .flag("aligned", s.aligned)
         .flag("tail_split", tail_split(gpu, s).is_some())
         .flag("tiles64", covers_whole(gpu, s))
+        .flag("ragged", is_ragged(s))
+}
+
+/// Whether `m` or `n` is not a multiple of 64 (partial 64x64 edge tiles), where
+/// [`ragged_cluster`] may apply: 1000x1500 and 1024x1536 share their power-of-two
+/// buckets and not their kernels.
+fn is_ragged(s: Shape) -> bool {
+    !(s.m.is_multiple_of(64) && s.n.is_multiple_of(64))
 }
 
 /// Stage 4s's plan for a product on this device ([`tail_plan`] over stage 4's
@@ -1089,17 +1101,32 @@ pub fn tail_split(gpu: &Gpu, s: Shape) -> Option<TailPlan> {
 /// 3/4 inside C (64x4096x4096 would compute half of every tile for nothing).
 /// H200, session 28 (docs/PERFORMANCE.md): 1.07-1.40x faster than the heuristic's
 /// choice before on 1000^3, 640x640x2048, 768x768x1024 to x4096, 1280x1024x768 and
-/// x1024, 1024x1024x2048 to x8192, 2048x1024x2048 and 512x512x8192. Session 30: with
-/// tiles 80-87% inside C (900x1300, 450x1800, 950x950, 333x2000 and 550x750 from
-/// K = 500-1600 on) the fastest of 19 kernels or within 1%, where the heuristic ran
-/// the 64x128 tile with K split 1.2-1.5x slower; the limit was 7/8.
+/// x1024, 1024x1024x2048 to x8192, 2048x1024x2048 and 512x512x8192. Session 30: on the
+/// 31 ragged products of its fit and check sets that it and [`WHOLE_SPLIT_MIN_STEPS_TWO`]
+/// newly take (tiles 75-92% inside C: 900x1300 from K = 500, 950x950 from 800,
+/// 450x1800, 333x2000, 550x750, ...), the fastest of 18 kernels or within 1% on 27,
+/// 1-7% behind on 4 (700x900 at K = 900 and 1300, 400x1600 at K = 800 and 1100), and
+/// 1.02-1.50x faster than the kernel the heuristic ran before; the limit was 7/8.
 pub fn whole_split(gpu: &Gpu, s: Shape) -> bool {
+    // 3/4 only where that was measured (both sides at least 256, K at most 2048): 7/8
+    // elsewhere, as before (100x4096x4096's tiles are 78% inside C, never timed split).
+    let (num, den) = match s.m.min(s.n) >= MEASURED_MIN_SIDE && s.k <= MEASURED_MAX_K {
+        true => (3, 4),
+        false => (7, 8),
+    };
     // A plan with no whole tiles splits every tile; two equal parts start at `cut`.
-    inside_tiles(s, 3, 4)
+    inside_tiles(s, num, den)
         && tail_split(gpu, s).is_some_and(|p| {
             p.dp_tiles == 0 && (p.parts > 2 || p.cut as u64 >= WHOLE_SPLIT_MIN_STEPS_TWO)
         })
 }
+
+/// The smallest side and the largest K of the products that fitted [`ragged_cluster`]
+/// and [`whole_split`]'s 3/4 (H200, session 30: sides 300 to 2500, K 300 to 2000);
+/// outside them the rules before session 30 apply.
+const MEASURED_MIN_SIDE: u32 = 256;
+/// See [`MEASURED_MIN_SIDE`].
+const MEASURED_MAX_K: u32 = 2048;
 
 /// Whether stage 4's 128x128 tiles lie at least `num/den` inside C (64x4096x4096:
 /// half).
@@ -1201,21 +1228,23 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   wave, K at most 1024: the 3-stage `cp.async` 64x64 tile of 4 warps, unsplit
 ///   ([`covers_whole`]; H200, 2026-11-25: 1024^3), as two K slices of 4 warps where
 ///   K is at least 512 (H200, 2026-11-26);
-/// * products of fewer 128x128 tiles than SMs, at least 3/4 inside C, that
-///   [`tail_plan`] splits (enough K for every tile in parts that fill the slots; two
-///   parts only from [`WHOLE_SPLIT_MIN_STEPS_TWO`] K steps each): stage 4s with every
-///   tile split along K ([`whole_split`]); where it does not and the tiles are at
-///   least 7/8 of the SMs and 7/8 inside C, stage 4 (H200, session 28: 1024x2048x512 and 1408x1408x512
+/// * products of fewer 128x128 tiles than SMs, at least 3/4 inside C (7/8 where a
+///   side is under 256 or K past 2048), that [`tail_plan`] splits (enough K for every
+///   tile in parts that fill the slots; two parts only from
+///   [`WHOLE_SPLIT_MIN_STEPS_TWO`] K steps each): stage 4s with every tile split along
+///   K ([`whole_split`]); where it does not and the tiles are at least 7/8 of the SMs
+///   and 7/8 inside C, stage 4 (H200, session 28: 1024x2048x512 and 1408x1408x512
 ///   1.09-1.10x faster than the two-part split);
+/// * on Hopper, products with partial 64x64 edge tiles, sides of 256 or more and K up
+///   to 2048: the 64x128 (or 128x64) tile with K over a cluster of 4, or the 64x128
+///   tile over a cluster of 2, where the clusters fit one wave and fill at least half
+///   of it ([`ragged_cluster`]; H200, session 30: on 60 ragged products outside the
+///   fitted set, with the [`whole_split`] limit of 3/4, 1.11x faster in geometric
+///   mean);
 /// * on Hopper, where the 64x128 tile's blocks with K over a cluster of 2 fill 7/8 to
 ///   all of one wave (3 blocks per SM), K at least 1024: that (H200, session 28:
 ///   1024x1536, 1536x1024 and 2048x768 with K = 1024 to 4096, 1.02-1.22x faster than
 ///   K split in 4);
-/// * on Hopper, products with partial 64x64 edge tiles: the 64x128 (or 128x64) tile
-///   with K over a cluster of 4, or the 64x128 tile over a cluster of 2, where the
-///   clusters fit one wave and fill at least half of it ([`ragged_cluster`]; H200,
-///   session 30: on 60 ragged products outside the fitted set, with the
-///   [`whole_split`] limit of 3/4, 1.12x faster in geometric mean);
 /// * K below 1024: by the count of 64x64 tiles, the 4-stage 64x64 tile unsplit, the
 ///   4-stage 32x64 tile with K over a cluster of 2, or stage 4 ([`short_k`]; H200,
 ///   session 29: of 17 mid shapes at K = 256, 512 and 768, the 24 products it takes
@@ -1327,7 +1356,8 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
 }
 
 /// The heuristic's rule for products whose 64x64 tiles are partial at an edge (`m` or
-/// `n` not a multiple of 64), where the rules before it left them, on Hopper: the
+/// `n` not a multiple of 64), both sides at least 256 and K at most 2048 (the measured
+/// domain), where the rules before it left them, on Hopper: the
 /// 64x128 tile (or the 128x64 tile, where its tiles pad C less) with K over a
 /// cluster of 4, where those clusters fit one wave of the device ([`cluster_wave`])
 /// and fill at least half of it (9/16 with aligned operands and K of 1024 or more);
@@ -1338,11 +1368,12 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
 /// loads are predicated element by element), and a split through clusters adds its
 /// slices in distributed shared memory, with no second launch. On aligned products
 /// the rules after it stay faster: of 21 aligned products (17 shapes at K = 256-768)
-/// this rule would move, 18 ran slower (512x1024: 1.30-1.39x), 3 faster (1.01-1.07x). Fitted on 84 ragged
+/// this rule would move, 12 ran 1.02-1.39x slower on the clusters (512x1024:
+/// 1.30-1.39x), 6 within 1%, 3 faster (384x1536x256 1.08x, 768x768x256 1.05x). Fitted on 84 ragged
 /// products (14 shapes x K = 300-2000) and checked on 60 others (15 shapes x K =
 /// 400-1600; H200, session 30, docs/PERFORMANCE.md): with this rule and the
-/// [`whole_split`] limit of 3/4, `Auto` runs the fastest of 19 kernels or one within
-/// 7% on all 60 (geometric mean 1.004x the fastest, against 1.123x before). Ms:
+/// [`whole_split`] limit of 3/4, `Auto` runs the fastest of 18 kernels or one within
+/// 7% on all 60 (geometric mean 1.00x the fastest, against 1.12x before). Ms:
 ///
 /// | shape | blocks / wave | this rule | before |
 /// |---|---|---|---|
@@ -1356,7 +1387,9 @@ fn ragged_cluster(
     s: Shape,
     cluster: impl Fn(MmLoop, u32) -> Option<usize>,
 ) -> Option<MatmulKernel> {
-    if s.m.is_multiple_of(64) && s.n.is_multiple_of(64) {
+    // Only where it was measured: both sides at least 256 and K at most 2048 (decode-like
+    // shapes such as 32x8192x8192 keep the rules after it).
+    if !is_ragged(s) || s.m.min(s.n) < MEASURED_MIN_SIDE || s.k > MEASURED_MAX_K {
         return None;
     }
     let padded = |t: &MmTile| {
@@ -1559,4 +1592,21 @@ pub fn matmul_host(
         epilogue,
     )?;
     gpu.download(&cb)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `by_cluster_config!`'s arms name the kernels of [`MM_CLUSTER_CONFIGS`] in order.
+    #[test]
+    fn cluster_configs_run_their_kernels() {
+        for config in 0..MM_CLUSTER_CONFIGS.len() {
+            let name = by_cluster_config!(config, K => K::NAME);
+            assert_eq!(
+                Some(name),
+                MatmulKernel::TileCluster { config }.kernel_name()
+            );
+        }
+    }
 }
