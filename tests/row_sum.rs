@@ -58,6 +58,23 @@ fn check_on(g: &rust_simt::Gpu, rows: usize, cols: usize, ld: usize, lo: f32, hi
     }
 }
 
+/// `kernel` refuses the view `view()` with a shape error that points to `Auto`, and
+/// `Auto` sums it: every row to `want`.
+fn refused_then_auto<'a>(
+    g: &rust_simt::Gpu,
+    kernel: RowSumKernel,
+    view: impl Fn() -> rust_simt::MatrixRef<'a, f32>,
+    out: &mut rust_simt::Buffer<f32>,
+    want: f32,
+) {
+    match row_sum_with(g, kernel, view(), out) {
+        Err(SimtError::Shape { detail, .. }) => assert!(detail.contains("Auto"), "{detail}"),
+        other => panic!("expected a Shape error from {kernel:?}, got {other:?}"),
+    }
+    row_sum_with(g, RowSumKernel::Auto, view(), out).unwrap();
+    assert!(g.download(out).unwrap().iter().all(|&s| s == want));
+}
+
 #[test]
 fn hand_worked() {
     // rows [1..=4] and [0.5, -0.5, 2, 8]: 10 and 10
@@ -194,15 +211,9 @@ fn tiny_rows_four_per_thread() {
     let g = gpu();
     let x = g.upload(&vec![1.0f32; 3 * 101]).unwrap();
     let mut out = g.alloc::<f32>(100).unwrap();
-    let view = x.matrix_at(1, Layout::strided(100, 3, 3)).unwrap();
-    assert!(!tiny_takes(&view));
-    match row_sum_with(&g, RowSumKernel::Tiny, view, &mut out) {
-        Err(SimtError::Shape { detail, .. }) => assert!(detail.contains("Auto"), "{detail}"),
-        other => panic!("expected a Shape error, got {other:?}"),
-    }
-    let view = x.matrix_at(1, Layout::strided(100, 3, 3)).unwrap();
-    row_sum_with(&g, RowSumKernel::Auto, view, &mut out).unwrap();
-    assert!(g.download(&out).unwrap().iter().all(|&s| s == 3.0));
+    let view = || x.matrix_at(1, Layout::strided(100, 3, 3)).unwrap();
+    assert!(!tiny_takes(&view()));
+    refused_then_auto(&g, RowSumKernel::Tiny, view, &mut out, 3.0);
 }
 
 #[test]
@@ -298,15 +309,9 @@ fn wide_rows_a_warp_each() {
     let off = x.matrix_at(1, Layout::strided(299, 256, 256)).unwrap();
     assert_eq!(auto(off), RowSumKernel::Warp);
     // A row start off a 16-byte boundary: WarpWide refuses the view, Auto sums it.
-    let view = x.matrix_at(1, Layout::strided(299, 256, 256)).unwrap();
-    assert!(!wide_takes(&view));
-    match row_sum_with(&g, RowSumKernel::WarpWide, view, &mut out) {
-        Err(SimtError::Shape { detail, .. }) => assert!(detail.contains("Auto"), "{detail}"),
-        other => panic!("expected a Shape error, got {other:?}"),
-    }
-    let view = x.matrix_at(1, Layout::strided(299, 256, 256)).unwrap();
-    row_sum_with(&g, RowSumKernel::Auto, view, &mut out).unwrap();
-    assert!(g.download(&out).unwrap().iter().all(|&s| s == 128.0));
+    let view = || x.matrix_at(1, Layout::strided(299, 256, 256)).unwrap();
+    assert!(!wide_takes(&view()));
+    refused_then_auto(&g, RowSumKernel::WarpWide, view, &mut out, 128.0);
 }
 
 #[test]

@@ -27,58 +27,23 @@ use crate::ptx;
 /// Runs `$body` with `$k` the kernel type of cluster config `$config`
 /// ([`MM_CLUSTER_CONFIGS`]; the last arm takes any index past the others, so callers
 /// check the index first). The one list of the cluster split-K kernels.
+#[rustfmt::skip]
 macro_rules! by_cluster_config {
     ($config:expr, $k:ident => $body:expr) => {{
         use kernels::matmul_cluster_splitk::*;
-        const _: () = assert!(
-            MM_CLUSTER_CONFIGS.len() == 11,
-            "one arm per MM_CLUSTER_CONFIGS entry"
-        );
+        const _: () = assert!(MM_CLUSTER_CONFIGS.len() == 11, "one arm per MM_CLUSTER_CONFIGS entry");
         match $config {
-            0 => {
-                type $k = matmul_relu_cluster_tile_64x128_c2;
-                $body
-            }
-            1 => {
-                type $k = matmul_relu_cluster_tile_64x128_c4;
-                $body
-            }
-            2 => {
-                type $k = matmul_relu_cluster_tile_64x128_c8;
-                $body
-            }
-            3 => {
-                type $k = matmul_relu_cluster_tile_128x64_c4;
-                $body
-            }
-            4 => {
-                type $k = matmul_relu_cluster_tile_64x64_c4;
-                $body
-            }
-            5 => {
-                type $k = matmul_relu_cluster_async_s4_32x64_c2;
-                $body
-            }
-            6 => {
-                type $k = matmul_relu_cluster_async_s4_32x64_c4;
-                $body
-            }
-            7 => {
-                type $k = matmul_relu_cluster_async_s4_16x64_c2;
-                $body
-            }
-            8 => {
-                type $k = matmul_relu_cluster_async_s4_16x64_c4;
-                $body
-            }
-            9 => {
-                type $k = matmul_relu_cluster_async_s4_64x64_c4;
-                $body
-            }
-            _ => {
-                type $k = matmul_relu_cluster_async_64x64_w4_c2;
-                $body
-            }
+            0 => { type $k = matmul_relu_cluster_tile_64x128_c2; $body }
+            1 => { type $k = matmul_relu_cluster_tile_64x128_c4; $body }
+            2 => { type $k = matmul_relu_cluster_tile_64x128_c8; $body }
+            3 => { type $k = matmul_relu_cluster_tile_128x64_c4; $body }
+            4 => { type $k = matmul_relu_cluster_tile_64x64_c4; $body }
+            5 => { type $k = matmul_relu_cluster_async_s4_32x64_c2; $body }
+            6 => { type $k = matmul_relu_cluster_async_s4_32x64_c4; $body }
+            7 => { type $k = matmul_relu_cluster_async_s4_16x64_c2; $body }
+            8 => { type $k = matmul_relu_cluster_async_s4_16x64_c4; $body }
+            9 => { type $k = matmul_relu_cluster_async_s4_64x64_c4; $body }
+            _ => { type $k = matmul_relu_cluster_async_64x64_w4_c2; $body }
         }
     }};
 }
@@ -1110,7 +1075,7 @@ pub fn tail_split(gpu: &Gpu, s: Shape) -> Option<TailPlan> {
 pub fn whole_split(gpu: &Gpu, s: Shape) -> bool {
     // 3/4 only where that was measured (both sides at least 256, K at most 2048): 7/8
     // elsewhere, as before (100x4096x4096's tiles are 78% inside C, never timed split).
-    let (num, den) = match s.m.min(s.n) >= MEASURED_MIN_SIDE && s.k <= MEASURED_MAX_K {
+    let (num, den) = match in_measured_domain(s) {
         true => (3, 4),
         false => (7, 8),
     };
@@ -1127,6 +1092,11 @@ pub fn whole_split(gpu: &Gpu, s: Shape) -> bool {
 const MEASURED_MIN_SIDE: u32 = 256;
 /// See [`MEASURED_MIN_SIDE`].
 const MEASURED_MAX_K: u32 = 2048;
+
+/// Whether a product lies where session 30's rules were measured ([`MEASURED_MIN_SIDE`]).
+fn in_measured_domain(s: Shape) -> bool {
+    s.m.min(s.n) >= MEASURED_MIN_SIDE && s.k <= MEASURED_MAX_K
+}
 
 /// Whether stage 4's 128x128 tiles lie at least `num/den` inside C (64x4096x4096:
 /// half).
@@ -1340,7 +1310,7 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
             return kernel;
         }
     }
-    let tile = find(&MM_TILES, 64, 128, MM_ASYNC_STAGES);
+    let tile = TILE64X128;
     // On Hopper, K over a cluster of 2 where that fills 7/8 to all of one wave.
     let pairs = 2 * tile_blocks(&MM_TILES[tile], s.m, s.n);
     let slots = MM_TILES[tile].min_blocks as u64 * sms;
@@ -1389,7 +1359,7 @@ fn ragged_cluster(
 ) -> Option<MatmulKernel> {
     // Only where it was measured: both sides at least 256 and K at most 2048 (decode-like
     // shapes such as 32x8192x8192 keep the rules after it).
-    if !is_ragged(s) || s.m.min(s.n) < MEASURED_MIN_SIDE || s.k > MEASURED_MAX_K {
+    if !is_ragged(s) || !in_measured_domain(s) {
         return None;
     }
     let padded = |t: &MmTile| {
@@ -1487,10 +1457,9 @@ fn short_k(gpu: &Gpu, s: Shape, cluster32: Option<usize>) -> Option<MatmulKernel
     // Past two tiles a SM, partial edge tiles and K past 384 cost the 4-stage tile more
     // than it gains (900x1300 at K = 500 and 700, 1000x1500 at K = 700: 2.5-7% slower
     // than the 64x128 tile with K split; at K = 300 both 1.1x faster).
-    let edge_free = s.m.is_multiple_of(64) && s.n.is_multiple_of(64);
     if tiles <= sms
         || (2 * tiles > 3 * sms && tiles <= 2 * sms)
-        || (tiles > 2 * sms && tiles <= 3 * sms && (edge_free || s.k <= 384))
+        || (tiles > 2 * sms && tiles <= 3 * sms && (!is_ragged(s) || s.k <= 384))
     {
         return Some(unsplit);
     }
