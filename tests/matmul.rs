@@ -12,12 +12,13 @@ use rust_simt::{reference, SimtError};
 
 const KERNELS: [MatmulKernel; MatmulKernel::ALL.len()] = MatmulKernel::ALL;
 
-/// Every kernel that takes an `m x n` product: the stages, stages 4k and 4s, every tile
+/// Every kernel that takes an `m x n` product: the stages, stages 4w, 4k and 4s, every tile
 /// of both tile kernels unsplit and in 3 K slices (an odd count: the last slice is
 /// short), every cluster split-K kernel where the device has clusters, the GEMV paths
 /// where a side is 1 (unsplit and in 5 slices), and `Auto`.
 fn kernels_for(g: &rust_simt::Gpu, m: usize, n: usize) -> Vec<MatmulKernel> {
     let mut v = KERNELS.to_vec();
+    v.push(MatmulKernel::WarpTiledWide);
     v.push(MatmulKernel::WarpTiledStreamK);
     v.push(MatmulKernel::WarpTiledTail);
     v.extend(

@@ -706,7 +706,7 @@ fn epilogue(relu: bool) -> Epilogue {
 /// workers, as in CI, from 3 tiles; elsewhere it may run the stage 4 it falls back
 /// to), stage 4s (its split parts where `tail_plan` gives the shape a plan: on 2
 /// workers, 5 tiles from K of about 60 in two equal parts, 7 tiles from K of about
-/// 170 in three parts; else stage 4) or `Auto`.
+/// 170 in three parts; else stage 4), stage 4w or `Auto`.
 fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
     let stages = MatmulKernel::ALL.len();
     match ki {
@@ -726,10 +726,11 @@ fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel 
         }
         _ if ki == stages + 5 => MatmulKernel::WarpTiledStreamK,
         _ if ki == stages + 6 => MatmulKernel::WarpTiledTail,
+        _ if ki == stages + 7 => MatmulKernel::WarpTiledWide,
         _ => MatmulKernel::Auto,
     }
 }
-const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 8;
+const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 9;
 
 fn check_matmul(
     g: &Gpu,

@@ -18,6 +18,7 @@ fn every_kernel_is_in_the_module() {
         "matmul_relu_tiled",
         "matmul_relu_tiled_db",
         "matmul_relu_warptiled",
+        "matmul_relu_warptiled_wide",
         "fill_f32",
     ] {
         assert!(
@@ -91,6 +92,7 @@ fn bounded() -> Vec<(&'static str, u32)> {
     vec![
         cap::<s3::matmul_relu_tiled_db>(),
         cap::<s4::matmul_relu_warptiled>(),
+        cap::<kernels::matmul_warptiled_wide::matmul_relu_warptiled_wide>(),
         cap::<kernels::matmul_warptiled_streamk::matmul_relu_warptiled_streamk>(),
         cap::<kernels::matmul_warptiled_tail::matmul_relu_warptiled_tail>(),
         cap::<p6::matmul_mma_pipelined_bf16>(),
@@ -105,6 +107,9 @@ fn bounds_of(name: &str) -> rust_simt::kernels::simt_std::LaunchBounds {
     match name {
         "matmul_relu_tiled_db" => s3::matmul_relu_tiled_db::BOUNDS,
         "matmul_relu_warptiled" => s4::matmul_relu_warptiled::BOUNDS,
+        "matmul_relu_warptiled_wide" => {
+            kernels::matmul_warptiled_wide::matmul_relu_warptiled_wide::BOUNDS
+        }
         "matmul_relu_warptiled_streamk" => {
             kernels::matmul_warptiled_streamk::matmul_relu_warptiled_streamk::BOUNDS
         }

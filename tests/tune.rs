@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use rust_simt::ops::matmul::{
     auto_candidates, auto_heuristic, auto_key, cluster_resident_blocks, cluster_wave, matmul,
-    tail_split, whole_split, Epilogue, MatmulKernel, Shape, MM_ASYNC_TILES, MM_CLUSTER_CONFIGS,
-    MM_TILES,
+    tail_split, whole_split, wide_fits, Epilogue, MatmulKernel, Shape, MM_ASYNC_TILES,
+    MM_CLUSTER_CONFIGS, MM_TILES,
 };
 use rust_simt::ops::softmax::has_clusters;
 use rust_simt::tune::{self, Cache, Config, Entry, Key, Timing};
@@ -152,6 +152,7 @@ fn runs_says_which_shapes_a_kernel_takes() {
     assert!(MatmulKernel::WarpTiledTailPlan { plan: 0 }.runs(s(9, 9, 9)));
     assert!(!MatmulKernel::WarpTiledTailPlan { plan: 99 }.runs(s(9, 9, 9)));
     assert!(MatmulKernel::WarpTiled.runs(s(9, 9, 9)));
+    assert!(MatmulKernel::WarpTiledWide.runs(s(9, 9, 9)));
 }
 
 #[test]
@@ -160,6 +161,7 @@ fn labels_round_trip() {
     all.push(MatmulKernel::Auto);
     all.push(MatmulKernel::WarpTiledStreamK);
     all.push(MatmulKernel::WarpTiledTail);
+    all.push(MatmulKernel::WarpTiledWide);
     for plan in 0..rust_simt::ops::matmul::TAIL_PLANS.len() {
         all.push(MatmulKernel::WarpTiledTailPlan { plan });
     }
@@ -434,6 +436,23 @@ fn heuristic_picks_by_shape() {
     let at132 = |m, n, k| auto_heuristic(&g132, shape(m, n, k));
     assert_eq!(at132(1000, 1000, 1000), MatmulKernel::WarpTiledTail);
     assert_eq!(at132(1024, 1024, 1024), ks2);
+    // Stage 4w where its 256x128 tiles take no more waves than stage 4's and fill the
+    // last at least 7/8, from K = 1024: 2048^3 is 128 tiles (one wave of 132), 4096 x
+    // 2048 is 256 (two, the second 124 full), 1920 x 2048 pads its tiles to 2048 rows
+    // (94% inside C). Not 2048^2 at K = 512 (below WIDE_MIN_K), not 1536 x 2048 (96
+    // tiles: 73% of a wave, where stage 4's SMs left with one block run it faster),
+    // not 4096^3 (stage 4s splits stage 4's last wave).
+    let wide = MatmulKernel::WarpTiledWide;
+    assert_eq!(at132(2048, 2048, 2048), wide);
+    assert_eq!(at132(2048, 2048, 1024), wide);
+    assert_eq!(at132(4096, 2048, 2048), wide);
+    assert_eq!(at132(1920, 2048, 4096), wide);
+    assert_eq!(at132(2048, 2048, 512), MatmulKernel::WarpTiled);
+    assert_eq!(at132(1536, 2048, 2048), MatmulKernel::WarpTiled);
+    assert!(!wide_fits(&g132, shape(1536, 2048, 2048)));
+    assert_eq!(at132(4096, 4096, 4096), MatmulKernel::WarpTiledTail);
+    assert!(auto_candidates(&g132, shape(2048, 2048, 2048)).contains(&wide));
+    assert!(!auto_candidates(&g132, shape(1024, 1024, 1024)).contains(&wide));
     // (The emulator runs cluster kernels: `has_clusters` holds.)
     assert!(has_clusters(&g132));
     assert_eq!(at132(1536, 1024, 1024).label(), "tile64x128/c2");

@@ -119,6 +119,10 @@ pub const MM_BM: u32 = 128;
 pub const MM_BN: u32 = 128;
 /// Tiled matmul block tile: depth of one K step.
 pub const MM_BK: u32 = 8;
+/// Stage 4w's block tile (`matmul_warptiled_wide`): rows of C per block.
+pub const MM_WIDE_BM: u32 = 256;
+/// Stage 4w's block tile: columns of C per block.
+pub const MM_WIDE_BN: u32 = 128;
 /// Tiled matmul thread tile: each thread owns `MM_TM x MM_TN` outputs.
 pub const MM_TM: u32 = 8;
 /// See [`MM_TM`].

@@ -22,6 +22,7 @@
 //! | [`row_sum_stream`] | few, very long rows: striding blocks, 4 read-only loads in flight per thread |
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
 //! | [`matmul_warptiled_streamk`] | stage 4 on persistent blocks with a stream-K tail (stage 4k) |
+//! | [`matmul_warptiled_wide`] | stage 4 with 256x128 block tiles and a 16x8 thread tile, one block per SM (stage 4w) |
 //! | [`matmul_warptiled_tail`] | stage 4 with its partial last wave's tiles split along K, one segment per block (stage 4s) |
 //! | [`streamk`] | stream-K schedules (stages 4k and 6k) |
 //! | [`matmul_tiles`] | stage 4 with the block tile as a parameter (128x128 to 32x32) and split K: the autotuner's FP32 kernels |
@@ -45,9 +46,9 @@
 #![allow(clippy::missing_safety_doc)] // each kernel's `# Safety` lives in its doc template
 
 pub mod config;
-pub mod spill_allowance;
 pub mod params;
 pub mod softmax_parts;
+pub mod spill_allowance;
 // Stream-K schedules: stage 6k (sm_90a) and stage 4k (portable) share them.
 pub mod streamk;
 // The tile kernels' K loops serve both modules: their kernels are portable (each
@@ -85,6 +86,7 @@ portable!(
     matmul_warptiled,
     matmul_warptiled_streamk,
     matmul_warptiled_tail,
+    matmul_warptiled_wide,
     row_sum,
     row_sum_stream,
     row_sum_tiny,

@@ -8,7 +8,7 @@ pub use kernels::config::{
 };
 use kernels::config::{
     GEMV_COL_ROWS, GEMV_ROW_COLS, MM4K_PARTIAL_FLOATS, MM_ASYNC_STAGES, MM_BK, MM_BM, MM_BN,
-    NAIVE_TILE, SPLITK_REDUCE_THREADS,
+    MM_WIDE_BM, MM_WIDE_BN, NAIVE_TILE, SPLITK_REDUCE_THREADS,
 };
 pub use kernels::params::Epilogue;
 use kernels::params::{
@@ -18,6 +18,7 @@ use kernels::params::{
 use kernels::{
     matmul_cluster_splitk, matmul_gemv, matmul_naive, matmul_tiled, matmul_tiled_db, matmul_tiles,
     matmul_tiles_async, matmul_warptiled, matmul_warptiled_streamk, matmul_warptiled_tail,
+    matmul_warptiled_wide,
 };
 use simt::{dim3, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
@@ -65,6 +66,9 @@ pub enum MatmulKernel {
     /// `TiledDoubleBuffered` with warp tiles (32x64 per warp) and unchecked loads and
     /// stores in interior blocks: the fastest stage on large products.
     WarpTiled,
+    /// Stage 4w: stage 4 with 256x128 block tiles, a 16x8 thread tile and one block
+    /// of 256 threads per SM (up to 255 registers a thread).
+    WarpTiledWide,
     /// Stage 4k: stage 4 on persistent blocks (as many as the device holds at once)
     /// with a **stream-K** tail: the tiles past the last whole wave are cut along K
     /// into equal shares, so no SM idles in a partial last wave. Where the tiles are a
@@ -144,6 +148,7 @@ impl MatmulKernel {
             MatmulKernel::Tiled => "tiled",
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
             MatmulKernel::WarpTiled => "warptiled",
+            MatmulKernel::WarpTiledWide => "warptiled-wide",
             MatmulKernel::WarpTiledStreamK => "warptiled-sk",
             MatmulKernel::WarpTiledTail | MatmulKernel::WarpTiledTailPlan { .. } => {
                 "warptiled-tail"
@@ -255,6 +260,7 @@ impl MatmulKernel {
         [
             Self::ALL.as_slice(),
             &[
+                MatmulKernel::WarpTiledWide,
                 MatmulKernel::WarpTiledStreamK,
                 MatmulKernel::WarpTiledTail,
                 MatmulKernel::Auto,
@@ -274,6 +280,7 @@ impl MatmulKernel {
             MatmulKernel::Tiled => matmul_tiled::matmul_relu_tiled::NAME,
             MatmulKernel::TiledDoubleBuffered => matmul_tiled_db::matmul_relu_tiled_db::NAME,
             MatmulKernel::WarpTiled => matmul_warptiled::matmul_relu_warptiled::NAME,
+            MatmulKernel::WarpTiledWide => matmul_warptiled_wide::matmul_relu_warptiled_wide::NAME,
             MatmulKernel::WarpTiledStreamK => {
                 matmul_warptiled_streamk::matmul_relu_warptiled_streamk::NAME
             }
@@ -454,6 +461,11 @@ pub fn matmul(
         MatmulKernel::WarpTiled => {
             go::<matmul_warptiled::matmul_relu_warptiled>(gpu, grid(MM_BM, MM_BN)?, p)
         }
+        MatmulKernel::WarpTiledWide => go::<matmul_warptiled_wide::matmul_relu_warptiled_wide>(
+            gpu,
+            grid(MM_WIDE_BM, MM_WIDE_BN)?,
+            p,
+        ),
         MatmulKernel::WarpTiledStreamK => warptiled_streamk(gpu, grid(MM_BM, MM_BN)?, p),
         MatmulKernel::WarpTiledTail => warptiled_tail(gpu, grid(MM_BM, MM_BN)?, p, None),
         MatmulKernel::WarpTiledTailPlan { plan } => {
@@ -1104,6 +1116,32 @@ fn inside_tiles(s: Shape, num: u64, den: u64) -> bool {
     den * s.m as u64 * s.n as u64 >= num * stage4_tiles(s) * (MM_BM * MM_BN) as u64
 }
 
+/// The shortest K for which stage 4w was measured ahead of stage 4 (2048 x 2048 x
+/// 1024; docs/PERFORMANCE.md, session 31).
+pub const WIDE_MIN_K: u32 = 1024;
+
+/// Whether the heuristic runs stage 4w ([`MatmulKernel::WarpTiledWide`]) where it would
+/// run stage 4 whole: K of at least [`WIDE_MIN_K`], its 256x128 tiles (one block per
+/// SM) in no more waves than stage 4's 128x128 tiles (two per SM), their last wave at
+/// least 7/8 full and the tiles 7/8 inside C.
+///
+/// Per SM a wave of either covers 256x128 of C, so in the same number of waves the
+/// one with the faster K loop wins: stage 4w's halves the barriers and shared loads
+/// per FMA, and ran 2048^3 1.5-2.1% faster than stage 4 (H200, session 31). In a
+/// partial last wave stage 4 gains back what 4w cannot: its SMs left with one block
+/// run it in about 54% of a full wave's time (ncu, same session), where an SM of
+/// 4w's last wave takes the whole tile time.
+pub fn wide_fits(gpu: &Gpu, s: Shape) -> bool {
+    let sms = gpu.props().sms.max(1) as u64;
+    let wide = s.m.div_ceil(MM_WIDE_BM) as u64 * s.n.div_ceil(MM_WIDE_BN) as u64;
+    let waves = wide.div_ceil(sms);
+    let last = wide - (waves - 1) * sms;
+    s.k >= WIDE_MIN_K
+        && waves <= stage4_tiles(s).div_ceil(2 * sms)
+        && 8 * last >= 7 * sms
+        && 8 * s.m as u64 * s.n as u64 >= 7 * wide * (MM_WIDE_BM * MM_WIDE_BN) as u64
+}
+
 /// Stage 4's (and 4k's and 4s's) 128x128 tiles over the product.
 fn stage4_tiles(s: Shape) -> u64 {
     s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64
@@ -1124,6 +1162,10 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
 pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
     let sms = gpu.props().sms.max(1) as u64;
     let mut v = vec![MatmulKernel::WarpTiled];
+    // Stage 4w where its tiles fill at least 7/8 of one wave of the device.
+    if 8 * s.m.div_ceil(MM_WIDE_BM) as u64 * s.n.div_ceil(MM_WIDE_BN) as u64 >= 7 * sms {
+        v.push(MatmulKernel::WarpTiledWide);
+    }
     if let Some(plan) = tail_split(gpu, s) {
         v.push(MatmulKernel::WarpTiledTail);
         // The other three-part plans, where they apply and differ from the rule's.
@@ -1246,6 +1288,9 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     if stage4_tiles(s) >= sms {
         if tail_split(gpu, s).is_some() {
             return MatmulKernel::WarpTiledTail;
+        }
+        if wide_fits(gpu, s) {
+            return MatmulKernel::WarpTiledWide;
         }
         return MatmulKernel::WarpTiled;
     }

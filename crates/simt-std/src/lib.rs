@@ -419,7 +419,7 @@ macro_rules! __launch_shared {
 /// Register arrays (`[f32; N]` accumulators) stay in registers only when every index
 /// is a compile-time constant; a loop the optimiser does not fully unroll moves the
 /// whole array to local memory (a stack frame in the ptxas report). This makes the
-/// unrolling explicit for the counts kernels use (2, 4, 8).
+/// unrolling explicit for the counts kernels use (2, 4, 8, 16).
 #[macro_export]
 macro_rules! unroll {
     (2, $i:ident => $body:block) => {{
@@ -438,5 +438,16 @@ macro_rules! unroll {
         { const $i: usize = 5; $body }
         { const $i: usize = 6; $body }
         { const $i: usize = 7; $body }
+    }};
+    (16, $i:ident => $body:block) => {{
+        $crate::unroll!(8, $i => $body);
+        { const $i: usize = 8; $body }
+        { const $i: usize = 9; $body }
+        { const $i: usize = 10; $body }
+        { const $i: usize = 11; $body }
+        { const $i: usize = 12; $body }
+        { const $i: usize = 13; $body }
+        { const $i: usize = 14; $body }
+        { const $i: usize = 15; $body }
     }};
 }
