@@ -245,10 +245,10 @@ fn heuristic_picks_by_shape() {
         auto_heuristic(&g, shape(8192, 1, 8192)),
         MatmulKernel::GemvCol { .. }
     ));
-    // Enough 128x128 tiles for every SM: stage 4.
+    // Enough 128x128 tiles for every SM: stage 4 (K below stage 4w's WIDE_MIN_K).
     let big = 128 * (sms as f64).sqrt().ceil() as u32;
     assert_eq!(
-        auto_heuristic(&g, shape(big, big, 512)),
+        auto_heuristic(&g, shape(big, big, 256)),
         MatmulKernel::WarpTiled
     );
     // A tiny product with a long K: K split (on a device of a few SMs, over a
@@ -307,7 +307,8 @@ fn heuristic_picks_by_shape() {
     // some SMs two blocks: three parts), 2.25 waves (40 tiles left: two equal parts,
     // each alone on its SM); stage 4 where the last wave is 95% full (3.95 waves),
     // where two parts of 80 tiles would share SMs and save too little (1.5 waves), for
-    // whole waves, and for less than one wave with at least a tile per SM (0.95 waves).
+    // whole waves, and for less than one wave with at least a tile per SM (0.95 waves),
+    // or there stage 4w.
     let g80 = emulator_workers(80, rust_simt::emulator::Order::InOrder);
     let slots = 2 * g80.props().sms;
     let at = |waves_x40: u32| shape(128 * (slots * waves_x40 / 40), 128, 512);
@@ -329,9 +330,14 @@ fn heuristic_picks_by_shape() {
         assert_eq!(others > 0, parts == 3, "{waves_x40}/40 waves: {cands:?}");
     }
     for waves_x40 in [158, 60, 80, 120, 38] {
+        // (stage 4w where its tiles fit: `wide_fits`, pinned below)
+        let whole = match wide_fits(&g80, at(waves_x40)) {
+            true => MatmulKernel::WarpTiledWide,
+            false => MatmulKernel::WarpTiled,
+        };
         assert_eq!(
             auto_heuristic(&g80, at(waves_x40)),
-            MatmulKernel::WarpTiled,
+            whole,
             "{waves_x40}/40 waves"
         );
         assert!(!auto_candidates(&g80, at(waves_x40)).contains(&MatmulKernel::WarpTiledTail));
@@ -436,20 +442,22 @@ fn heuristic_picks_by_shape() {
     let at132 = |m, n, k| auto_heuristic(&g132, shape(m, n, k));
     assert_eq!(at132(1000, 1000, 1000), MatmulKernel::WarpTiledTail);
     assert_eq!(at132(1024, 1024, 1024), ks2);
-    // Stage 4w where its 256x128 tiles take no more waves than stage 4's and fill the
-    // last at least 7/8, from K = 1024: 2048^3 is 128 tiles (one wave of 132), 4096 x
-    // 2048 is 256 (two, the second 124 full), 1920 x 2048 pads its tiles to 2048 rows
-    // (94% inside C). Not 2048^2 at K = 512 (below WIDE_MIN_K), not 1536 x 2048 (96
-    // tiles: 73% of a wave, where stage 4's SMs left with one block run it faster),
-    // not 4096^3 (stage 4s splits stage 4's last wave).
+    // Stage 4w where its 256x128 tiles take no more waves than stage 4's, cover the
+    // same rows, and stage 4's last wave has more tiles than SMs, from K = 512:
+    // 2048^3 is 128 tiles (one wave of 132; stage 4: 256 in 264 slots), 4096 x 2048 is
+    // 256, 1536 x 2048 is 96 (stage 4: 192). Not 2048^2 at K = 256 (below
+    // WIDE_MIN_K), not 1920 x 2048 (4w's tiles would pad 128 rows more), not 1280 x
+    // 1280 x 2048 (stage 4's 100 tiles are one a SM), not 4096^3 (stage 4s splits stage
+    // 4's last wave).
     let wide = MatmulKernel::WarpTiledWide;
     assert_eq!(at132(2048, 2048, 2048), wide);
-    assert_eq!(at132(2048, 2048, 1024), wide);
+    assert_eq!(at132(2048, 2048, 512), wide);
     assert_eq!(at132(4096, 2048, 2048), wide);
-    assert_eq!(at132(1920, 2048, 4096), wide);
-    assert_eq!(at132(2048, 2048, 512), MatmulKernel::WarpTiled);
-    assert_eq!(at132(1536, 2048, 2048), MatmulKernel::WarpTiled);
-    assert!(!wide_fits(&g132, shape(1536, 2048, 2048)));
+    assert_eq!(at132(1536, 2048, 4096), wide);
+    assert_eq!(at132(2048, 2048, 256), MatmulKernel::WarpTiled);
+    assert_eq!(at132(1920, 2048, 2048), MatmulKernel::WarpTiled);
+    assert!(!wide_fits(&g132, shape(1920, 2048, 2048)));
+    assert!(!wide_fits(&g132, shape(1280, 1280, 2048)));
     assert_eq!(at132(4096, 4096, 4096), MatmulKernel::WarpTiledTail);
     assert!(auto_candidates(&g132, shape(2048, 2048, 2048)).contains(&wide));
     assert!(!auto_candidates(&g132, shape(1024, 1024, 1024)).contains(&wide));

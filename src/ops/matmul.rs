@@ -1116,30 +1116,32 @@ fn inside_tiles(s: Shape, num: u64, den: u64) -> bool {
     den * s.m as u64 * s.n as u64 >= num * stage4_tiles(s) * (MM_BM * MM_BN) as u64
 }
 
-/// The shortest K for which stage 4w was measured ahead of stage 4 (2048 x 2048 x
-/// 1024; docs/PERFORMANCE.md, session 31).
-pub const WIDE_MIN_K: u32 = 1024;
+/// The shortest K at which stage 4w was timed ahead of stage 4 (2048 x 2048 x 512:
+/// 0.9% faster; H200, docs/PERFORMANCE.md session 31).
+pub const WIDE_MIN_K: u32 = 512;
 
 /// Whether the heuristic runs stage 4w ([`MatmulKernel::WarpTiledWide`]) where it would
 /// run stage 4 whole: K of at least [`WIDE_MIN_K`], its 256x128 tiles (one block per
-/// SM) in no more waves than stage 4's 128x128 tiles (two per SM), their last wave at
-/// least 7/8 full and the tiles 7/8 inside C.
+/// SM) cover the rows stage 4's 128x128 tiles (two per SM) cover, in no more waves,
+/// and stage 4's last wave has more tiles than SMs.
 ///
 /// Per SM a wave of either covers 256x128 of C, so in the same number of waves the
-/// one with the faster K loop wins: stage 4w's halves the barriers and shared loads
-/// per FMA, and ran 2048^3 1.5-2.1% faster than stage 4 (H200, session 31). In a
-/// partial last wave stage 4 gains back what 4w cannot: its SMs left with one block
-/// run it in about 54% of a full wave's time (ncu, same session), where an SM of
-/// 4w's last wave takes the whole tile time.
+/// one with the faster K loop wins: stage 4w's has half the barriers and 3/4 of the
+/// shared loads per FMA, and ran 0.4-2.1% faster than stage 4 on 31 of 32 products of
+/// 1024 x 4096 to 6144 x 2048, K = 512 to 4096 (H200, session 31). The one it lost,
+/// 1920 x 2048 (2.4% slower), pads 4w's last row of tiles by 128 rows that stage 4's
+/// tiles do not have. Where stage 4's last wave has at most one tile per SM, those
+/// SMs run it in about 54% of a two-block wave (ncu, same session), a time 4w's
+/// whole tiles cannot match.
 pub fn wide_fits(gpu: &Gpu, s: Shape) -> bool {
     let sms = gpu.props().sms.max(1) as u64;
     let wide = s.m.div_ceil(MM_WIDE_BM) as u64 * s.n.div_ceil(MM_WIDE_BN) as u64;
-    let waves = wide.div_ceil(sms);
-    let last = wide - (waves - 1) * sms;
+    let tiles = stage4_tiles(s);
+    let waves = tiles.div_ceil(2 * sms);
     s.k >= WIDE_MIN_K
-        && waves <= stage4_tiles(s).div_ceil(2 * sms)
-        && 8 * last >= 7 * sms
-        && 8 * s.m as u64 * s.n as u64 >= 7 * wide * (MM_WIDE_BM * MM_WIDE_BN) as u64
+        && s.m.div_ceil(MM_BM).is_multiple_of(MM_WIDE_BM / MM_BM)
+        && wide.div_ceil(sms) <= waves
+        && tiles - (waves - 1) * 2 * sms > sms
 }
 
 /// Stage 4's (and 4k's and 4s's) 128x128 tiles over the product.
