@@ -451,14 +451,14 @@ fn heuristic_picks_by_shape() {
     // 4096^3 (stage 4s splits stage 4's last wave).
     let wide = MatmulKernel::WarpTiledWide;
     // (`mid_wave` first: up to one wave of the 64x128 tile, 396 blocks, in the
-    // measured domain: 1536 x 2048's 384 blocks on that tile; 1536^2's 288 at K = 512
-    // on the 4-stage 64x64 tile, from K = 1024 over clusters of 2; 2560 x 1280's 400
-    // blocks are past the wave, and K = 4096 past the domain.)
+    // measured domain: 1536 x 2048's 384 blocks on that tile; 1536^2's 288 and 1280 x
+    // 2048's 320 on the 4-stage 64x64 tile; 2560 x 1280's 400 blocks are past the
+    // wave, and K = 4096 past the domain.)
     assert_eq!(at132(1536, 2048, 2048).label(), "tile64x128/k1");
     assert_eq!(at132(1664, 1664, 1024).label(), "tile64x128/k1");
     assert_eq!(at132(1536, 1536, 512).label(), "async-s4-64x64-w4/k1");
-    assert_eq!(at132(1536, 1536, 1024).label(), "tile64x128/c2");
-    assert_eq!(at132(1280, 2048, 2048).label(), "tile64x128/c2");
+    assert_eq!(at132(1536, 1536, 1024).label(), "async-s4-64x64-w4/k1");
+    assert_eq!(at132(1280, 2048, 2048).label(), "async-s4-64x64-w4/k1");
     assert_eq!(at132(2560, 1280, 2048), wide);
     assert_eq!(at132(2048, 2048, 2048), wide);
     assert_eq!(at132(2048, 2048, 512), wide);
