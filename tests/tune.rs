@@ -456,6 +456,8 @@ fn heuristic_picks_by_shape() {
     // wave, and K = 4096 past the domain.)
     assert_eq!(at132(1536, 2048, 2048).label(), "tile64x128/k1");
     assert_eq!(at132(1664, 1664, 1024).label(), "tile64x128/k1");
+    // (2112 x 1472's 396 blocks include half tiles: the 64x64 tile)
+    assert_eq!(at132(2112, 1472, 1280).label(), "async-s4-64x64-w4/k1");
     assert_eq!(at132(1536, 1536, 512).label(), "async-s4-64x64-w4/k1");
     assert_eq!(at132(1536, 1536, 1024).label(), "async-s4-64x64-w4/k1");
     assert_eq!(at132(1280, 2048, 2048).label(), "async-s4-64x64-w4/k1");

@@ -1119,15 +1119,17 @@ fn inside_tiles(s: Shape, num: u64, den: u64) -> bool {
 /// Aligned products of at least as many stage-4 tiles as SMs that fill at most one
 /// wave of the 64x128 tile (three blocks per SM), inside the measured domain (sides
 /// of 256 or more, K = 512 to 2048): the 64x128 tile where its blocks fill 85% of the
-/// wave or more, the 4-stage 64x64 tile of 4 warps below that.
+/// wave or more and `n` is a multiple of 128 (no half tiles), the 4-stage 64x64 tile
+/// of 4 warps otherwise.
 ///
 /// Stage 4 (and 4w) left such products at 0.68-0.99x cuBLAS: 144 of stage 4's tiles
 /// on 132 SMs give 12 SMs two blocks, and the product takes a two-block SM's time.
-/// Fitted on 33 products of 1024 x 2560 to 2560 x 1280 at K = 512, 1024 and 2048 and
-/// checked on 12 others (H200, session 31; docs/PERFORMANCE.md): of the 42 it takes,
-/// the rule's kernel is the fastest of 7 to 20 or within 3.4% on all but one
-/// (1664^2 x 2048: 4.8%), and 1.15-1.36x faster than the heuristic before. The 64x128
-/// tile with K over a cluster of 2 was as fast from K = 1024 on 16 of them but 13-18%
+/// Fitted on 33 products of 1024 x 2560 to 2560 x 1280 at K = 512, 1024 and 2048,
+/// checked on 30 others (H200, session 31; docs/PERFORMANCE.md): the rule's kernel is
+/// the fastest of 7 to 20 or within 3.4% on all but one (1664^2 x 2048: 4.8%), and
+/// 1.09-1.36x faster than the heuristic before. The half-tile condition came from the
+/// second check (64x128 tiles 2-7% behind at 1792 x 1728 and 2112 x 1472). The 64x128
+/// tile with K over a cluster of 2 was as fast from K = 1024 on 16 products but 13-18%
 /// slower on 11 others, a pattern not understood: not taken.
 fn mid_wave(gpu: &Gpu, s: Shape) -> Option<MatmulKernel> {
     let sms = gpu.props().sms.max(1) as u64;
@@ -1137,7 +1139,7 @@ fn mid_wave(gpu: &Gpu, s: Shape) -> Option<MatmulKernel> {
     if !(s.aligned && !is_ragged(s) && in_measured_domain(s) && s.k >= 512 && blocks <= wave) {
         return None;
     }
-    Some(match 20 * blocks >= 17 * wave {
+    Some(match 20 * blocks >= 17 * wave && s.n.is_multiple_of(t.bn) {
         true => MatmulKernel::Tile {
             tile: TILE64X128,
             split_k: 1,
