@@ -1127,7 +1127,7 @@ fn inside_tiles(s: Shape, num: u64, den: u64) -> bool {
 /// Fitted on 33 products of 1024 x 2560 to 2560 x 1280 at K = 512, 1024 and 2048,
 /// checked on 30 others (H200, session 31; docs/PERFORMANCE.md): the rule's kernel is
 /// the fastest of 7 to 20 or within 3.4% on all but one (1664^2 x 2048: 4.8%), and
-/// 1.09-1.36x faster than the heuristic before. The half-tile condition came from the
+/// 1.15-1.36x faster than the heuristic before. The half-tile condition came from the
 /// second check (64x128 tiles 2-7% behind at 1792 x 1728 and 2112 x 1472). The 64x128
 /// tile with K over a cluster of 2 was as fast from K = 1024 on 16 products but 13-18%
 /// slower on 11 others, a pattern not understood: not taken.
@@ -1162,10 +1162,10 @@ pub const WIDE_MIN_K: u32 = 512;
 ///
 /// Per SM a wave of either covers 256x128 of C, so in the same number of waves the
 /// one with the faster K loop wins: stage 4w's has half the barriers and 3/4 of the
-/// shared loads per FMA, and ran 0.4-2.1% faster than stage 4 on 31 of 32 products of
-/// 1024 x 4096 to 6144 x 2048, K = 512 to 4096 (H200, session 31). The one it lost,
-/// 1920 x 2048 (2.4% slower), pads 4w's last row of tiles by 128 rows that stage 4's
-/// tiles do not have. Where stage 4's last wave has at most one tile per SM, those
+/// shared loads per FMA, and ran 0.4-2.4% faster than stage 4 on 46 of 52 products of
+/// 1024 x 2560 to 8192 x 1536, K = 512 to 4096, and within 0.2% on 3 (H200, session
+/// 31). The three it lost, 1920 x 2048 (2.2-2.4% slower), pad 4w's last row of tiles
+/// by 128 rows that stage 4's tiles do not have. Where stage 4's last wave has at most one tile per SM, those
 /// SMs run it in about 54% of a two-block wave (ncu, same session), a time 4w's
 /// whole tiles cannot match.
 pub fn wide_fits(gpu: &Gpu, s: Shape) -> bool {
@@ -1189,7 +1189,8 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
     m.div_ceil(t.bm) as u64 * n.div_ceil(t.bn) as u64
 }
 
-/// What the tuner times for a shape: stage 4, stage 4s where it splits stage 4's last
+/// What the tuner times for a shape: stage 4, stage 4w where its tiles fill at least 7/8
+/// of one wave, stage 4s where it splits stage 4's last
 /// wave ([`tail_split`]) with the rule's plan and the other plans of [`TAIL_PLANS`]
 /// where they apply, stage 4k where its stream-K tail applies on a GPU (two resident blocks per SM, as its launch bounds ask; the emulator holds
 /// one block per worker, so there it may run stage 4 instead), every tile of both
