@@ -471,7 +471,21 @@ fn heuristic_picks_by_shape() {
     assert!(!wide_fits(&g132, shape(1920, 2048, 2048)));
     assert!(!wide_fits(&g132, shape(1280, 1280, 2048)));
     assert_eq!(at132(4096, 4096, 4096), MatmulKernel::WarpTiledTail);
-    assert!(auto_candidates(&g132, shape(2048, 2048, 2048)).contains(&wide));
+    for (m, n, k) in [(2048, 2048, 2048), (1536, 2048, 4096), (2560, 1280, 2048)] {
+        assert!(
+            auto_candidates(&g132, shape(m, n, k)).contains(&wide),
+            "{m}x{n}x{k}"
+        );
+    }
+    // `mid_wave`'s choices are candidates too, and it leaves products of fewer stage-4
+    // tiles than SMs to the rules below.
+    for (m, n, k) in [(1536, 1536, 1024), (1536, 2048, 2048)] {
+        let h = at132(m, n, k);
+        assert!(
+            auto_candidates(&g132, shape(m, n, k)).contains(&h),
+            "{m}x{n}x{k}: {h:?}"
+        );
+    }
     assert!(!auto_candidates(&g132, shape(1024, 1024, 1024)).contains(&wide));
     // (The emulator runs cluster kernels: `has_clusters` holds.)
     assert!(has_clusters(&g132));
@@ -520,6 +534,15 @@ fn heuristic_picks_by_shape() {
     assert_eq!(cluster_resident_blocks(&g132, c4).unwrap(), 132);
     assert_eq!(cluster_wave(&g132, 99), 0);
     assert!(cluster_resident_blocks(&g132, 99).is_err());
+    // The tuner keeps apart products of one bucket that the rules above tell apart.
+    assert_ne!(
+        auto_key(&g132, shape(1536, 1536, 2048)),
+        auto_key(&g132, shape(2048, 2048, 2048))
+    );
+    assert_ne!(
+        auto_key(&g132, shape(1920, 2048, 2048)),
+        auto_key(&g132, shape(2048, 2048, 2048))
+    );
     // The tuner keeps ragged and aligned products of one bucket apart.
     assert_ne!(
         auto_key(&g132, shape(1000, 1500, 512)),

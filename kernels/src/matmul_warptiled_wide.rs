@@ -269,7 +269,7 @@ impl WideTiling {
 /// One k's 128 FMAs, `acc[i][j] += af[i] · bf[j]`, in stage 4's order scaled to 16
 /// rows: the column pairs in turn from the right, each pair's rows up or down
 /// (alternating, so the row at a turn is used twice running), both columns of a row
-/// in turn. Row by row instead ran 0.1-1.2% slower (H200, session 31), and ptxas
+/// in turn. Row by row instead ran 0.1-0.6% slower (H200, session 31), and ptxas
 /// took 239 registers against 232.
 #[inline(always)]
 fn fmas(acc: &mut [[f32; TN]; TM], af: &[f32; TM], bf: &[f32; TN]) {

@@ -64,7 +64,8 @@ pub enum MatmulKernel {
     /// two shared stages, one barrier per step, launch bounds (256, 2).
     TiledDoubleBuffered,
     /// `TiledDoubleBuffered` with warp tiles (32x64 per warp) and unchecked loads and
-    /// stores in interior blocks: the fastest stage on large products.
+    /// stores in interior blocks: the last stage of the lecture's progression, and the
+    /// K loop of stages 4s and 4k.
     WarpTiled,
     /// Stage 4w: stage 4 with 256x128 block tiles, a 16x8 thread tile and one block
     /// of 256 threads per SM (up to 255 registers a thread).
@@ -1047,7 +1048,9 @@ pub struct Shape {
 /// ([`tail_split`]: 3584^3 and 4096^3 share the powers of two, and not the best
 /// kernel; on 132 SMs 1000^3, split whole, and 513x1024x600 do too), and whether 64x64
 /// tiles cover it whole ([`covers_whole`]: 1000^3 and 1024^3 share them, and not the
-/// best kernel either).
+/// best kernel either), and which of [`mid_wave`] and [`wide_fits`] apply (1536^2 x
+/// 2048 and 2048^3 share the powers of two; the first runs the 64x64 tile 1.29x faster
+/// than stage 4w, the second stage 4w).
 /// Shapes in one bucket share a choice.
 pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
     crate::tune::Key::new(gpu, "matmul", "f32")
@@ -1058,6 +1061,8 @@ pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
         .flag("tail_split", tail_split(gpu, s).is_some())
         .flag("tiles64", covers_whole(gpu, s))
         .flag("ragged", is_ragged(s))
+        .flag("mid_wave", mid_wave(gpu, s).is_some())
+        .flag("wide", wide_fits(gpu, s))
 }
 
 /// Whether `m` or `n` is not a multiple of 64 (partial 64x64 edge tiles), where
@@ -1128,15 +1133,23 @@ fn inside_tiles(s: Shape, num: u64, den: u64) -> bool {
 /// checked on 30 others (H200, session 31; docs/PERFORMANCE.md): the rule's kernel is
 /// the fastest of 7 to 20 or within 3.4% on all but one (1664^2 x 2048: 4.8%), and
 /// 1.15-1.36x faster than the heuristic before. The half-tile condition came from the
-/// second check (64x128 tiles 2-7% behind at 1792 x 1728 and 2112 x 1472). The 64x128
-/// tile with K over a cluster of 2 was as fast from K = 1024 on 16 products but 13-18%
-/// slower on 11 others, a pattern not understood: not taken.
+/// second check (64x128 tiles 1-7% behind at 1792 x 1728 and 2112 x 1472). The 64x128
+/// tile with K over a cluster of 2, taken from K = 1024 at first, was within 1.3% of
+/// the fastest on 18 of the 24 such products timed, but 13-14% slower on 4 (1600^2,
+/// 1088 x 2432 and 1472 x 1728 at K = 1536, 1216 x 2176 at 1280), a pattern not
+/// understood: not taken.
 fn mid_wave(gpu: &Gpu, s: Shape) -> Option<MatmulKernel> {
     let sms = gpu.props().sms.max(1) as u64;
     let t = &MM_TILES[TILE64X128];
     let wave = t.min_blocks as u64 * sms;
     let blocks = tile_blocks(t, s.m, s.n);
-    if !(s.aligned && !is_ragged(s) && in_measured_domain(s) && s.k >= 512 && blocks <= wave) {
+    if !(stage4_tiles(s) >= sms
+        && s.aligned
+        && !is_ragged(s)
+        && in_measured_domain(s)
+        && s.k >= 512
+        && blocks <= wave)
+    {
         return None;
     }
     Some(match 20 * blocks >= 17 * wave && s.n.is_multiple_of(t.bn) {
@@ -1157,26 +1170,26 @@ pub const WIDE_MIN_K: u32 = 512;
 
 /// Whether the heuristic runs stage 4w ([`MatmulKernel::WarpTiledWide`]) where it would
 /// run stage 4 whole: K of at least [`WIDE_MIN_K`], its 256x128 tiles (one block per
-/// SM) cover the rows stage 4's 128x128 tiles (two per SM) cover, in no more waves,
-/// and stage 4's last wave has more tiles than SMs.
+/// SM) cover the rows stage 4's 128x128 tiles (two per SM) cover (`ceil(m/128)` even,
+/// so 4w has half as many tiles, in as many waves), and stage 4's last wave has more
+/// tiles than SMs.
 ///
 /// Per SM a wave of either covers 256x128 of C, so in the same number of waves the
 /// one with the faster K loop wins: stage 4w's has half the barriers and 3/4 of the
-/// shared loads per FMA, and ran 0.4-2.4% faster than stage 4 on 46 of 52 products of
-/// 1024 x 2560 to 8192 x 1536, K = 512 to 4096, and within 0.2% on 3 (H200, session
+/// shared loads per FMA, and ran 0.4-2.5% faster than stage 4 on 46 of 52 products of
+/// 1024 x 2560 to 1536 x 8192, K = 512 to 4096, and within 0.2% on 3 (H200, session
 /// 31). The three it lost, 1920 x 2048 (2.2-2.4% slower), pad 4w's last row of tiles
-/// by 128 rows that stage 4's tiles do not have. Where stage 4's last wave has at most one tile per SM, those
-/// SMs run it in about 54% of a two-block wave (ncu, same session), a time 4w's
-/// whole tiles cannot match.
+/// by 128 rows that stage 4's tiles do not have. Where stage 4's last wave has at most
+/// one tile per SM, those SMs run it in about 54% of a two-block wave (ncu, same
+/// session), a time 4w's whole tiles cannot match.
 pub fn wide_fits(gpu: &Gpu, s: Shape) -> bool {
     let sms = gpu.props().sms.max(1) as u64;
-    let wide = s.m.div_ceil(MM_WIDE_BM) as u64 * s.n.div_ceil(MM_WIDE_BN) as u64;
     let tiles = stage4_tiles(s);
-    let waves = tiles.div_ceil(2 * sms);
+    // (no tiles: an empty product)
+    let waves = tiles.div_ceil(2 * sms).max(1);
     s.k >= WIDE_MIN_K
         && s.m.div_ceil(MM_BM).is_multiple_of(MM_WIDE_BM / MM_BM)
-        && wide.div_ceil(sms) <= waves
-        && tiles - (waves - 1) * 2 * sms > sms
+        && tiles > (waves - 1) * 2 * sms + sms
 }
 
 /// Stage 4's (and 4k's and 4s's) 128x128 tiles over the product.
@@ -1200,8 +1213,9 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
 pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
     let sms = gpu.props().sms.max(1) as u64;
     let mut v = vec![MatmulKernel::WarpTiled];
-    // Stage 4w where its tiles fill at least 7/8 of one wave of the device.
-    if 8 * s.m.div_ceil(MM_WIDE_BM) as u64 * s.n.div_ceil(MM_WIDE_BN) as u64 >= 7 * sms {
+    // Stage 4w where the heuristic takes it or its tiles fill 7/8 of one wave.
+    let wide = s.m.div_ceil(MM_WIDE_BM) as u64 * s.n.div_ceil(MM_WIDE_BN) as u64;
+    if wide_fits(gpu, s) || 8 * wide >= 7 * sms {
         v.push(MatmulKernel::WarpTiledWide);
     }
     if let Some(plan) = tail_split(gpu, s) {
@@ -1263,10 +1277,15 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///
 /// * `m = 1` or `n = 1`: the GEMV path, K split until the grid holds about 4 blocks
 ///   per SM (each slice at least 256 of K);
-/// * stage 4 when its 128x128 tiles give every SM a block, as stage 4s where that
+/// * where stage 4's 128x128 tiles give every SM a block: on aligned products that
+///   fill at most one wave of the 64x128 tile (sides of 256 or more, K = 512 to
+///   2048), that tile or the 4-stage 64x64 tile ([`mid_wave`]; H200, session 31:
+///   1.15-1.36x faster than stage 4 or 4w on 60 products); else stage 4s where that
 ///   splits the tiles of its partial last wave ([`tail_split`]; H200, 2026-11-26:
 ///   2560^3, 3072^3, 4096^3, 6144^3 and 8192^3 1-16% faster than stage 4, 7168^3
-///   level, and faster than stage 4k everywhere it was timed);
+///   level, and faster than stage 4k everywhere it was timed); else stage 4w where
+///   its tiles take the same waves ([`wide_fits`]; session 31: 2048^3 1.5-2.1% faster
+///   than stage 4); else stage 4;
 /// * small products (at most 512 x 512 outputs and K at most 1024), the 4-stage
 ///   `cp.async` tiles, as the H100 tuning of 2026-11-24 chose (commit 83f0783): on
 ///   Hopper (K at least 256) 16x64 with K over a cluster of 4 while that is at most
