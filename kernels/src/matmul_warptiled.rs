@@ -110,34 +110,71 @@ pub(crate) enum FmaOrder {
     Pairs { mirrored: bool },
 }
 
-/// Place `x` (0..64) of [`FmaOrder::Pairs`]: `(row, column)` of the thread's 8x8.
+/// Place `x` (0 .. `8 · rows`) of [`FmaOrder::Pairs`] in a thread tile of `rows` rows
+/// and 8 columns: `(row, column)`. Stage 4 has 8 rows, stage 4w
+/// ([`crate::matmul_warptiled_wide`]) 16.
 #[inline(always)]
-pub(crate) const fn pairs_at(x: usize, mirrored: bool) -> (usize, usize) {
-    let (jp, ii, jj) = (x / 16, x % 16 / 2, x % 2);
-    let i = if jp % 2 == 0 { ii } else { TM - 1 - ii };
+pub(crate) const fn pairs_at(x: usize, rows: usize, mirrored: bool) -> (usize, usize) {
+    let (jp, ii, jj) = (x / (2 * rows), x % (2 * rows) / 2, x % 2);
+    let i = if jp % 2 == 0 { ii } else { rows - 1 - ii };
     let j = 2 * jp + jj;
     if mirrored {
-        (TM - 1 - i, TN - 1 - j)
+        (rows - 1 - i, TN - 1 - j)
     } else {
         (i, j)
     }
 }
 
-// Both pair orders visit each of the 64 accumulators exactly once.
+// Both pair orders visit each accumulator exactly once, for 8 and 16 rows.
 const _: () = {
-    let mut m = 0;
-    while m < 2 {
-        let mut seen = 0u64;
+    let mut c = 0;
+    while c < 4 {
+        let (rows, mirrored) = (8 * (1 + c / 2), c % 2 == 1);
+        let mut seen = 0u128;
         let mut x = 0;
-        while x < TM * TN {
-            let (i, j) = pairs_at(x, m == 1);
-            seen |= 1u64 << (i * TN + j);
+        while x < rows * TN {
+            let (i, j) = pairs_at(x, rows, mirrored);
+            seen |= 1u128 << (i * TN + j);
             x += 1;
         }
-        assert!(seen == u64::MAX);
-        m += 1;
+        assert!(seen == u128::MAX >> (128 - rows * TN));
+        c += 1;
     }
 };
+
+/// A thread's view of a block tile whose K loop is [`k_steps`]: stage 4's
+/// ([`WarpTiling`]) and stage 4w's. The loop is written once; each tiling says how it
+/// loads a K step, stores it into a shared stage, reads one k's fragments and runs
+/// their FMAs.
+pub(crate) trait KLoop {
+    /// Floats of one shared stage of A and of B.
+    const A_STAGE: usize;
+    const B_STAGE: usize;
+    /// One K step's share of global memory, held in registers during the step before.
+    type Share: Copy;
+    /// One k's fragments of A and B.
+    type Frag: Copy;
+    /// The thread's accumulators.
+    type Acc;
+    /// This thread's share of the K step at `k0`; zeros outside the matrices.
+    ///
+    /// # Safety
+    /// The kernel's contract (A and B readable as it describes).
+    unsafe fn load(&self, k0: u32) -> Self::Share;
+    /// Stores a share into one stage.
+    ///
+    /// # Safety
+    /// `a_s` and `b_s` are stages of `A_STAGE` and `B_STAGE` floats, 16-byte aligned,
+    /// that no thread reads until a barrier.
+    unsafe fn store(&self, a_s: Smem<f32>, b_s: Smem<f32>, share: Self::Share);
+    /// Fragments of k `kk` of one stage.
+    ///
+    /// # Safety
+    /// The stage holds a fully stored K step (a barrier separates the stores from this).
+    unsafe fn fragments(&self, a_s: Smem<f32>, b_s: Smem<f32>, kk: u32) -> Self::Frag;
+    /// One k's FMAs into the accumulators, in the tiling's measured order.
+    fn fmas(acc: &mut Self::Acc, f: &Self::Frag);
+}
 
 impl WarpTiling {
     /// Thread `t`'s view of the tile at `(row0, col0)` of C.
@@ -338,6 +375,33 @@ impl WarpTiling {
     }
 }
 
+impl KLoop for WarpTiling {
+    const A_STAGE: usize = STAGE;
+    const B_STAGE: usize = STAGE;
+    type Share = (F32x4, F32x4);
+    type Frag = ([f32; 8], [f32; 8]);
+    type Acc = [[f32; TN]; TM];
+    #[inline(always)]
+    unsafe fn load(&self, k0: u32) -> Self::Share {
+        // SAFETY: the caller's contract.
+        unsafe { WarpTiling::load(self, k0) }
+    }
+    #[inline(always)]
+    unsafe fn store(&self, a_s: Smem<f32>, b_s: Smem<f32>, share: Self::Share) {
+        // SAFETY: the caller's contract.
+        unsafe { WarpTiling::store(self, a_s, b_s, share) }
+    }
+    #[inline(always)]
+    unsafe fn fragments(&self, a_s: Smem<f32>, b_s: Smem<f32>, kk: u32) -> Self::Frag {
+        // SAFETY: the caller's contract.
+        unsafe { WarpTiling::fragments(self, a_s, b_s, kk) }
+    }
+    #[inline(always)]
+    fn fmas(acc: &mut Self::Acc, f: &Self::Frag) {
+        fmas(acc, &f.0, &f.1, STAGE4_ORDER);
+    }
+}
+
 /// One k's 64 FMAs, `acc[i][j] += af[i] · bf[j]`, in the order `order` gives them to
 /// the compiler.
 ///
@@ -358,7 +422,7 @@ pub(crate) fn fmas(acc: &mut [[f32; TN]; TM], af: &[f32; 8], bf: &[f32; 8], orde
         }),
         FmaOrder::Pairs { mirrored } => unroll!(8, A => {
             unroll!(8, B => {
-                let (i, j) = pairs_at(8 * A + B, mirrored);
+                let (i, j) = pairs_at(8 * A + B, TM, mirrored);
                 fma(i, j);
             });
         }),
@@ -371,7 +435,8 @@ pub(crate) fn fmas(acc: &mut [[f32; TN]; TM], af: &[f32; 8], bf: &[f32; 8], orde
 const STAGE4_ORDER: FmaOrder = FmaOrder::Pairs { mirrored: true };
 
 /// K steps `s0 .. s1` (of `MM_BK`) of `tl`'s tile into `acc`, double-buffered through
-/// the two stages of `a_s` and `b_s`, one barrier per step.
+/// the two stages of `a_s` and `b_s`, one barrier per step: the K loop of stages 4,
+/// 4s and 4w (any [`KLoop`]).
 ///
 /// Each k's fragments are loaded from shared memory while the k before computes, and
 /// the barrier that ends a step comes before its last k: the next step's first
@@ -385,16 +450,16 @@ const STAGE4_ORDER: FmaOrder = FmaOrder::Pairs { mirrored: true };
 ///
 /// # Safety
 /// Every thread of the block calls it with its own `tl` of the same tile and the same
-/// arguments; `a_s` and `b_s` hold two stages each, used by nothing else while this
+/// arguments; `a_s` and `b_s` hold two stages each (of `T::A_STAGE` and `T::B_STAGE`), used by nothing else while this
 /// runs and **still read when it returns** (the fragments for a step past the last):
 /// a caller that writes them afterwards needs a barrier first. The kernel's contract
 /// for A and B.
 #[inline(always)]
-pub(crate) unsafe fn k_steps(
-    tl: &WarpTiling,
+pub(crate) unsafe fn k_steps<T: KLoop>(
+    tl: &T,
     a_s: Smem<f32>,
     b_s: Smem<f32>,
-    acc: &mut [[f32; TN]; TM],
+    acc: &mut T::Acc,
     s0: u32,
     s1: u32,
 ) {
@@ -402,31 +467,31 @@ pub(crate) unsafe fn k_steps(
     // arrays.
     unsafe { tl.store(a_s, b_s, tl.load(s0 * MM_BK)) };
     sync_threads();
-    let order = STAGE4_ORDER;
     let mut f = unsafe { tl.fragments(a_s, b_s, 0) };
     let mut s = s0;
     while s < s1 {
-        let cur = ((s - s0) as usize % 2) * STAGE;
-        let nxt = STAGE - cur;
+        let half = (s - s0) as usize % 2;
+        let (cur_a, cur_b) = (half * T::A_STAGE, half * T::B_STAGE);
+        let (nxt_a, nxt_b) = (T::A_STAGE - cur_a, T::B_STAGE - cur_b);
         // 1. issue step s+1's global loads (registers; past K they read zeros)
         let next = unsafe { tl.load((s + 1) * MM_BK) };
         // 2. compute k = 0..7 of step s from shared memory while they fly, each k's
         //    fragments loaded during the one before
         unroll!(8, KK => {
             if KK < 7 {
-                let f_next = unsafe { tl.fragments(a_s.add(cur), b_s.add(cur), KK as u32 + 1) };
-                fmas(acc, &f.0, &f.1, order);
+                let f_next = unsafe { tl.fragments(a_s.add(cur_a), b_s.add(cur_b), KK as u32 + 1) };
+                T::fmas(acc, &f);
                 f = f_next;
             }
         });
         // 3. store them into the other stage: every read of it (step s-1's, its last
         //    k's fragments included) was issued before the last barrier
-        unsafe { tl.store(a_s.add(nxt), b_s.add(nxt), next) };
+        unsafe { tl.store(a_s.add(nxt_a), b_s.add(nxt_b), next) };
         sync_threads();
         // 4. the last k of step s, while step s+1's first fragments load (past the
         //    last step, the zeros its loads stored)
-        let f_next = unsafe { tl.fragments(a_s.add(nxt), b_s.add(nxt), 0) };
-        fmas(acc, &f.0, &f.1, order);
+        let f_next = unsafe { tl.fragments(a_s.add(nxt_a), b_s.add(nxt_b), 0) };
+        T::fmas(acc, &f);
         f = f_next;
         s += 1;
     }

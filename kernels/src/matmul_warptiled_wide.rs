@@ -8,18 +8,19 @@
 //! warp instead of 512) and cuts the shared loads by a quarter (6 of 16 bytes per
 //! 128 FMAs against 4 per 64).
 //!
-//! This stage keeps stage 4's loop (register-staged global loads one K step ahead,
-//! two shared stages, one barrier per step, each k's fragments loaded during the k
-//! before, across the barrier too) and its warp layout (lanes 4 down by 8 across,
+//! This stage runs stage 4's loop itself ([`k_steps`], register-staged global loads one
+//! K step ahead, two shared stages, one barrier per step, each k's fragments loaded
+//! during the k before, across the barrier too) and its warp layout (lanes 4 down by 8 across,
 //! groups of 4x4 outputs 16 rows and 32 columns apart), with warp tiles of 64x64:
 //! a thread owns rows `rm + 16g` (g < 4) and columns `cn + 32h` (h < 2), four
 //! values each.
 use crate::config::{MM_BK, MM_THREADS, MM_WIDE_BM, MM_WIDE_BN, WARP_SIZE};
+use crate::matmul_warptiled::{k_steps, pairs_at, KLoop};
 use crate::params::MatmulParams;
 use simt_std::memory::{is_aligned16, load4, load4_first, store4, store4_first, F32x4};
 use simt_std::shared::Smem;
 use simt_std::swizzle;
-use simt_std::thread::{block_idx, sync_threads, thread_idx};
+use simt_std::thread::{block_idx, thread_idx};
 use simt_std::{kernel, shared_array, unroll};
 
 /// Rows of C per thread.
@@ -266,37 +267,41 @@ impl WideTiling {
     }
 }
 
-/// One k's 128 FMAs, `acc[i][j] += af[i] · bf[j]`, in stage 4's order scaled to 16
-/// rows: the column pairs in turn from the right, each pair's rows up or down
-/// (alternating, so the row at a turn is used twice running), both columns of a row
-/// in turn. Row by row instead ran 0.1-0.6% slower (H200, session 31), and ptxas
-/// took 239 registers against 232.
-#[inline(always)]
-fn fmas(acc: &mut [[f32; TN]; TM], af: &[f32; TM], bf: &[f32; TN]) {
-    unroll!(16, A => {
-        unroll!(8, B => {
-            let x = 8 * A + B;
-            let (jp, ii, jj) = (x / 32, x % 32 / 2, x % 2);
-            let i = if jp % 2 == 0 { ii } else { TM - 1 - ii };
-            let (i, j) = (TM - 1 - i, TN - 1 - (2 * jp + jj));
-            acc[i][j] = simt_std::math::fma(af[i], bf[j], acc[i][j]);
-        });
-    });
-}
-
-// The order visits each of the 128 accumulators once.
-const _: () = {
-    let mut seen = 0u128;
-    let mut x = 0;
-    while x < TM * TN {
-        let (jp, ii, jj) = (x / 32, x % 32 / 2, x % 2);
-        let i = if jp % 2 == 0 { ii } else { TM - 1 - ii };
-        let (i, j) = (TM - 1 - i, TN - 1 - (2 * jp + jj));
-        seen |= 1u128 << (i * TN + j);
-        x += 1;
+/// Stage 4w's K loop is stage 4's ([`k_steps`]), over this tiling.
+impl KLoop for WideTiling {
+    const A_STAGE: usize = A_STAGE;
+    const B_STAGE: usize = B_STAGE;
+    type Share = Share;
+    type Frag = ([f32; TM], [f32; TN]);
+    type Acc = [[f32; TN]; TM];
+    #[inline(always)]
+    unsafe fn load(&self, k0: u32) -> Share {
+        // SAFETY: the caller's contract.
+        unsafe { WideTiling::load(self, k0) }
     }
-    assert!(seen == u128::MAX);
-};
+    #[inline(always)]
+    unsafe fn store(&self, a_s: Smem<f32>, b_s: Smem<f32>, share: Share) {
+        // SAFETY: the caller's contract.
+        unsafe { WideTiling::store(self, a_s, b_s, share) }
+    }
+    #[inline(always)]
+    unsafe fn fragments(&self, a_s: Smem<f32>, b_s: Smem<f32>, kk: u32) -> Self::Frag {
+        // SAFETY: the caller's contract.
+        unsafe { WideTiling::fragments(self, a_s, b_s, kk) }
+    }
+    /// One k's 128 FMAs, `acc[i][j] += af[i] · bf[j]`, in stage 4's order over 16 rows
+    /// ([`pairs_at`], mirrored). Row by row instead ran 0.1-0.6% slower (H200, session
+    /// 31), and ptxas took 239 registers against 232.
+    #[inline(always)]
+    fn fmas(acc: &mut Self::Acc, (af, bf): &Self::Frag) {
+        unroll!(16, A => {
+            unroll!(8, B => {
+                let (i, j) = pairs_at(8 * A + B, TM, true);
+                acc[i][j] = simt_std::math::fma(af[i], bf[j], acc[i][j]);
+            });
+        });
+    }
+}
 
 kernel! {
     /// `C = relu?(A · B)`, stage 4 with 256x128 block tiles and a 16x8 thread tile.
@@ -326,35 +331,9 @@ kernel! {
         let origin = (block_idx().y * BM, block_idx().x * BN);
         let tl = WideTiling::at(a, b, c, m, n, k, lda, ldb, ldc, thread_idx().x, origin);
         let mut acc = [[0.0f32; TN]; TM];
-        let steps = k.div_ceil(MM_BK);
-        // SAFETY (all blocks below): kernel contract; the stages lie in this kernel's
-        // own shared arrays.
-        unsafe { tl.store(a_s, b_s, tl.load(0)) };
-        sync_threads();
-        let mut f = unsafe { tl.fragments(a_s, b_s, 0) };
-        let mut s = 0u32;
-        while s < steps {
-            let (cur_a, cur_b) = ((s as usize % 2) * A_STAGE, (s as usize % 2) * B_STAGE);
-            let (nxt_a, nxt_b) = (A_STAGE - cur_a, B_STAGE - cur_b);
-            // 1. step s+1's global loads (past K they read zeros)
-            let next = unsafe { tl.load((s + 1) * MM_BK) };
-            // 2. k = 0..6 of step s, each k's fragments loaded during the one before
-            unroll!(8, KK => {
-                if KK < 7 {
-                    let f_next = unsafe { tl.fragments(a_s.add(cur_a), b_s.add(cur_b), KK as u32 + 1) };
-                    fmas(&mut acc, &f.0, &f.1);
-                    f = f_next;
-                }
-            });
-            // 3. step s+1 into the other stage (its last reads were before the last barrier)
-            unsafe { tl.store(a_s.add(nxt_a), b_s.add(nxt_b), next) };
-            sync_threads();
-            // 4. the last k of step s while step s+1's first fragments load
-            let f_next = unsafe { tl.fragments(a_s.add(nxt_a), b_s.add(nxt_b), 0) };
-            fmas(&mut acc, &f.0, &f.1);
-            f = f_next;
-            s += 1;
-        }
+        // SAFETY (both): kernel contract; the two stages of each operand lie in this
+        // kernel's own shared arrays.
+        unsafe { k_steps(&tl, a_s, b_s, &mut acc, 0, k.div_ceil(MM_BK)) };
         unsafe { tl.write(c, ldc, relu, &acc) };
     }
 }
