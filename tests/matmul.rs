@@ -12,13 +12,14 @@ use rust_simt::{reference, SimtError};
 
 const KERNELS: [MatmulKernel; MatmulKernel::ALL.len()] = MatmulKernel::ALL;
 
-/// Every kernel that takes an `m x n` product: the stages, stages 4w, 4k and 4s, every tile
+/// Every kernel that takes an `m x n` product: the stages, stages 4w, 4ws, 4k and 4s, every tile
 /// of both tile kernels unsplit and in 3 K slices (an odd count: the last slice is
 /// short), every cluster split-K kernel where the device has clusters, the GEMV paths
 /// where a side is 1 (unsplit and in 5 slices), and `Auto`.
 fn kernels_for(g: &rust_simt::Gpu, m: usize, n: usize) -> Vec<MatmulKernel> {
     let mut v = KERNELS.to_vec();
     v.push(MatmulKernel::WarpTiledWide);
+    v.push(MatmulKernel::WarpTiledWideTail);
     v.push(MatmulKernel::WarpTiledStreamK);
     v.push(MatmulKernel::WarpTiledTail);
     v.extend(
@@ -667,6 +668,153 @@ fn warptiled_tail_under_every_order() {
     assert_whole_waves_run_stage_4(MatmulKernel::WarpTiledTail);
 }
 
+/// Stage 4ws's plans (the numbers of `wide_tail_plan`'s docs, 132 SMs, one block
+/// each): 4096^3's 512 256x128 tiles leave 116 past three waves, whose first 459 of 512
+/// K steps stay whole while the 16 idle SMs run the other 53 of eight tiles each;
+/// 8192^3 leaves 68 (64 SMs idle), in 7 parts; whole waves, less than one wave
+/// (2048^3) and a last wave with too few idle SMs run stage 4w. Over many plans the
+/// segments cover every K step of every tile once, part 0 is at least as long as the
+/// later parts, and the later parts (`k` a idle SM in the model) end by part 0's end.
+#[test]
+fn wide_tail_plan_covers_every_k_step_once() {
+    use kernels::matmul_warptiled_tail::{tail_segment, TAIL_MAX_PARTS};
+    use rust_simt::ops::matmul::{wide_tail_plan, TailPlan};
+    let plan = |dp_tiles, split_tiles, parts, cut| TailPlan {
+        dp_tiles,
+        split_tiles,
+        parts,
+        cut,
+    };
+    assert_eq!(wide_tail_plan(512, 512, 132), Some(plan(396, 116, 2, 459)));
+    assert_eq!(
+        wide_tail_plan(2048, 1024, 132),
+        Some(plan(1980, 68, 7, 563))
+    );
+    // 3072^3: 288 tiles, 24 left on 108 idle SMs: five equal parts.
+    assert_eq!(wide_tail_plan(288, 384, 132), Some(plan(264, 24, 5, 77)));
+    assert_eq!(wide_tail_plan(128, 256, 132), None);
+    assert_eq!(wide_tail_plan(264, 512, 132), None);
+    assert_eq!(wide_tail_plan(263, 512, 132), None);
+    assert_eq!(wide_tail_plan(1 << 31, 512, 132), None);
+    // K too short for parts of 4 steps, or to save 5%.
+    assert_eq!(wide_tail_plan(512, 8, 132), None);
+    assert_eq!(wide_tail_plan(512, 64, 132), None);
+    for sms in 1..7u32 {
+        for tiles in 1..5 * sms as u64 {
+            for ksteps in [1u32, 4, 9, 13, 40, 100, 257] {
+                let Some(p) = wide_tail_plan(tiles, ksteps, sms) else {
+                    continue;
+                };
+                let what = format!("{tiles} tiles, {sms} SMs, {ksteps} steps: {p:?}");
+                assert!(p.dp_tiles + p.split_tiles == tiles as u32, "{what}");
+                assert!(p.dp_tiles >= sms && p.dp_tiles % sms == 0, "{what}");
+                assert!(p.split_tiles > 0 && p.split_tiles < sms, "{what}");
+                assert!((2..=TAIL_MAX_PARTS).contains(&p.parts), "{what}");
+                let later = (ksteps - p.cut) / (p.parts - 1);
+                assert!(p.cut >= later, "{what}");
+                let (t, idle) = (p.split_tiles, sms - p.split_tiles);
+                let k = ((p.parts - 1) * t).div_ceil(idle);
+                assert!(
+                    k * (later + 4) <= p.cut + 4 + k,
+                    "{what}: {k} parts an idle SM"
+                );
+                let blocks = p.dp_tiles + p.parts * p.split_tiles;
+                let mut seen = vec![0u32; (tiles as u32 * ksteps) as usize];
+                for b in 0..blocks {
+                    let (tile, s0, s1, part) =
+                        tail_segment(b, p.dp_tiles, p.split_tiles, p.parts, p.cut, ksteps);
+                    assert!(
+                        s0 + 4 <= s1 && s1 <= ksteps && tile < tiles as u32,
+                        "{what}"
+                    );
+                    assert_eq!(part.is_none(), b < p.dp_tiles, "{what}");
+                    for s in s0..s1 {
+                        seen[(tile * ksteps + s) as usize] += 1;
+                    }
+                }
+                assert!(seen.iter().all(|&c| c == 1), "{what}");
+            }
+        }
+    }
+}
+
+/// Stage 4ws on emulated devices of 3 to 5 SMs (one block each), under every thread
+/// order: ragged shapes whose last wave is split in two uneven parts (one or two idle
+/// SMs running the short parts), three equal parts, four parts, and split tiles
+/// wholly inside C with aligned rows (the unchecked stores into the slots), K not a
+/// multiple of the K step, padded strides and C padding, ReLU and none, against
+/// float64; the same bits under every order and on a second run; the whole tiles equal
+/// to stage 4w's bit for bit. A product of whole waves runs stage 4w itself.
+#[test]
+fn warptiled_wide_tail_under_every_order() {
+    use rust_simt::ops::matmul::{wide_tail_plan, TailPlan};
+    let (mut r, seed) = rng("warptiled_wide_tail");
+    let names = ["matmul_relu_warptiled_wide_tail", "matmul_wide_tail_reduce"];
+    // (SMs, m, n, k, pad, relu, the plan's parts and cut)
+    for (sms, m, n, k, pad, relu, parts, cut) in [
+        (5, 600, 300, 1030, 3, true, 2, 106),
+        (3, 1000, 130, 500, 1, false, 2, 44),
+        (3, 300, 200, 300, 0, true, 3, 13),
+        (5, 520, 390, 257, 2, true, 4, 16),
+        (4, 512, 640, 400, 0, false, 2, 25),
+    ] {
+        let tiles = (m as u64).div_ceil(256) * (n as u64).div_ceil(128);
+        let plan: TailPlan = wide_tail_plan(tiles, (k as u32).div_ceil(8), sms as u32)
+            .unwrap_or_else(|| panic!("{m}x{n}x{k} on {sms} SMs: no plan"));
+        assert_eq!(
+            (plan.parts, plan.cut),
+            (parts, cut),
+            "{m}x{n}x{k} on {sms} SMs: {plan:?}"
+        );
+        let (lda, ldb, ldc) = (k + pad, n + pad, n + 2 * pad);
+        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
+        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
+        let want = reference::matmul(&a, &b, m, n, k, lda, ldb, relu);
+        let epi = if relu { Epilogue::Relu } else { Epilogue::None };
+        let mut first: Option<Vec<u32>> = None;
+        for order in [Order::InOrder, Order::Reversed, Order::Random(5)] {
+            let g = emulator_workers(sms, order);
+            let run = |kern| profiled_product(&g, kern, &a, &b, (m, n, k), (lda, ldb, ldc), epi);
+            let (got, launches) = run(MatmulKernel::WarpTiledWideTail);
+            let what = format!("{m}x{n}x{k} pad {pad} on {sms} SMs, {plan:?}, {order:?}");
+            assert_eq!(launches, names, "{what}");
+            let again = run(MatmulKernel::WarpTiledWideTail).0;
+            let dims = (m, n, k, ldc, pad);
+            assert_order_run(&what, seed, &got, &again, &want, dims, &mut first);
+            let s4w = run(MatmulKernel::WarpTiledWide).0;
+            assert_first_tiles_as(&what, &got, &s4w, (m, n, ldc), plan.dp_tiles as usize, 256);
+        }
+    }
+    // On a GPU: a plan of two equal parts (half the SMs idle in the last wave).
+    let g = gpu();
+    if on_gpu(&g) {
+        let sms = g.props().sms as usize;
+        let dims = (256, 128 * (sms + sms / 2), 520);
+        assert_gpu_product(
+            &g,
+            MatmulKernel::WarpTiledWideTail,
+            dims,
+            &names,
+            &mut r,
+            seed,
+        );
+    }
+    // Whole waves: 2 tiles on 2 SMs run stage 4w.
+    let g = emulator_workers(2, Order::InOrder);
+    let (a, b) = (vec![0.5f32; 256 * 8], vec![0.25f32; 8 * 256]);
+    let (c, ran) = profiled_product(
+        &g,
+        MatmulKernel::WarpTiledWideTail,
+        &a,
+        &b,
+        (256, 256, 8),
+        (8, 256, 256),
+        Epilogue::None,
+    );
+    assert_eq!(ran, ["matmul_relu_warptiled_wide"]);
+    assert!(c.iter().all(|&v| v == 1.0));
+}
+
 /// The 64x64 tile of two K slices (`kslices`: 8 warps, each slice half of every K
 /// step's FMAs, slice 1's sums added into slice 0's through shared memory after the
 /// loop), under every thread order: a missing barrier around the exchange would let
@@ -801,14 +949,27 @@ fn assert_first_tiles_as_stage_4(
     what: &str,
     got: &[f32],
     s4: &[f32],
+    dims: (usize, usize, usize),
+    tiles: usize,
+) {
+    assert_first_tiles_as(what, got, s4, dims, tiles, 128);
+}
+
+/// The first `tiles` tiles of `rows x 128` of C (counted row by row) carry the bits of
+/// `whole` in `got` (C of `m x n`, row stride `ldc`).
+fn assert_first_tiles_as(
+    what: &str,
+    got: &[f32],
+    s4: &[f32],
     (m, n, ldc): (usize, usize, usize),
     tiles: usize,
+    rows: usize,
 ) {
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let tiles_n = n.div_ceil(128);
     for tile in 0..tiles {
-        let (r0, c0) = (tile / tiles_n * 128, tile % tiles_n * 128);
-        for i in r0..(r0 + 128).min(m) {
+        let (r0, c0) = (tile / tiles_n * rows, tile % tiles_n * 128);
+        for i in r0..(r0 + rows).min(m) {
             let (lo, hi) = (i * ldc + c0, i * ldc + (c0 + 128).min(n));
             assert_eq!(
                 bits(&got[lo..hi]),

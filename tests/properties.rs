@@ -706,7 +706,9 @@ fn epilogue(relu: bool) -> Epilogue {
 /// workers, as in CI, from 3 tiles; elsewhere it may run the stage 4 it falls back
 /// to), stage 4s (its split parts where `tail_plan` gives the shape a plan: on 2
 /// workers, 5 tiles from K of about 60 in two equal parts, 7 tiles from K of about
-/// 170 in three parts; else stage 4), stage 4w or `Auto`.
+/// 170 in three parts; else stage 4), stage 4w, stage 4ws (its split parts where
+/// `wide_tail_plan` gives the shape a plan: on 2 workers, 3 or 5 tiles of 256x128 from K of
+/// 64 in two equal parts; else stage 4w) or `Auto`.
 fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel {
     let stages = MatmulKernel::ALL.len();
     match ki {
@@ -727,10 +729,11 @@ fn matmul_kernel(g: &Gpu, ki: usize, tile: usize, split_k: u32) -> MatmulKernel 
         _ if ki == stages + 5 => MatmulKernel::WarpTiledStreamK,
         _ if ki == stages + 6 => MatmulKernel::WarpTiledTail,
         _ if ki == stages + 7 => MatmulKernel::WarpTiledWide,
+        _ if ki == stages + 8 => MatmulKernel::WarpTiledWideTail,
         _ => MatmulKernel::Auto,
     }
 }
-const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 9;
+const MATMUL_KINDS: usize = MatmulKernel::ALL.len() + 10;
 
 fn check_matmul(
     g: &Gpu,

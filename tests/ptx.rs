@@ -19,6 +19,8 @@ fn every_kernel_is_in_the_module() {
         "matmul_relu_tiled_db",
         "matmul_relu_warptiled",
         "matmul_relu_warptiled_wide",
+        "matmul_relu_warptiled_wide_tail",
+        "matmul_wide_tail_reduce",
         "fill_f32",
     ] {
         assert!(
@@ -93,6 +95,7 @@ fn bounded() -> Vec<(&'static str, u32)> {
         cap::<s3::matmul_relu_tiled_db>(),
         cap::<s4::matmul_relu_warptiled>(),
         cap::<kernels::matmul_warptiled_wide::matmul_relu_warptiled_wide>(),
+        cap::<kernels::matmul_warptiled_wide_tail::matmul_relu_warptiled_wide_tail>(),
         cap::<kernels::matmul_warptiled_streamk::matmul_relu_warptiled_streamk>(),
         cap::<kernels::matmul_warptiled_tail::matmul_relu_warptiled_tail>(),
         cap::<p6::matmul_mma_pipelined_bf16>(),
@@ -109,6 +112,9 @@ fn bounds_of(name: &str) -> rust_simt::kernels::simt_std::LaunchBounds {
         "matmul_relu_warptiled" => s4::matmul_relu_warptiled::BOUNDS,
         "matmul_relu_warptiled_wide" => {
             kernels::matmul_warptiled_wide::matmul_relu_warptiled_wide::BOUNDS
+        }
+        "matmul_relu_warptiled_wide_tail" => {
+            kernels::matmul_warptiled_wide_tail::matmul_relu_warptiled_wide_tail::BOUNDS
         }
         "matmul_relu_warptiled_streamk" => {
             kernels::matmul_warptiled_streamk::matmul_relu_warptiled_streamk::BOUNDS

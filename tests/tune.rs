@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use rust_simt::ops::matmul::{
     auto_candidates, auto_heuristic, auto_key, cluster_resident_blocks, cluster_wave, matmul,
-    tail_split, whole_split, wide_fits, Epilogue, MatmulKernel, Shape, MM_ASYNC_TILES,
-    MM_CLUSTER_CONFIGS, MM_TILES,
+    tail_split, whole_split, wide_fits, wide_tail_fits, Epilogue, MatmulKernel, Shape,
+    MM_ASYNC_TILES, MM_CLUSTER_CONFIGS, MM_TILES,
 };
 use rust_simt::ops::softmax::has_clusters;
 use rust_simt::tune::{self, Cache, Config, Entry, Key, Timing};
@@ -153,6 +153,7 @@ fn runs_says_which_shapes_a_kernel_takes() {
     assert!(!MatmulKernel::WarpTiledTailPlan { plan: 99 }.runs(s(9, 9, 9)));
     assert!(MatmulKernel::WarpTiled.runs(s(9, 9, 9)));
     assert!(MatmulKernel::WarpTiledWide.runs(s(9, 9, 9)));
+    assert!(MatmulKernel::WarpTiledWideTail.runs(s(9, 9, 9)));
 }
 
 #[test]
@@ -162,6 +163,7 @@ fn labels_round_trip() {
     all.push(MatmulKernel::WarpTiledStreamK);
     all.push(MatmulKernel::WarpTiledTail);
     all.push(MatmulKernel::WarpTiledWide);
+    all.push(MatmulKernel::WarpTiledWideTail);
     for plan in 0..rust_simt::ops::matmul::TAIL_PLANS.len() {
         all.push(MatmulKernel::WarpTiledTailPlan { plan });
     }
@@ -308,7 +310,7 @@ fn heuristic_picks_by_shape() {
     // each alone on its SM); stage 4 where the last wave is 95% full (3.95 waves),
     // where two parts of 80 tiles would share SMs and save too little (1.5 waves), for
     // whole waves, and for less than one wave with at least a tile per SM (0.95 waves),
-    // or there stage 4w.
+    // or there stage 4w. (K = 512: below stage 4ws's WIDE_TAIL_MIN_K.)
     let g80 = emulator_workers(80, rust_simt::emulator::Order::InOrder);
     let slots = 2 * g80.props().sms;
     let at = |waves_x40: u32| shape(128 * (slots * waves_x40 / 40), 128, 512);
@@ -470,7 +472,54 @@ fn heuristic_picks_by_shape() {
     assert_eq!(at132(1920, 2048, 2048), MatmulKernel::WarpTiled);
     assert!(!wide_fits(&g132, shape(1920, 2048, 2048)));
     assert!(!wide_fits(&g132, shape(1280, 1280, 2048)));
-    assert_eq!(at132(4096, 4096, 4096), MatmulKernel::WarpTiledTail);
+    // Stage 4ws where stage 4w's last wave leaves enough SMs idle for its short parts
+    // (`wide_tail_fits`), from K = 2048 with at least sms/8 tiles left: 4096^3 (116
+    // tiles past three waves of 132), 8192^3, 3072^3 (24 left), 6144^3, 7168^3, 4096 x
+    // 4096 x 2048. Stage 4s where 4w's tiles would pad 128 rows (3968 x 4096: 31 rows of
+    // stage 4's tiles), where K is short (4096 x 4096 x 1024, 3584 x 3072 x 512), where
+    // 4w's last wave leaves 4 SMs idle (3584^3: 392 tiles; stage 4s has no plan there
+    // either, and 4w runs) and where it has 12 tiles (3072 x 1536 x 2048); stage 4 at
+    // 2048 x 3072 x 512.
+    let wide_tail = MatmulKernel::WarpTiledWideTail;
+    for (m, n, k) in [
+        (4096, 4096, 4096),
+        (8192, 8192, 8192),
+        (3072, 3072, 3072),
+        (6144, 6144, 6144),
+        (7168, 7168, 7168),
+        (4096, 4096, 2048),
+    ] {
+        assert_eq!(at132(m, n, k), wide_tail, "{m}x{n}x{k}");
+        let cands = auto_candidates(&g132, shape(m, n, k));
+        assert!(cands.contains(&wide_tail) && cands.contains(&MatmulKernel::WarpTiledTail));
+    }
+    for (m, n, k) in [
+        (3968, 4096, 4096),
+        (4096, 4096, 1024),
+        (3584, 3072, 512),
+        (3584, 3584, 3584),
+        (3072, 1536, 2048),
+    ] {
+        assert!(!wide_tail_fits(&g132, shape(m, n, k)), "{m}x{n}x{k}");
+        let h = at132(m, n, k);
+        assert!(
+            h == MatmulKernel::WarpTiledTail || (m, h) == (3584, wide),
+            "{m}x{n}x{k}: {h:?}"
+        );
+    }
+    assert!(!wide_tail_fits(&g132, shape(2048, 3072, 512)));
+    assert_eq!(at132(2048, 3072, 512), MatmulKernel::WarpTiled);
+    // (the tuner still times it where it has a plan, as at K = 512 and with 12 tiles)
+    assert!(auto_candidates(&g132, shape(3584, 3072, 512)).contains(&wide_tail));
+    assert!(auto_candidates(&g132, shape(3072, 1536, 2048)).contains(&wide_tail));
+    assert!(!auto_candidates(&g132, shape(3584, 3584, 3584)).contains(&wide_tail));
+    // ... and the tuner's key tells apart shapes of one bucket that differ there: 4096^2
+    // at K = 2048 (4ws) and K = 1536 (below WIDE_TAIL_MIN_K: 4s).
+    assert!(!wide_tail_fits(&g132, shape(4096, 4096, 1536)));
+    assert_ne!(
+        auto_key(&g132, shape(4096, 4096, 1536)),
+        auto_key(&g132, shape(4096, 4096, 2048))
+    );
     for (m, n, k) in [(2048, 2048, 2048), (1536, 2048, 4096), (2560, 1280, 2048)] {
         assert!(
             auto_candidates(&g132, shape(m, n, k)).contains(&wide),

@@ -23,6 +23,7 @@
 //! | [`matmul_naive`] … [`matmul_warptiled`] | matmul + ReLU, FP32 SIMT, stages 1 to 4 |
 //! | [`matmul_warptiled_streamk`] | stage 4 on persistent blocks with a stream-K tail (stage 4k) |
 //! | [`matmul_warptiled_wide`] | stage 4 with 256x128 block tiles and a 16x8 thread tile, one block per SM (stage 4w) |
+//! | [`matmul_warptiled_wide_tail`] | stage 4w with its partial last wave's tiles split along K, the idle SMs running the short parts (stage 4ws) |
 //! | [`matmul_warptiled_tail`] | stage 4 with its partial last wave's tiles split along K, one segment per block (stage 4s) |
 //! | [`streamk`] | stream-K schedules (stages 4k and 6k) |
 //! | [`matmul_tiles`] | stage 4 with the block tile as a parameter (128x128 to 32x32) and split K: the autotuner's FP32 kernels |
@@ -87,6 +88,7 @@ portable!(
     matmul_warptiled_streamk,
     matmul_warptiled_tail,
     matmul_warptiled_wide,
+    matmul_warptiled_wide_tail,
     row_sum,
     row_sum_stream,
     row_sum_tiny,

@@ -119,7 +119,13 @@ pub const fn tail_segment(
 /// `usize`: slots times 16384 floats can pass 2^32).
 #[inline(always)]
 fn slot_base(partials: *mut f32, s: u32) -> *mut f32 {
-    partials.wrapping_add(s as usize * MM4K_PARTIAL_FLOATS as usize)
+    slot_base_of(partials, s, MM_BM)
+}
+
+/// Slot `s` of a workspace of `rows x 128` row-major slots.
+#[inline(always)]
+pub(crate) fn slot_base_of(partials: *mut f32, s: u32, rows: u32) -> *mut f32 {
+    partials.wrapping_add(s as usize * (rows * MM_BN) as usize)
 }
 
 // Two 256-thread blocks per SM, as stage 4: at most 128 registers per thread.
@@ -199,6 +205,94 @@ kernel! {
     }
 }
 
+/// The body of the tail reduces: adds the `parts` slots of each split tile of `ROWS`
+/// rows (128 for stage 4s, 256 for stage 4ws), in part order, then applies the
+/// epilogue. Blocks of 256 threads, `ROWS / 16` per split tile, each a band of 16 rows
+/// ([`matmul_tail_reduce()`]'s Thread Mapping).
+///
+/// # Safety
+/// As [`matmul_tail_reduce()`], with slots of `ROWS x 128` floats and a 1-D grid of
+/// `ROWS / 16 · split_tiles` blocks of 256 threads.
+#[inline(always)]
+pub(crate) unsafe fn tail_reduce<const ROWS: u32>(sp: MatmulParamsTail4) {
+    // A band is 16 rows of 128: 512 groups of 4 floats.
+    const { assert!(ROWS % 16 == 0 && MM4K_PARTIAL_FLOATS / 4 / TAIL_REDUCE_BLOCKS * 4 == 16 * MM_BN) };
+    let bands = ROWS / 16;
+    let (c, m, n, ldc) = (sp.mm.c.ptr, sp.mm.c.rows, sp.mm.c.cols, sp.mm.c.ld);
+    let relu = sp.mm.epilogue as u32 != 0;
+    let act = |x: f32| if relu && !(x > 0.0) { 0.0 } else { x };
+    let (j, band) = (block_idx().x / bands, block_idx().x % bands);
+    let tile = sp.dp_tiles + j;
+    let tiles_n = n.div_ceil(MM_BN);
+    let (row0, col0) = ((tile / tiles_n) * ROWS, (tile % tiles_n) * MM_BN);
+    let vec_c = is_aligned16(c) && ldc % 4 == 0;
+    // Every thread has few groups and many blocks share a tile, and each load
+    // round covers 4 parts: with every tile split (fewer tiles than SMs), a
+    // thread waits out one load latency per 4 parts (docs/PERFORMANCE.md, session
+    // 28). The sums stay in part order.
+    let g0 = band * (MM4K_PARTIAL_FLOATS / 4 / TAIL_REDUCE_BLOCKS) + thread_idx().x;
+    // Group u: element (r, c0..c0 + 4) of the tile, `valid` of its columns inside C
+    // (the ones the parts wrote), `inside` its row and first column inside C.
+    let place = |u: usize| {
+        let g = g0 + u as u32 * MM_THREADS;
+        let (r, c0) = ((4 * g) / MM_BN, (4 * g) % MM_BN);
+        let inside = row0 + r < m && col0 + c0 < n;
+        (r, c0, inside, if inside { n - col0 - c0 } else { 0 })
+    };
+    let at = |p: u32, u: usize| {
+        let (r, c0, _, valid) = place(u);
+        // SAFETY (callers: `inside` and p < parts only): slot p·split + j (the
+        // contract's workspace), elements (r, c0..c0 + min(4, valid)) of its
+        // ROWSx128 tile, written by part p (inside C); 16-byte aligned (c0 a
+        // multiple of 4).
+        unsafe {
+            load4_first(
+                slot_base_of(sp.partials, p * sp.split_tiles + j, ROWS)
+                    .add((r * MM_BN + c0) as usize),
+                valid,
+                true,
+            )
+        }
+    };
+    let mut s = [F32x4::default(); TAIL_BATCH];
+    let mut p0 = 0;
+    while p0 < sp.parts {
+        let mut v = [[F32x4::default(); TAIL_BATCH]; TAIL_PARTS_AT_ONCE as usize];
+        unroll!(4, Q => {
+            if p0 + (Q as u32) < sp.parts {
+                unroll!(2, U => {
+                    if place(U).2 {
+                        v[Q][U] = at(p0 + Q as u32, U);
+                    }
+                });
+            }
+        });
+        unroll!(4, Q => {
+            if p0 + (Q as u32) < sp.parts {
+                unroll!(2, U => {
+                    // Part 0 starts the sum (adding it to 0.0 would turn -0.0 into
+                    // 0.0); the others add in order.
+                    s[U] = if p0 + Q as u32 == 0 {
+                        v[Q][U]
+                    } else {
+                        let (a, b) = (s[U], v[Q][U]);
+                        F32x4 { x: a.x + b.x, y: a.y + b.y, z: a.z + b.z, w: a.w + b.w }
+                    };
+                });
+            }
+        });
+        p0 += TAIL_PARTS_AT_ONCE;
+    }
+    unroll!(2, U => {
+        let (r, c0, inside, valid) = place(U);
+        if inside {
+            // SAFETY: row row0 + r < m; of the columns col0 + c0.., those below n
+            // are written (the contract for C).
+            unsafe { store4_first(c.add(((row0 + r) * ldc + col0 + c0) as usize), s[U].map(act), valid, vec_c) };
+        }
+    });
+}
+
 kernel! {
     /// `C[tile] = epilogue(Σ_p slot(p, tile))` for stage 4s's split tiles: adds the
     /// `parts` slots of each of the `split_tiles` last tiles in part order `p = 0, 1,
@@ -220,71 +314,7 @@ kernel! {
     /// and `t + 256` there, the slots of 4 parts loaded at once (8 loads in flight).
     #[launch(threads = MM_THREADS)]
     pub unsafe fn matmul_tail_reduce(sp: MatmulParamsTail4) {
-        let (c, m, n, ldc) = (sp.mm.c.ptr, sp.mm.c.rows, sp.mm.c.cols, sp.mm.c.ld);
-        let relu = sp.mm.epilogue as u32 != 0;
-        let act = |x: f32| if relu && !(x > 0.0) { 0.0 } else { x };
-        let (j, band) = (block_idx().x / TAIL_REDUCE_BLOCKS, block_idx().x % TAIL_REDUCE_BLOCKS);
-        let tile = sp.dp_tiles + j;
-        let tiles_n = n.div_ceil(MM_BN);
-        let (row0, col0) = ((tile / tiles_n) * MM_BM, (tile % tiles_n) * MM_BN);
-        let vec_c = is_aligned16(c) && ldc % 4 == 0;
-        // Every thread has few groups and many blocks share a tile, and each load
-        // round covers 4 parts: with every tile split (fewer tiles than SMs), a
-        // thread waits out one load latency per 4 parts (docs/PERFORMANCE.md, session
-        // 28). The sums stay in part order.
-        let g0 = band * (MM4K_PARTIAL_FLOATS / 4 / TAIL_REDUCE_BLOCKS) + thread_idx().x;
-        // Group u: element (r, c0..c0 + 4) of the tile, `valid` of its columns inside C
-        // (the ones the parts wrote), `inside` its row and first column inside C.
-        let place = |u: usize| {
-            let g = g0 + u as u32 * MM_THREADS;
-            let (r, c0) = ((4 * g) / MM_BN, (4 * g) % MM_BN);
-            let inside = row0 + r < m && col0 + c0 < n;
-            (r, c0, inside, if inside { n - col0 - c0 } else { 0 })
-        };
-        let at = |p: u32, u: usize| {
-            let (r, c0, _, valid) = place(u);
-            // SAFETY (callers: `inside` and p < parts only): slot p·split + j (the
-            // contract's workspace), elements (r, c0..c0 + min(4, valid)) of its
-            // 128x128 tile, written by part p (inside C); 16-byte aligned (c0 a
-            // multiple of 4).
-            unsafe { load4_first(slot_base(sp.partials, p * sp.split_tiles + j).add((r * MM_BN + c0) as usize), valid, true) }
-        };
-        let mut s = [F32x4::default(); TAIL_BATCH];
-        let mut p0 = 0;
-        while p0 < sp.parts {
-            let mut v = [[F32x4::default(); TAIL_BATCH]; TAIL_PARTS_AT_ONCE as usize];
-            unroll!(4, Q => {
-                if p0 + (Q as u32) < sp.parts {
-                    unroll!(2, U => {
-                        if place(U).2 {
-                            v[Q][U] = at(p0 + Q as u32, U);
-                        }
-                    });
-                }
-            });
-            unroll!(4, Q => {
-                if p0 + (Q as u32) < sp.parts {
-                    unroll!(2, U => {
-                        // Part 0 starts the sum (adding it to 0.0 would turn -0.0 into
-                        // 0.0); the others add in order.
-                        s[U] = if p0 + Q as u32 == 0 {
-                            v[Q][U]
-                        } else {
-                            let (a, b) = (s[U], v[Q][U]);
-                            F32x4 { x: a.x + b.x, y: a.y + b.y, z: a.z + b.z, w: a.w + b.w }
-                        };
-                    });
-                }
-            });
-            p0 += TAIL_PARTS_AT_ONCE;
-        }
-        unroll!(2, U => {
-            let (r, c0, inside, valid) = place(U);
-            if inside {
-                // SAFETY: row row0 + r < m; of the columns col0 + c0.., those below n
-                // are written (the contract for C).
-                unsafe { store4_first(c.add(((row0 + r) * ldc + col0 + c0) as usize), s[U].map(act), valid, vec_c) };
-            }
-        });
+        // SAFETY: the kernel's contract, with 128-row tiles.
+        unsafe { tail_reduce::<MM_BM>(sp) }
     }
 }

@@ -46,12 +46,12 @@ const _: () = assert!(
 );
 
 /// Floats per shared stage of A (`MM_BK x BM`, transposed) and of B (`MM_BK x BN`).
-const A_STAGE: usize = (MM_BK * BM) as usize;
-const B_STAGE: usize = (MM_BK * BN) as usize;
+pub(crate) const A_STAGE: usize = (MM_BK * BM) as usize;
+pub(crate) const B_STAGE: usize = (MM_BK * BN) as usize;
 
 /// One thread's view of the problem.
 #[derive(Clone, Copy)]
-struct WideTiling {
+pub(crate) struct WideTiling {
     a: *const f32,
     b: *const f32,
     m: u32,
@@ -80,7 +80,7 @@ type Share = (F32x4, F32x4, F32x4);
 impl WideTiling {
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn at(
+    pub(crate) fn at(
         a: *const f32,
         b: *const f32,
         c: *mut f32,
@@ -244,7 +244,7 @@ impl WideTiling {
     /// # Safety
     /// The kernel's contract (C writable as described).
     #[inline(always)]
-    unsafe fn write(&self, c: *mut f32, ldc: u32, relu: u32, acc: &[[f32; TN]; TM]) {
+    pub(crate) unsafe fn write(&self, c: *mut f32, ldc: u32, relu: u32, acc: &[[f32; TN]; TM]) {
         let vec_c = is_aligned16(c) && ldc % 4 == 0;
         unroll!(16, I => {
             let r = self.row0 + self.rm + (I as u32 % 4) + 16 * (I as u32 / 4);

@@ -18,7 +18,7 @@ use kernels::params::{
 use kernels::{
     matmul_cluster_splitk, matmul_gemv, matmul_naive, matmul_tiled, matmul_tiled_db, matmul_tiles,
     matmul_tiles_async, matmul_warptiled, matmul_warptiled_streamk, matmul_warptiled_tail,
-    matmul_warptiled_wide,
+    matmul_warptiled_wide, matmul_warptiled_wide_tail,
 };
 use simt::{dim3, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
@@ -70,6 +70,13 @@ pub enum MatmulKernel {
     /// Stage 4w: stage 4 with 256x128 block tiles, a 16x8 thread tile and one block
     /// of 256 threads per SM (up to 255 registers a thread).
     WarpTiledWide,
+    /// Stage 4ws: stage 4w with the tiles of its partial last wave split along K, the
+    /// SMs that would idle running the short later parts ([`wide_tail_plan`] picks the
+    /// parts and the cut), then the split tiles' parts added by a second launch. Where
+    /// the tiles are a whole number of waves, fewer than one wave, or the plan saves
+    /// too little, it runs stage 4w itself. Results can differ from stage 4w's in the
+    /// last bits where a tile is split; they are the same on every run.
+    WarpTiledWideTail,
     /// Stage 4k: stage 4 on persistent blocks (as many as the device holds at once)
     /// with a **stream-K** tail: the tiles past the last whole wave are cut along K
     /// into equal shares, so no SM idles in a partial last wave. Where the tiles are a
@@ -150,6 +157,7 @@ impl MatmulKernel {
             MatmulKernel::TiledDoubleBuffered => "tiled+db",
             MatmulKernel::WarpTiled => "warptiled",
             MatmulKernel::WarpTiledWide => "warptiled-wide",
+            MatmulKernel::WarpTiledWideTail => "warptiled-wide-tail",
             MatmulKernel::WarpTiledStreamK => "warptiled-sk",
             MatmulKernel::WarpTiledTail | MatmulKernel::WarpTiledTailPlan { .. } => {
                 "warptiled-tail"
@@ -262,6 +270,7 @@ impl MatmulKernel {
             Self::ALL.as_slice(),
             &[
                 MatmulKernel::WarpTiledWide,
+                MatmulKernel::WarpTiledWideTail,
                 MatmulKernel::WarpTiledStreamK,
                 MatmulKernel::WarpTiledTail,
                 MatmulKernel::Auto,
@@ -282,6 +291,9 @@ impl MatmulKernel {
             MatmulKernel::TiledDoubleBuffered => matmul_tiled_db::matmul_relu_tiled_db::NAME,
             MatmulKernel::WarpTiled => matmul_warptiled::matmul_relu_warptiled::NAME,
             MatmulKernel::WarpTiledWide => matmul_warptiled_wide::matmul_relu_warptiled_wide::NAME,
+            MatmulKernel::WarpTiledWideTail => {
+                matmul_warptiled_wide_tail::matmul_relu_warptiled_wide_tail::NAME
+            }
             MatmulKernel::WarpTiledStreamK => {
                 matmul_warptiled_streamk::matmul_relu_warptiled_streamk::NAME
             }
@@ -419,6 +431,7 @@ pub fn matmul(
             | MatmulKernel::WarpTiledStreamK
             | MatmulKernel::WarpTiledTail
             | MatmulKernel::WarpTiledTailPlan { .. }
+            | MatmulKernel::WarpTiledWideTail
             | MatmulKernel::GemvRow { .. }
             | MatmulKernel::GemvCol { .. }
     ) {
@@ -467,6 +480,9 @@ pub fn matmul(
             grid(MM_WIDE_BM, MM_WIDE_BN)?,
             p,
         ),
+        MatmulKernel::WarpTiledWideTail => {
+            warptiled_wide_tail(gpu, grid(MM_WIDE_BM, MM_WIDE_BN)?, p)
+        }
         MatmulKernel::WarpTiledStreamK => warptiled_streamk(gpu, grid(MM_BM, MM_BN)?, p),
         MatmulKernel::WarpTiledTail => warptiled_tail(gpu, grid(MM_BM, MM_BN)?, p, None),
         MatmulKernel::WarpTiledTailPlan { plan } => {
@@ -955,6 +971,111 @@ fn warptiled_tail(
     }
 }
 
+/// The most parts [`wide_tail_plan`] cuts a tile into.
+pub const WIDE_TAIL_MAX_PARTS: u64 = 8;
+/// Slots of stage 4ws's workspace (256x128 floats each, written by a part and read
+/// back by the reduce: 256 KiB of traffic) whose cost [`wide_tail_plan`] counts as one
+/// K step of the whole device: at about 3.5 TB/s a slot's traffic takes 75 ns, and a K
+/// step of one 256x128 block on every SM took about 1.3 us on the H200 (4096^3).
+const WIDE_TAIL_SLOTS_PER_STEP: u64 = 20;
+
+/// Stage 4ws's plan for `tiles` 256x128 tiles of `ksteps` K steps (of 8) on `sms` SMs
+/// of one block each, or `None` where stage 4w runs instead. With `W >= 1` whole
+/// waves and `t` tiles left (`0 < t < sms`), `i = sms - t` SMs would idle through the
+/// last wave. The plan keeps every last tile's first `cut` K steps whole (part 0, one
+/// per SM) and cuts the rest into `parts - 1` equal parts that the idle SMs run, `k =
+/// ceil((parts - 1)·t / i)` of them one after another, in about part 0's time: the
+/// least `cut` with `k·(part + o) <= cut + o`, `o` being [`TAIL_OVERHEAD_STEPS`] per
+/// part. The blocks go out in order (part 0 of every split tile first), so part 0s
+/// take the SMs as the whole waves end and the later parts fill the rest, as in stage
+/// 4s. Of `parts` = 2 to [`WIDE_TAIL_MAX_PARTS`], the cheapest in the model `cut + o +
+/// parts·t / WIDE_TAIL_SLOTS_PER_STEP` (the workspace's traffic), kept where that is
+/// at most 95% of an unsplit last wave (`ksteps + o`) and every part has at least
+/// [`TAIL_MIN_PART_STEPS`] K steps. On 132 SMs: 4096^3 (512 tiles, 116 left) two parts
+/// of 459 and 53 K steps; 8192^3 (2048 tiles, 68 left) 7 parts, the first 563 of 1024
+/// K steps.
+pub fn wide_tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
+    let (sms, n, o) = (sms.max(1) as u64, ksteps as u64, TAIL_OVERHEAD_STEPS);
+    let t = tiles % sms;
+    if t == 0 || tiles < sms || tiles >= 1 << 31 {
+        return None;
+    }
+    let idle = sms - t;
+    let (parts, cut, cost) = (2..=WIDE_TAIL_MAX_PARTS)
+        .filter_map(|q| {
+            // k later parts per idle SM; part 0 lasts as long as k of them.
+            let k = ((q - 1) * t).div_ceil(idle);
+            let cut = (k * n + (q - 1) * o * (k - 1)).div_ceil(k + q - 1).min(n);
+            parts_fit(n, cut, q).then_some((q, cut, cut + o + q * t / WIDE_TAIL_SLOTS_PER_STEP))
+        })
+        .min_by_key(|&(_, _, cost)| cost)?;
+    (20 * cost <= 19 * (n + o)).then_some(TailPlan {
+        dp_tiles: (tiles - t) as u32,
+        split_tiles: t as u32,
+        parts: parts as u32,
+        cut: cut as u32,
+    })
+}
+
+/// Stage 4ws's plan for a product on this device ([`wide_tail_plan`] over stage 4w's
+/// 256x128 tiles, one block per SM).
+pub fn wide_tail_split(gpu: &Gpu, s: Shape) -> Option<TailPlan> {
+    let tiles = s.m.div_ceil(MM_WIDE_BM) as u64 * s.n.div_ceil(MM_WIDE_BN) as u64;
+    wide_tail_plan(tiles, s.k.div_ceil(MM_BK), gpu.props().sms)
+}
+
+/// Stage 4ws: stage 4w with the tiles of its partial last wave split along K
+/// ([`MatmulKernel::WarpTiledWideTail`]), then the split tiles' parts added.
+fn warptiled_wide_tail(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()> {
+    type K = matmul_warptiled_wide_tail::matmul_relu_warptiled_wide_tail;
+    type R = matmul_warptiled_wide_tail::matmul_wide_tail_reduce;
+    type S4w = matmul_warptiled_wide::matmul_relu_warptiled_wide;
+    use matmul_warptiled_wide_tail::{WIDE_PARTIAL_FLOATS, WIDE_TAIL_REDUCE_BLOCKS};
+    let tiles = grid.x as u64 * grid.y as u64;
+    let plan = wide_tail_plan(tiles, p.a.cols.div_ceil(MM_BK), gpu.props().sms)
+        // A slot's rows are addressed as C's, 128 floats long, in 32 bits (rows up to
+        // m + 256 in a ragged last tile); one block per segment in a 1-D grid.
+        .filter(|pl| {
+            let reduce_blocks = pl.split_tiles as u64 * WIDE_TAIL_REDUCE_BLOCKS as u64;
+            (p.c.rows as u64 + MM_WIDE_BM as u64) * (MM_WIDE_BN as u64) < 1 << 32
+                && (pl.dp_tiles as u64 + pl.parts as u64 * pl.split_tiles as u64) < 1 << 31
+                && reduce_blocks < 1 << 31
+        });
+    let Some(plan) = plan else {
+        // SAFETY: as in `matmul`: the views were checked against their buffers and
+        // each other, C does not overlap A or B, the grid covers C with 4w's tiles.
+        return unsafe { launch_checked::<S4w>(gpu, grid, p) };
+    };
+    let slots = plan.parts as usize * plan.split_tiles as usize;
+    let partials = gpu.scratch_f32(super::SCRATCH_TAIL, slots * WIDE_PARTIAL_FLOATS as usize)?;
+    let sp = MatmulParamsTail4 {
+        mm: p,
+        dp_tiles: plan.dp_tiles,
+        split_tiles: plan.split_tiles,
+        parts: plan.parts,
+        cut: plan.cut,
+        partials: partials.ptr() as *mut f32,
+    };
+    let blocks = plan.dp_tiles + plan.parts * plan.split_tiles;
+    // SAFETY: `p` as for stage 4w (checked views, C apart from A and B, k <= 2^31 and
+    // every view under 2^32 elements: `matmul`'s checks), (m + 256) · 128 < 2^32
+    // (above); dp_tiles + split_tiles are the grid's 256x128 tiles, 2 <= parts <=
+    // WIDE_TAIL_MAX_PARTS <= TAIL_MAX_PARTS and every part at least
+    // TAIL_MIN_PART_STEPS K steps (`wide_tail_plan`); the workspace holds parts ·
+    // split_tiles slots of 256x128 floats, this Gpu's alone while its queue runs the
+    // two launches; one block per segment, fewer than 2^31 (above).
+    unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(blocks, 1, 1)), (sp,))? };
+    // SAFETY: after the product above with the same parameters (queue order), every
+    // slot holds its part's sums; C as checked; WIDE_TAIL_REDUCE_BLOCKS blocks per
+    // split tile, fewer than 2^31 in all (above).
+    unsafe {
+        gpu.launch::<R>(
+            LaunchConfig::for_kernel::<R>(dim3(plan.split_tiles * WIDE_TAIL_REDUCE_BLOCKS, 1, 1)),
+            (sp,),
+        )
+    }
+}
+
 /// K slices of `chunk` elements (a multiple of 8) for `split_k` requested slices:
 /// `(chunk, slices)` with `slices <= split_k` and `slices · chunk >= k`.
 pub fn k_slices(k: u32, split_k: u32) -> (u32, u32) {
@@ -1063,6 +1184,7 @@ pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
         .flag("ragged", is_ragged(s))
         .flag("mid_wave", mid_wave(gpu, s).is_some())
         .flag("wide", wide_fits(gpu, s))
+        .flag("wide_tail", wide_tail_fits(gpu, s))
 }
 
 /// Whether `m` or `n` is not a multiple of 64 (partial 64x64 edge tiles), where
@@ -1192,6 +1314,29 @@ pub fn wide_fits(gpu: &Gpu, s: Shape) -> bool {
         && tiles > (waves - 1) * 2 * sms + sms
 }
 
+/// The shortest K at which the heuristic takes stage 4ws ([`wide_tail_fits`]).
+pub const WIDE_TAIL_MIN_K: u32 = 2048;
+
+/// Whether the heuristic runs stage 4ws ([`MatmulKernel::WarpTiledWideTail`]): K of at
+/// least [`WIDE_TAIL_MIN_K`], stage 4w's 256x128 tiles cover the rows stage 4's cover
+/// (as [`wide_fits`]), and [`wide_tail_plan`] splits their last wave of at least
+/// `sms / 8` tiles.
+///
+/// H200, session 32 (docs/PERFORMANCE.md), against the kernel the heuristic ran before
+/// (stage 4s, 4w or 4): 1.004-1.046x faster on 19 of the 20 products it takes in a
+/// check set of 31 (K = 512 to 4096), level on one (5120 x 8192 x 2048), and
+/// 1.002-1.015x on 3072^3, 4096^3, 6144^3, 7168^3, 8192^3 and 4096^2 x 2048. What it
+/// does not take lost: at K = 512 and 1024, 1.2-6.3% slower on all 10 products timed
+/// (the parts' fixed costs, one block per SM, are not hidden as under stage 4s's two),
+/// and with 12 tiles left (3072 x 1536 x 2048, 8 parts of 32 K steps) 2.8% slower than
+/// stage 4s, whose two blocks per SM cut the last wave finer.
+pub fn wide_tail_fits(gpu: &Gpu, s: Shape) -> bool {
+    let sms = gpu.props().sms.max(1);
+    s.k >= WIDE_TAIL_MIN_K
+        && s.m.div_ceil(MM_BM).is_multiple_of(MM_WIDE_BM / MM_BM)
+        && wide_tail_split(gpu, s).is_some_and(|p| 8 * p.split_tiles >= sms)
+}
+
 /// Stage 4's (and 4k's and 4s's) 128x128 tiles over the product.
 fn stage4_tiles(s: Shape) -> u64 {
     s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64
@@ -1217,6 +1362,9 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
     let wide = s.m.div_ceil(MM_WIDE_BM) as u64 * s.n.div_ceil(MM_WIDE_BN) as u64;
     if wide_fits(gpu, s) || 8 * wide >= 7 * sms {
         v.push(MatmulKernel::WarpTiledWide);
+    }
+    if wide_tail_split(gpu, s).is_some() {
+        v.push(MatmulKernel::WarpTiledWideTail);
     }
     if let Some(plan) = tail_split(gpu, s) {
         v.push(MatmulKernel::WarpTiledTail);
@@ -1280,7 +1428,11 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 /// * where stage 4's 128x128 tiles give every SM a block: on aligned products that
 ///   fill at most one wave of the 64x128 tile (sides of 256 or more, K = 512 to
 ///   2048), that tile or the 4-stage 64x64 tile ([`mid_wave`]; H200, session 31:
-///   1.15-1.36x faster than stage 4 or 4w on 60 products); else stage 4s where that
+///   1.15-1.36x faster than stage 4 or 4w on 60 products); else stage 4ws where K is
+///   at least 2048 and stage 4w's last wave leaves SMs idle for its short parts
+///   ([`wide_tail_fits`]; H200, session 32: 4096^3 0.9% and 8192^3 1.5% faster than
+///   stage 4s, 1.004-1.046x the kernel before on 19 of 20 other products, one level);
+///   else stage 4s where that
 ///   splits the tiles of its partial last wave ([`tail_split`]; H200, 2026-11-26:
 ///   2560^3, 3072^3, 4096^3, 6144^3 and 8192^3 1-16% faster than stage 4, 7168^3
 ///   level, and faster than stage 4k everywhere it was timed); else stage 4w where
@@ -1345,6 +1497,9 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
     if stage4_tiles(s) >= sms {
         if let Some(k) = mid_wave(gpu, s) {
             return k;
+        }
+        if wide_tail_fits(gpu, s) {
+            return MatmulKernel::WarpTiledWideTail;
         }
         if tail_split(gpu, s).is_some() {
             return MatmulKernel::WarpTiledTail;
