@@ -693,6 +693,18 @@ fn wide_tail_plan_covers_every_k_step_once() {
     // 3072^3: 288 tiles, 24 left on 108 idle SMs: five equal parts.
     assert_eq!(wide_tail_plan(288, 384, 132), Some(plan(264, 24, 5, 77)));
     assert_eq!(wide_tail_plan(128, 256, 132), None);
+    // Fewer tiles than SMs: every tile in sms / tiles equal parts of at least 32 K steps
+    // where they fill 7/8 of the SMs: 1024^3 (32 tiles in 4), 2048 x 1024 x 1024 (64 in
+    // 2), 512 x 2048 x 4096 (32 in 4), 40 tiles in 3 (120 of 132 SMs); not 1024 x 1024 x
+    // 512 (16 steps), not 36 tiles (3 parts: 108 SMs), not 14 (8 parts at most: 112).
+    assert_eq!(wide_tail_plan(32, 128, 132), Some(plan(0, 32, 4, 32)));
+    assert_eq!(wide_tail_plan(64, 128, 132), Some(plan(0, 64, 2, 64)));
+    assert_eq!(wide_tail_plan(32, 512, 132), Some(plan(0, 32, 4, 128)));
+    assert_eq!(wide_tail_plan(32, 64, 132), None);
+    assert_eq!(wide_tail_plan(40, 512, 132), Some(plan(0, 40, 3, 170)));
+    assert_eq!(wide_tail_plan(36, 512, 132), None);
+    assert_eq!(wide_tail_plan(16, 1024, 132), Some(plan(0, 16, 8, 128)));
+    assert_eq!(wide_tail_plan(14, 1024, 132), None);
     assert_eq!(wide_tail_plan(264, 512, 132), None);
     assert_eq!(wide_tail_plan(263, 512, 132), None);
     assert_eq!(wide_tail_plan(1 << 31, 512, 132), None);
@@ -701,23 +713,34 @@ fn wide_tail_plan_covers_every_k_step_once() {
     assert_eq!(wide_tail_plan(512, 64, 132), None);
     for sms in 1..7u32 {
         for tiles in 1..5 * sms as u64 {
-            for ksteps in [1u32, 4, 9, 13, 40, 100, 257] {
+            for ksteps in [1u32, 4, 9, 13, 40, 64, 100, 257] {
                 let Some(p) = wide_tail_plan(tiles, ksteps, sms) else {
                     continue;
                 };
                 let what = format!("{tiles} tiles, {sms} SMs, {ksteps} steps: {p:?}");
                 assert!(p.dp_tiles + p.split_tiles == tiles as u32, "{what}");
-                assert!(p.dp_tiles >= sms && p.dp_tiles % sms == 0, "{what}");
                 assert!(p.split_tiles > 0 && p.split_tiles < sms, "{what}");
                 assert!((2..=TAIL_MAX_PARTS).contains(&p.parts), "{what}");
                 let later = (ksteps - p.cut) / (p.parts - 1);
-                assert!(p.cut >= later, "{what}");
-                let (t, idle) = (p.split_tiles, sms - p.split_tiles);
-                let k = ((p.parts - 1) * t).div_ceil(idle);
-                assert!(
-                    k * (later + 4) <= p.cut + 4 + k,
-                    "{what}: {k} parts an idle SM"
-                );
+                if p.dp_tiles == 0 {
+                    // Every tile split: equal parts that fill 7/8 of the SMs to all.
+                    assert!(
+                        (later == p.cut || later == p.cut + 1) && p.cut >= 32,
+                        "{what}"
+                    );
+                    let blocks = p.parts * p.split_tiles;
+                    assert!(8 * blocks >= 7 * sms && blocks <= sms, "{what}");
+                } else {
+                    // Part 0 at least as long as each later part.
+                    assert!(p.cut >= later, "{what}");
+                    assert!(p.dp_tiles >= sms && p.dp_tiles % sms == 0, "{what}");
+                    let (t, idle) = (p.split_tiles, sms - p.split_tiles);
+                    let k = ((p.parts - 1) * t).div_ceil(idle);
+                    assert!(
+                        k * (later + 4) <= p.cut + 4 + k,
+                        "{what}: {k} parts an idle SM"
+                    );
+                }
                 let blocks = p.dp_tiles + p.parts * p.split_tiles;
                 let mut seen = vec![0u32; (tiles as u32 * ksteps) as usize];
                 for b in 0..blocks {
@@ -738,9 +761,10 @@ fn wide_tail_plan_covers_every_k_step_once() {
     }
 }
 
-/// Stage 4ws on emulated devices of 3 to 5 SMs (one block each), under every thread
+/// Stage 4ws on emulated devices of 3 to 8 SMs (one block each), under every thread
 /// order: ragged shapes whose last wave is split in two uneven parts (one or two idle
-/// SMs running the short parts), three equal parts, four parts, and split tiles
+/// SMs running the short parts), three equal parts, four parts, fewer tiles than SMs
+/// (every tile split), and split tiles
 /// wholly inside C with aligned rows (the unchecked stores into the slots), K not a
 /// multiple of the K step, padded strides and C padding, ReLU and none, against
 /// float64; the same bits under every order and on a second run; the whole tiles equal
@@ -757,6 +781,10 @@ fn warptiled_wide_tail_under_every_order() {
         (3, 300, 200, 300, 0, true, 3, 13),
         (5, 520, 390, 257, 2, true, 4, 16),
         (4, 512, 640, 400, 0, false, 2, 25),
+        // Fewer tiles than SMs: both tiles in 4 equal parts on 8 SMs (129 K steps).
+        (8, 300, 100, 1030, 1, true, 4, 32),
+        // 5 parts: the reduce's second round of 4 parts over 256-row slots.
+        (5, 500, 300, 250, 1, true, 5, 7),
     ] {
         let tiles = (m as u64).div_ceil(256) * (n as u64).div_ceil(128);
         let plan: TailPlan = wide_tail_plan(tiles, (k as u32).div_ceil(8), sms as u32)

@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use rust_simt::ops::matmul::{
     auto_candidates, auto_heuristic, auto_key, cluster_resident_blocks, cluster_wave, matmul,
-    tail_split, whole_split, wide_fits, wide_tail_fits, Epilogue, MatmulKernel, Shape,
-    MM_ASYNC_TILES, MM_CLUSTER_CONFIGS, MM_TILES,
+    tail_split, whole_split, wide_fits, wide_tail_fits, wide_whole_split, Epilogue, MatmulKernel,
+    Shape, MM_ASYNC_TILES, MM_CLUSTER_CONFIGS, MM_TILES,
 };
 use rust_simt::ops::softmax::has_clusters;
 use rust_simt::tune::{self, Cache, Config, Entry, Key, Timing};
@@ -402,7 +402,13 @@ fn heuristic_picks_by_shape() {
     };
     let (w4, ks2) = (w4_slices(1), w4_slices(2));
     let whole = shape(768, 768, 1024);
-    assert_eq!(auto_heuristic(&g80, whole), ks2);
+    // (From K = 1024, where 256x128 tiles cover the product too, stage 4ws with every
+    // tile split comes first: `wide_whole_split`, 768^2's 18 such tiles in 4 parts of 32
+    // K steps on the 80 SMs.)
+    assert!(wide_whole_split(&g80, whole));
+    assert_eq!(auto_heuristic(&g80, whole), MatmulKernel::WarpTiledWideTail);
+    assert!(!wide_whole_split(&g80, shape(768, 768, 1016)));
+    assert_eq!(auto_heuristic(&g80, shape(768, 768, 1016)), ks2);
     assert_eq!(auto_heuristic(&g80, shape(768, 768, 512)), ks2);
     assert_eq!(auto_heuristic(&g80, shape(768, 768, 508)), w4);
     assert_eq!(auto_heuristic(&g80, shape(768, 768, 256)), w4);
@@ -410,16 +416,18 @@ fn heuristic_picks_by_shape() {
     assert!(auto_candidates(&g80, whole).contains(&ks2));
     // (Those whose 128x128 tiles in parts of 18 K steps or more fill 7/8 of the slots
     // split every stage 4 tile: 36 tiles in 4 parts, 30 in 5.)
+    // (768^2 x 2048: 4ws first, as above.)
     for (other, split) in [
-        (shape(744, 744, 1024), true),
-        (shape(768, 896, 1024), false),
-        (shape(640, 768, 1024), true),
-        (shape(768, 768, 2048), true),
+        (shape(744, 744, 1024), Some(true)),
+        (shape(768, 896, 1024), Some(false)),
+        (shape(640, 768, 1024), Some(true)),
+        (shape(768, 768, 2048), None),
     ] {
         let h = auto_heuristic(&g80, other);
         match split {
-            true => assert_eq!(h, MatmulKernel::WarpTiledTail, "{other:?}"),
-            false => assert!(matches!(h, MatmulKernel::Tile { .. }), "{other:?}: {h:?}"),
+            Some(true) => assert_eq!(h, MatmulKernel::WarpTiledTail, "{other:?}"),
+            Some(false) => assert!(matches!(h, MatmulKernel::Tile { .. }), "{other:?}: {h:?}"),
+            None => assert_eq!(h, MatmulKernel::WarpTiledWideTail, "{other:?}"),
         }
     }
     assert_ne!(auto_key(&g80, whole), auto_key(&g80, shape(744, 744, 1024)));
@@ -435,15 +443,36 @@ fn heuristic_picks_by_shape() {
     // ... but not a shape of the same buckets that stage 4s would not split whole
     // (H200-sized: 1000^3 in 4 parts of 31 K steps, 513x1024x600 in 6 of 12).
     assert!(whole_split(&g132, shape(1000, 1000, 1000)));
-    // On an H200-sized device: 1000^3 split whole, 1024^3 on the 64x64 tile of two K
-    // slices (its rule comes first), 1536x1024x1024's 96 tiles in 2 parts (192 of 264
+    // On an H200-sized device: 1000^3 split whole, 1024^3 on stage 4ws with every tile
+    // split (below), 1536x1024x1024's 96 tiles in 2 parts (192 of 264
     // slots) not split but, on Hopper, the 64x128 tile with K over clusters of 2 (384
-    // of 396 slots), from K = 1024 on (K split below); 116-131 tiles (1024 x 2048: 128,
-    // 1408^2: 121) in 2 parts from K = 2048 on, stage 4 below that (the tuner still
-    // times the split); stage 4 not for 64 x 16384 (128 tiles half outside C).
+    // of 396 slots), from K = 1024 on (K split below); 116-131 tiles (1408^2: 121; 1024
+    // x 2048's 128 go to stage 4ws) in 2 parts from K = 2048 on, stage 4 below that (the
+    // tuner still times the split); stage 4 not for 64 x 16384 (128 tiles half outside
+    // C).
     let at132 = |m, n, k| auto_heuristic(&g132, shape(m, n, k));
     assert_eq!(at132(1000, 1000, 1000), MatmulKernel::WarpTiledTail);
-    assert_eq!(at132(1024, 1024, 1024), ks2);
+    // 1024^3 and its K-longer neighbours: stage 4ws with every 256x128 tile split
+    // (`wide_whole_split`: 32 tiles in 4 parts, 2048 x 1024's 64 in 2); the 64x64 tile
+    // of two K slices at K = 512 (parts of 16 steps), stage 4s split whole at 1000^3
+    // (edge tiles), and none where 256x128 tiles leave rows or columns over.
+    for (m, n, k) in [
+        (1024, 1024, 1024),
+        (1024, 1024, 4096),
+        (2048, 1024, 1024),
+        (512, 2048, 4096),
+    ] {
+        assert!(wide_whole_split(&g132, shape(m, n, k)), "{m}x{n}x{k}");
+        assert_eq!(
+            at132(m, n, k),
+            MatmulKernel::WarpTiledWideTail,
+            "{m}x{n}x{k}"
+        );
+    }
+    assert_eq!(at132(1024, 1024, 512), ks2);
+    assert!(!wide_whole_split(&g132, shape(1152, 1024, 1024)));
+    assert!(!wide_whole_split(&g132, shape(1024, 1088, 1024)));
+    assert!(auto_candidates(&g132, shape(1024, 1024, 1024)).contains(&ks2));
     // Stage 4w where its 256x128 tiles take no more waves than stage 4's, cover the
     // same rows, and stage 4's last wave has more tiles than SMs, from K = 512:
     // 2048^3 is 128 tiles (one wave of 132; stage 4: 256 in 264 slots), 4096 x 2048 is
@@ -597,8 +626,11 @@ fn heuristic_picks_by_shape() {
         auto_key(&g132, shape(1000, 1500, 512)),
         auto_key(&g132, shape(1024, 1536, 512))
     );
-    assert_eq!(at132(1024, 2048, 2048), MatmulKernel::WarpTiledTail);
-    assert_eq!(at132(1024, 2048, 1024), MatmulKernel::WarpTiled);
+    // (1024 x 2048 is 64 tiles of 256x128: stage 4ws in 2 parts comes first there.)
+    assert_eq!(at132(1024, 2048, 2048), MatmulKernel::WarpTiledWideTail);
+    assert_eq!(at132(1024, 2048, 1024), MatmulKernel::WarpTiledWideTail);
+    assert_eq!(at132(1408, 1408, 2048), MatmulKernel::WarpTiledTail);
+    assert_eq!(at132(1408, 1408, 1024), MatmulKernel::WarpTiled);
     assert_eq!(at132(1408, 1408, 512), MatmulKernel::WarpTiled);
     let s = shape(1024, 2048, 1024);
     assert!(!whole_split(&g132, s) && tail_split(&g132, s).is_some());

@@ -9,8 +9,8 @@
 //! and short later ones; with one block per SM the cut is different. Every SM that
 //! would run a last tile keeps its first `cut` K steps (part 0), and the SMs that
 //! would idle run the short later parts, several one after another, in about the time
-//! of a part 0: at 4096^3 part 0 is 459 of 512 K steps and part 1 the other 53, eight
-//! of which run back to back on each of the 16 idle SMs (the host's `wide_tail_plan`
+//! of a part 0: at 4096^3 part 0 is 459 of 512 K steps and part 1 the other 53, seven
+//! or eight of which run back to back on each of the 16 idle SMs (the host's `wide_tail_plan`
 //! picks the parts and the cut).
 //!
 //! The schedule is stage 4s's ([`tail_segment`]: the whole tiles first, then part 0 of
@@ -59,7 +59,8 @@ kernel! {
     /// every part at least one K step (`part_start` increasing up to `ceil(k / 8)`);
     /// `p.partials` holds `parts · split_tiles · WIDE_PARTIAL_FLOATS` floats, 16-byte
     /// aligned, used by no other launch running at the same time, and
-    /// `(m + 256) · 128 < 2^32` (a slot's rows are addressed as C's, 128 long); the
+    /// `(m + 256) · 128 + n + 128 < 2^32` (a slot's rows are addressed as C's, 128
+    /// long, its columns as C's); the
     /// grid `dp_tiles + parts · split_tiles < 2^31` blocks.
     ///
     /// # Parameters
@@ -116,9 +117,9 @@ kernel! {
         // SAFETY: the kernel's contract for the workspace: the part's slot holds the
         // tile's 256x128 sums in rows of 128, and the stores touch its elements of C's
         // rows and columns only, at local row r - row0 < 256 and column c0 - col0 <
-        // 128. The u32 offset r·128 + c0 stays below 2^32: r < m + 256 and
-        // (m + 256)·128 < 2^32 (the contract). The base is 16-byte aligned as the slot
-        // is (row0·128 + col0 is a multiple of 4).
+        // 128. The u32 offset r·128 + c0 stays below 2^32: r < m + 256, c0 < n + 128
+        // and (m + 256)·128 + n + 128 < 2^32 (the contract). The base is 16-byte
+        // aligned as the slot is (row0·128 + col0 is a multiple of 4).
         unsafe { tl.write(cw, ldw, reluw, &acc) };
     }
 }

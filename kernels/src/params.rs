@@ -110,7 +110,9 @@ kernel_params! {
     /// evenly), one block each. Each
     /// part writes its sums to its slot of `partials` (`parts x split_tiles x
     /// MM4K_PARTIAL_FLOATS` floats: slot `p · split_tiles + j` for part `p` of split
-    /// tile `j`), and `matmul_tail_reduce` adds them into C.
+    /// tile `j`), and `matmul_tail_reduce` adds them into C. Stage 4ws
+    /// ([`crate::matmul_warptiled_wide_tail`]) takes the same fields over its 256x128
+    /// tiles, with slots of `WIDE_PARTIAL_FLOATS` and `matmul_wide_tail_reduce`.
     pub struct MatmulParamsTail4 {
         pub mm: MatmulParams,
         pub dp_tiles: u32,

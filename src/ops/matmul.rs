@@ -973,6 +973,10 @@ fn warptiled_tail(
 
 /// The most parts [`wide_tail_plan`] cuts a tile into.
 pub const WIDE_TAIL_MAX_PARTS: u64 = 8;
+/// The fewest K steps a part gets where [`wide_tail_plan`] splits every tile (fewer
+/// tiles than SMs): the shortest measured (H200, session 32: 1024^3 in 4 parts of 32
+/// steps, 1.0-1.4% faster than the `cp.async` 64x64 tile of two K slices).
+pub const WIDE_WHOLE_MIN_STEPS: u64 = 32;
 /// Slots of stage 4ws's workspace (256x128 floats each, written by a part and read
 /// back by the reduce: 256 KiB of traffic) whose cost [`wide_tail_plan`] counts as one
 /// K step of the whole device: at about 3.5 TB/s a slot's traffic takes 75 ns, and a K
@@ -994,8 +998,25 @@ const WIDE_TAIL_SLOTS_PER_STEP: u64 = 20;
 /// [`TAIL_MIN_PART_STEPS`] K steps. On 132 SMs: 4096^3 (512 tiles, 116 left) two parts
 /// of 459 and 53 K steps; 8192^3 (2048 tiles, 68 left) 7 parts, the first 563 of 1024
 /// K steps.
+///
+/// With fewer tiles than SMs, **every tile** in `q` equal parts, `q = sms / tiles` (at
+/// most [`WIDE_TAIL_MAX_PARTS`]), where `q >= 2`, the parts fill at least 7/8 of the
+/// SMs and each has at least [`WIDE_WHOLE_MIN_STEPS`] K steps: 1024^3 is 32 tiles in 4
+/// parts of 32 steps, 2048 x 1024 x 1024 64 in 2 of 64; not 1024 x 1024 x 512 (parts
+/// of 16 steps).
 pub fn wide_tail_plan(tiles: u64, ksteps: u32, sms: u32) -> Option<TailPlan> {
     let (sms, n, o) = (sms.max(1) as u64, ksteps as u64, TAIL_OVERHEAD_STEPS);
+    if tiles > 0 && tiles < sms {
+        let q = (sms / tiles).min(WIDE_TAIL_MAX_PARTS);
+        let fills = 8 * q * tiles >= 7 * sms;
+        return (q >= 2 && fills && n / q >= WIDE_WHOLE_MIN_STEPS && parts_fit(n, n / q, q))
+            .then_some(TailPlan {
+                dp_tiles: 0,
+                split_tiles: tiles as u32,
+                parts: q as u32,
+                cut: (n / q) as u32,
+            });
+    }
     let t = tiles % sms;
     if t == 0 || tiles < sms || tiles >= 1 << 31 {
         return None;
@@ -1033,11 +1054,14 @@ fn warptiled_wide_tail(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<(
     use matmul_warptiled_wide_tail::{WIDE_PARTIAL_FLOATS, WIDE_TAIL_REDUCE_BLOCKS};
     let tiles = grid.x as u64 * grid.y as u64;
     let plan = wide_tail_plan(tiles, p.a.cols.div_ceil(MM_BK), gpu.props().sms)
-        // A slot's rows are addressed as C's, 128 floats long, in 32 bits (rows up to
-        // m + 256 in a ragged last tile); one block per segment in a 1-D grid.
+        // A slot's rows are addressed as C's, 128 floats long, in 32 bits: row r (up to
+        // m + 256 in a ragged last tile) times 128 plus C's column (up to n + 128); one
+        // block per segment in a 1-D grid.
         .filter(|pl| {
             let reduce_blocks = pl.split_tiles as u64 * WIDE_TAIL_REDUCE_BLOCKS as u64;
-            (p.c.rows as u64 + MM_WIDE_BM as u64) * (MM_WIDE_BN as u64) < 1 << 32
+            let slot_index = (p.c.rows as u64 + MM_WIDE_BM as u64) * (MM_WIDE_BN as u64)
+                + (p.c.cols as u64 + MM_WIDE_BN as u64);
+            slot_index < 1 << 32
                 && (pl.dp_tiles as u64 + pl.parts as u64 * pl.split_tiles as u64) < 1 << 31
                 && reduce_blocks < 1 << 31
         });
@@ -1058,8 +1082,8 @@ fn warptiled_wide_tail(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<(
     };
     let blocks = plan.dp_tiles + plan.parts * plan.split_tiles;
     // SAFETY: `p` as for stage 4w (checked views, C apart from A and B, k <= 2^31 and
-    // every view under 2^32 elements: `matmul`'s checks), (m + 256) · 128 < 2^32
-    // (above); dp_tiles + split_tiles are the grid's 256x128 tiles, 2 <= parts <=
+    // every view under 2^32 elements: `matmul`'s checks), (m + 256) · 128 + n + 128 <
+    // 2^32 (above); dp_tiles + split_tiles are the grid's 256x128 tiles, 2 <= parts <=
     // WIDE_TAIL_MAX_PARTS <= TAIL_MAX_PARTS and every part at least
     // TAIL_MIN_PART_STEPS K steps (`wide_tail_plan`); the workspace holds parts ·
     // split_tiles slots of 256x128 floats, this Gpu's alone while its queue runs the
@@ -1184,7 +1208,10 @@ pub fn auto_key(gpu: &Gpu, s: Shape) -> crate::tune::Key {
         .flag("ragged", is_ragged(s))
         .flag("mid_wave", mid_wave(gpu, s).is_some())
         .flag("wide", wide_fits(gpu, s))
-        .flag("wide_tail", wide_tail_fits(gpu, s))
+        .flag(
+            "wide_tail",
+            wide_tail_fits(gpu, s) || wide_whole_split(gpu, s),
+        )
 }
 
 /// Whether `m` or `n` is not a multiple of 64 (partial 64x64 edge tiles), where
@@ -1337,6 +1364,21 @@ pub fn wide_tail_fits(gpu: &Gpu, s: Shape) -> bool {
         && wide_tail_split(gpu, s).is_some_and(|p| 8 * p.split_tiles >= sms)
 }
 
+/// Whether the heuristic runs stage 4ws with every tile split along K
+/// ([`wide_tail_plan`]'s plan for fewer 256x128 tiles than SMs): aligned products that
+/// 256x128 tiles cover with no edge tile, K of at least 1024, where there is such a
+/// plan. H200, session 32 (docs/PERFORMANCE.md), against the kernel `Auto` ran before
+/// (the 64x64 tile of two K slices, stage 4s split whole, the 64x128 tile): 1.0-1.4%
+/// faster at 1024^3, 0.6-1.3% on 1024^2 x 2048 to x 8192, 2048 x 1024 x 1024, 1024 x
+/// 2048 x 2048 and 512 x 2048 x 4096.
+pub fn wide_whole_split(gpu: &Gpu, s: Shape) -> bool {
+    s.aligned
+        && s.m.is_multiple_of(MM_WIDE_BM)
+        && s.n.is_multiple_of(MM_WIDE_BN)
+        && s.k >= 1024
+        && wide_tail_split(gpu, s).is_some_and(|p| p.dp_tiles == 0)
+}
+
 /// Stage 4's (and 4k's and 4s's) 128x128 tiles over the product.
 fn stage4_tiles(s: Shape) -> u64 {
     s.m.div_ceil(MM_BM) as u64 * s.n.div_ceil(MM_BN) as u64
@@ -1445,6 +1487,11 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 ///   (512^3); on Hopper 32x64 over a cluster of 4 while that is at most 2 blocks per
 ///   SM (300x200x700); otherwise 32x64 with K split only while the grid holds fewer
 ///   blocks than SMs (slices of at least 256);
+/// * aligned products that 256x128 tiles cover with no edge tile, fewer of them than
+///   SMs, K of at least 1024, where their equal parts of 32 K steps or more fill 7/8 of
+///   the SMs: stage 4ws with every tile split ([`wide_whole_split`]; H200, session
+///   32: 1024^3 1.0-1.4% faster than the rule below, 1024^2 x 2048 to x 8192 and four
+///   others 0.6-1.3%);
 /// * aligned products that 64x64 tiles cover with no edge tile in one nearly full
 ///   wave, K at most 1024: the 3-stage `cp.async` 64x64 tile of 4 warps, unsplit
 ///   ([`covers_whole`]; H200, 2026-11-25: 1024^3), as two K slices of 4 warps where
@@ -1547,6 +1594,9 @@ pub fn auto_heuristic(gpu: &Gpu, s: Shape) -> MatmulKernel {
             tile,
             split_k: split_for(tile_blocks(&MM_ASYNC_TILES[tile], s.m, s.n), 1, 256),
         };
+    }
+    if wide_whole_split(gpu, s) {
+        return MatmulKernel::WarpTiledWideTail;
     }
     if covers_whole(gpu, s) {
         // Two K slices of 4 warps from K = 512 on; below that their closing exchange
