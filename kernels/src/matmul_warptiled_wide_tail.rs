@@ -13,6 +13,10 @@
 //! or eight of which run back to back on each of the 16 idle SMs (the host's `wide_tail_plan`
 //! picks the parts and the cut).
 //!
+//! With fewer tiles than SMs there is no whole wave: every tile is cut into equal parts
+//! that fill the SMs, one block each (1024^3: 32 tiles in 4 parts of 32 K steps, 128
+//! blocks), as stage 4s does with split K on stage 4's loop.
+//!
 //! The schedule is stage 4s's ([`tail_segment`]: the whole tiles first, then part 0 of
 //! every split tile, then part 1 of every split tile, ...), over 256x128 tiles counted
 //! row by row as stage 4w's grid counts them. Every block runs stage 4's K loop

@@ -72,10 +72,11 @@ pub enum MatmulKernel {
     WarpTiledWide,
     /// Stage 4ws: stage 4w with the tiles of its partial last wave split along K, the
     /// SMs that would idle running the short later parts ([`wide_tail_plan`] picks the
-    /// parts and the cut), then the split tiles' parts added by a second launch. Where
-    /// the tiles are a whole number of waves, fewer than one wave, or the plan saves
-    /// too little, it runs stage 4w itself. Results can differ from stage 4w's in the
-    /// last bits where a tile is split; they are the same on every run.
+    /// parts and the cut), then the split tiles' parts added by a second launch. With
+    /// fewer tiles than SMs, every tile in equal parts (1024^3: 32 tiles in 4). Where
+    /// the tiles are a whole number of waves, or the plan saves too little, it runs
+    /// stage 4w itself. Results can differ from stage 4w's in the last bits where a
+    /// tile is split; they are the same on every run.
     WarpTiledWideTail,
     /// Stage 4k: stage 4 on persistent blocks (as many as the device holds at once)
     /// with a **stream-K** tail: the tiles past the last whole wave are cut along K
