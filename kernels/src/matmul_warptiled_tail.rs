@@ -141,7 +141,8 @@ kernel! {
     /// every part at least one K step (`part_start` increasing up to `ceil(k / 8)`);
     /// `p.partials` holds `parts · split_tiles · MM4K_PARTIAL_FLOATS` floats, 16-byte
     /// aligned, used by no other launch running at the same time, and
-    /// `m · 128 < 2^32` (a slot's rows are addressed as C's, 128 long); the grid
+    /// `(m + 128) · 128 + n + 128 < 2^32` (a slot's rows are addressed as C's, 128
+    /// long, its columns as C's); the grid
     /// `dp_tiles + parts · split_tiles < 2^31` blocks.
     ///
     /// # Parameters
@@ -198,8 +199,8 @@ kernel! {
         // SAFETY: the kernel's contract for C, or for the workspace: the part's slot
         // holds the tile's 128x128 sums in rows of 128, and the stores touch its
         // elements of C's rows and columns only, at local row r - row0 < 128 and column
-        // c0 - col0 < 128. The u32 offset r·128 + c0 stays below 2^32: m·128 < 2^32
-        // (the contract) and c0 < n + 128 with C under 2^32 elements. The base is
+        // c0 - col0 < 128. The u32 offset r·128 + c0 stays below 2^32: r < m + 128,
+        // c0 < n + 128 and (m + 128)·128 + n + 128 < 2^32 (the contract). The base is
         // 16-byte aligned as the slot is (row0·128 + col0 is a multiple of 4).
         unsafe { tl.write(cw, ldw, reluw, &acc) };
     }

@@ -74,7 +74,8 @@ pub enum MatmulKernel {
     /// SMs that would idle running the short later parts ([`wide_tail_plan`] picks the
     /// parts and the cut), then the split tiles' parts added by a second launch. With
     /// fewer tiles than SMs, every tile in equal parts (1024^3: 32 tiles in 4). Where
-    /// the tiles are a whole number of waves, or the plan saves too little, it runs
+    /// the tiles are a whole number of waves, the plan saves too little, or fewer tiles
+    /// than SMs in equal parts of 32 K steps would fill under 7/8 of them, it runs
     /// stage 4w itself. Results can differ from stage 4w's in the last bits where a
     /// tile is split; they are the same on every run.
     WarpTiledWideTail,
@@ -925,12 +926,15 @@ fn warptiled_tail(
     type S4 = matmul_warptiled::matmul_relu_warptiled;
     let tiles = grid.x as u64 * grid.y as u64;
     let plan = tail_plan_with(tiles, p.a.cols.div_ceil(MM_BK), gpu.props().sms, cut)
-        // A slot's rows are addressed as C's, 128 floats long, in 32 bits; one block
-        // per segment in a 1-D grid.
+        // A slot's rows are addressed as C's, 128 floats long, in 32 bits: row r (up to
+        // m + 128 in a ragged last tile) times 128 plus C's column (up to n + 128); one
+        // block per segment in a 1-D grid.
         .filter(|pl| {
             let reduce_blocks =
                 pl.split_tiles as u64 * matmul_warptiled_tail::TAIL_REDUCE_BLOCKS as u64;
-            (p.c.rows as u64) * (MM_BN as u64) < 1 << 32
+            let slot_index = (p.c.rows as u64 + MM_BM as u64) * (MM_BN as u64)
+                + (p.c.cols as u64 + MM_BN as u64);
+            slot_index < 1 << 32
                 && (pl.dp_tiles as u64 + pl.parts as u64 * pl.split_tiles as u64) < 1 << 31
                 && reduce_blocks < 1 << 31
         });
@@ -951,7 +955,8 @@ fn warptiled_tail(
     };
     let blocks = plan.dp_tiles + plan.parts * plan.split_tiles;
     // SAFETY: `p` as for stage 4 (checked views, C apart from A and B, k <= 2^31 and
-    // every view under 2^32 elements: `matmul`'s checks), m · 128 < 2^32 (above);
+    // every view under 2^32 elements: `matmul`'s checks), (m + 128) · 128 + n + 128 <
+    // 2^32 (above);
     // dp_tiles + split_tiles are the grid's tiles, 2 <= parts <= TAIL_MAX_PARTS and
     // every part at least TAIL_MIN_PART_STEPS K steps (`tail_plan`); the workspace holds
     // parts · split_tiles slots, this Gpu's alone while its queue runs the two
@@ -976,7 +981,7 @@ fn warptiled_tail(
 pub const WIDE_TAIL_MAX_PARTS: u64 = 8;
 /// The fewest K steps a part gets where [`wide_tail_plan`] splits every tile (fewer
 /// tiles than SMs): the shortest measured (H200, session 32: 1024^3 in 4 parts of 32
-/// steps, 1.0-1.4% faster than the `cp.async` 64x64 tile of two K slices).
+/// steps, 0.9-1.4% faster than the `cp.async` 64x64 tile of two K slices).
 pub const WIDE_WHOLE_MIN_STEPS: u64 = 32;
 /// Slots of stage 4ws's workspace (256x128 floats each, written by a part and read
 /// back by the reduce: 256 KiB of traffic) whose cost [`wide_tail_plan`] counts as one
@@ -1362,15 +1367,16 @@ pub fn wide_tail_fits(gpu: &Gpu, s: Shape) -> bool {
     let sms = gpu.props().sms.max(1);
     s.k >= WIDE_TAIL_MIN_K
         && s.m.div_ceil(MM_BM).is_multiple_of(MM_WIDE_BM / MM_BM)
-        && wide_tail_split(gpu, s).is_some_and(|p| 8 * p.split_tiles >= sms)
+        && wide_tail_split(gpu, s).is_some_and(|p| p.dp_tiles > 0 && 8 * p.split_tiles >= sms)
 }
 
 /// Whether the heuristic runs stage 4ws with every tile split along K
 /// ([`wide_tail_plan`]'s plan for fewer 256x128 tiles than SMs): aligned products that
 /// 256x128 tiles cover with no edge tile, K of at least 1024, where there is such a
-/// plan. H200, session 32 (docs/PERFORMANCE.md), against the kernel `Auto` ran before
-/// (the 64x64 tile of two K slices, stage 4s split whole, the 64x128 tile): 1.0-1.4%
-/// faster at 1024^3, 0.6-1.3% on 1024^2 x 2048 to x 8192, 2048 x 1024 x 1024, 1024 x
+/// plan. The heuristic asks only where stage 4's 128x128 tiles are fewer than the SMs
+/// (with as many or more, the rules above it come first). H200, session 32 (docs/PERFORMANCE.md), against the kernel `Auto` ran before
+/// (the 64x64 tile of two K slices, stage 4s split whole, the 64x128 tile): 0.9-1.4%
+/// faster at 1024^3, 0.6-1.5% on 1024^2 x 2048 to x 8192, 2048 x 1024 x 1024, 1024 x
 /// 2048 x 2048 and 512 x 2048 x 4096.
 pub fn wide_whole_split(gpu: &Gpu, s: Shape) -> bool {
     s.aligned
@@ -1391,7 +1397,8 @@ fn tile_blocks(t: &MmTile, m: u32, n: u32) -> u64 {
 }
 
 /// What the tuner times for a shape: stage 4, stage 4w where its tiles fill at least 7/8
-/// of one wave, stage 4s where it splits stage 4's last
+/// of one wave, stage 4ws where [`wide_tail_plan`] splits its tiles (its last wave, or
+/// every tile), stage 4s where it splits stage 4's last
 /// wave ([`tail_split`]) with the rule's plan and the other plans of [`TAIL_PLANS`]
 /// where they apply, stage 4k where its stream-K tail applies on a GPU (two resident blocks per SM, as its launch bounds ask; the emulator holds
 /// one block per worker, so there it may run stage 4 instead), every tile of both
@@ -1491,8 +1498,8 @@ pub fn auto_candidates(gpu: &Gpu, s: Shape) -> Vec<MatmulKernel> {
 /// * aligned products that 256x128 tiles cover with no edge tile, fewer of them than
 ///   SMs, K of at least 1024, where their equal parts of 32 K steps or more fill 7/8 of
 ///   the SMs: stage 4ws with every tile split ([`wide_whole_split`]; H200, session
-///   32: 1024^3 1.0-1.4% faster than the rule below, 1024^2 x 2048 to x 8192 and four
-///   others 0.6-1.3%);
+///   32: 1024^3 0.9-1.4% faster than the rule below, 1024^2 x 2048 to x 8192 and four
+///   others 0.6-1.5%);
 /// * aligned products that 64x64 tiles cover with no edge tile in one nearly full
 ///   wave, K at most 1024: the 3-stage `cp.async` 64x64 tile of 4 warps, unsplit
 ///   ([`covers_whole`]; H200, 2026-11-25: 1024^3), as two K slices of 4 warps where
@@ -1835,7 +1842,8 @@ const fn async_tile(want: MmTile) -> usize {
 /// | 1280x1024x1024 | 320 / 264 | 0.1130-0.1131 | 0.0848-0.0849 (2, the best split) |
 /// | 1000^3 (edge tiles) | | 0.0763-0.0767 | 0.0637-0.0639 (4) |
 ///
-/// Where it holds, `Auto` runs the tile as two K slices of 4 warps ([`ASYNC64_KS2`])
+/// Where it holds (and [`wide_whole_split`] does not, as at 1024^3), `Auto` runs the
+/// tile as two K slices of 4 warps ([`ASYNC64_KS2`])
 /// from K = 512 on: at 1024^3 0.0583-0.0584 ms against 0.0583-0.0585 for one slice,
 /// level at K = 512 (0.0319-0.0320 both), and at K = 256 0.0186-0.0189 against
 /// 0.0185-0.0188 (H200, docs/PERFORMANCE.md session 27).
