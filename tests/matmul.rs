@@ -607,29 +607,17 @@ fn warptiled_tail_under_every_order() {
         let plan: TailPlan = tail_plan(tiles, (k as u32).div_ceil(8), sms as u32)
             .unwrap_or_else(|| panic!("{m}x{n}x{k} on {sms} SMs: no plan"));
         assert_eq!(plan.parts, parts, "{m}x{n}x{k} on {sms} SMs: {plan:?}");
-        let (lda, ldb, ldc) = (k + pad, n + pad, n + 2 * pad);
-        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
-        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
-        let want = reference::matmul(&a, &b, m, n, k, lda, ldb, relu);
-        let epi = if relu { Epilogue::Relu } else { Epilogue::None };
-        let mut first: Option<Vec<u32>> = None;
-        for order in [Order::InOrder, Order::Reversed, Order::Random(5)] {
-            let g = emulator_workers(sms, order);
-            let run = |kern| profiled_product(&g, kern, &a, &b, (m, n, k), (lda, ldb, ldc), epi);
-            let (got, launches) = run(MatmulKernel::WarpTiledTail);
-            let what = format!("{m}x{n}x{k} pad {pad} on {sms} SMs, {plan:?}, {order:?}");
-            assert_eq!(
-                launches,
-                ["matmul_relu_warptiled_tail", "matmul_tail_reduce"],
-                "{what}"
-            );
-            let again = run(MatmulKernel::WarpTiledTail).0;
-            let dims = (m, n, k, ldc, pad);
-            assert_order_run(&what, seed, &got, &again, &want, dims, &mut first);
-            // The whole tiles (counted row by row, as stage 4's grid) carry stage 4's bits.
-            let s4 = run(MatmulKernel::WarpTiled).0;
-            assert_first_tiles_as_stage_4(&what, &got, &s4, (m, n, ldc), plan.dp_tiles as usize);
-        }
+        // The whole tiles (counted row by row, as stage 4's grid) carry stage 4's bits.
+        assert_split_under_orders(
+            &mut r,
+            seed,
+            (MatmulKernel::WarpTiledTail, MatmulKernel::WarpTiled),
+            &["matmul_relu_warptiled_tail", "matmul_tail_reduce"],
+            sms,
+            (m, n, k, pad, relu),
+            (plan.dp_tiles as usize, 128),
+            &format!("{plan:?}"),
+        );
     }
     // The tuner's other plans (3 parts from half of K, 4 and 8 equal parts) on the first
     // shape (7 tiles on 2 SMs, 38 K steps): against float64, their own plans.
@@ -794,24 +782,16 @@ fn warptiled_wide_tail_under_every_order() {
             (parts, cut),
             "{m}x{n}x{k} on {sms} SMs: {plan:?}"
         );
-        let (lda, ldb, ldc) = (k + pad, n + pad, n + 2 * pad);
-        let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
-        let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
-        let want = reference::matmul(&a, &b, m, n, k, lda, ldb, relu);
-        let epi = if relu { Epilogue::Relu } else { Epilogue::None };
-        let mut first: Option<Vec<u32>> = None;
-        for order in [Order::InOrder, Order::Reversed, Order::Random(5)] {
-            let g = emulator_workers(sms, order);
-            let run = |kern| profiled_product(&g, kern, &a, &b, (m, n, k), (lda, ldb, ldc), epi);
-            let (got, launches) = run(MatmulKernel::WarpTiledWideTail);
-            let what = format!("{m}x{n}x{k} pad {pad} on {sms} SMs, {plan:?}, {order:?}");
-            assert_eq!(launches, names, "{what}");
-            let again = run(MatmulKernel::WarpTiledWideTail).0;
-            let dims = (m, n, k, ldc, pad);
-            assert_order_run(&what, seed, &got, &again, &want, dims, &mut first);
-            let s4w = run(MatmulKernel::WarpTiledWide).0;
-            assert_first_tiles_as(&what, &got, &s4w, (m, n, ldc), plan.dp_tiles as usize, 256);
-        }
+        assert_split_under_orders(
+            &mut r,
+            seed,
+            (MatmulKernel::WarpTiledWideTail, MatmulKernel::WarpTiledWide),
+            &names,
+            sms,
+            (m, n, k, pad, relu),
+            (plan.dp_tiles as usize, 256),
+            &format!("{plan:?}"),
+        );
     }
     // On a GPU: a plan of two equal parts (half the SMs idle in the last wave).
     let g = gpu();
@@ -968,6 +948,49 @@ fn assert_order_run(
     match first {
         None => *first = Some(bits(got)),
         Some(f) => assert_eq!(f, &bits(got), "{what}: differs from the first order"),
+    }
+}
+
+/// A tail-split product (`split`: stage 4s or 4ws) of `m x n x k` with padded strides
+/// and C padding, on an emulator of `sms` workers under three thread orders: exactly the
+/// launches `names`, against float64, C's padding untouched, the same bits on a second
+/// run and under every order, and its first `whole_tiles` tiles of `rows x 128` equal
+/// to the whole-tile kernel's (`whole`) bit for bit.
+#[allow(clippy::too_many_arguments)]
+fn assert_split_under_orders(
+    r: &mut rand::rngs::StdRng,
+    seed: u64,
+    (split, whole): (MatmulKernel, MatmulKernel),
+    names: &[&str],
+    sms: usize,
+    (m, n, k, pad, relu): (usize, usize, usize, usize, bool),
+    (whole_tiles, rows): (usize, usize),
+    plan: &str,
+) {
+    let (lda, ldb, ldc) = (k + pad, n + pad, n + 2 * pad);
+    let a = uniform(r, (m - 1) * lda + k, -1.0, 1.0);
+    let b = uniform(r, (k - 1) * ldb + n, -1.0, 1.0);
+    let want = reference::matmul(&a, &b, m, n, k, lda, ldb, relu);
+    let epi = if relu { Epilogue::Relu } else { Epilogue::None };
+    let mut first: Option<Vec<u32>> = None;
+    for order in [Order::InOrder, Order::Reversed, Order::Random(5)] {
+        let g = emulator_workers(sms, order);
+        let run = |kern| profiled_product(&g, kern, &a, &b, (m, n, k), (lda, ldb, ldc), epi);
+        let (got, launches) = run(split);
+        let what = format!("{m}x{n}x{k} pad {pad} on {sms} SMs, {plan}, {order:?}");
+        assert_eq!(launches, names, "{what}");
+        let again = run(split).0;
+        assert_order_run(
+            &what,
+            seed,
+            &got,
+            &again,
+            &want,
+            (m, n, k, ldc, pad),
+            &mut first,
+        );
+        let w = run(whole).0;
+        assert_first_tiles_as(&what, &got, &w, (m, n, ldc), whole_tiles, rows);
     }
 }
 

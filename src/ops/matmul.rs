@@ -912,71 +912,6 @@ pub fn tail_plan_with(
     })
 }
 
-/// Stage 4s: stage 4 with the tiles of its partial last wave (or, with fewer tiles
-/// than SMs, every tile) split along K ([`MatmulKernel::WarpTiledTail`]; `cut` as
-/// [`tail_plan_with`]'s), then the split tiles' parts added.
-fn warptiled_tail(
-    gpu: &Gpu,
-    grid: simt::Dim3,
-    p: MatmulParams,
-    cut: Option<(u32, u32)>,
-) -> Result<()> {
-    type K = matmul_warptiled_tail::matmul_relu_warptiled_tail;
-    type R = matmul_warptiled_tail::matmul_tail_reduce;
-    type S4 = matmul_warptiled::matmul_relu_warptiled;
-    let tiles = grid.x as u64 * grid.y as u64;
-    let plan = tail_plan_with(tiles, p.a.cols.div_ceil(MM_BK), gpu.props().sms, cut)
-        // A slot's rows are addressed as C's, 128 floats long, in 32 bits: row r (up to
-        // m + 128 in a ragged last tile) times 128 plus C's column (up to n + 128); one
-        // block per segment in a 1-D grid.
-        .filter(|pl| {
-            let reduce_blocks =
-                pl.split_tiles as u64 * matmul_warptiled_tail::TAIL_REDUCE_BLOCKS as u64;
-            let slot_index = (p.c.rows as u64 + MM_BM as u64) * (MM_BN as u64)
-                + (p.c.cols as u64 + MM_BN as u64);
-            slot_index < 1 << 32
-                && (pl.dp_tiles as u64 + pl.parts as u64 * pl.split_tiles as u64) < 1 << 31
-                && reduce_blocks < 1 << 31
-        });
-    let Some(plan) = plan else {
-        // SAFETY: as in `matmul`: the views were checked against their buffers and
-        // each other, C does not overlap A or B, the grid covers C.
-        return unsafe { launch_checked::<S4>(gpu, grid, p) };
-    };
-    let slots = plan.parts as usize * plan.split_tiles as usize;
-    let partials = gpu.scratch_f32(super::SCRATCH_TAIL, slots * MM4K_PARTIAL_FLOATS as usize)?;
-    let sp = MatmulParamsTail4 {
-        mm: p,
-        dp_tiles: plan.dp_tiles,
-        split_tiles: plan.split_tiles,
-        parts: plan.parts,
-        cut: plan.cut,
-        partials: partials.ptr() as *mut f32,
-    };
-    let blocks = plan.dp_tiles + plan.parts * plan.split_tiles;
-    // SAFETY: `p` as for stage 4 (checked views, C apart from A and B, k <= 2^31 and
-    // every view under 2^32 elements: `matmul`'s checks), (m + 128) · 128 + n + 128 <
-    // 2^32 (above);
-    // dp_tiles + split_tiles are the grid's tiles, 2 <= parts <= TAIL_MAX_PARTS and
-    // every part at least TAIL_MIN_PART_STEPS K steps (`tail_plan`); the workspace holds
-    // parts · split_tiles slots, this Gpu's alone while its queue runs the two
-    // launches; the grid is one block per segment, fewer than 2^31 (above).
-    unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(blocks, 1, 1)), (sp,))? };
-    // SAFETY: after the product above with the same parameters (queue order), every
-    // slot holds its part's sums; C as checked; TAIL_REDUCE_BLOCKS blocks per split
-    // tile, fewer than 2^31 in all (above).
-    unsafe {
-        gpu.launch::<R>(
-            LaunchConfig::for_kernel::<R>(dim3(
-                plan.split_tiles * matmul_warptiled_tail::TAIL_REDUCE_BLOCKS,
-                1,
-                1,
-            )),
-            (sp,),
-        )
-    }
-}
-
 /// The most parts [`wide_tail_plan`] cuts a tile into.
 pub const WIDE_TAIL_MAX_PARTS: u64 = 8;
 /// The fewest K steps a part gets where [`wide_tail_plan`] splits every tile (fewer
@@ -1051,33 +986,95 @@ pub fn wide_tail_split(gpu: &Gpu, s: Shape) -> Option<TailPlan> {
     wide_tail_plan(tiles, s.k.div_ceil(MM_BK), gpu.props().sms)
 }
 
+/// Stage 4s: stage 4 with the tiles of its partial last wave (or, with fewer tiles
+/// than SMs, every tile) split along K ([`MatmulKernel::WarpTiledTail`]; `cut` as
+/// [`tail_plan_with`]'s), then the split tiles' parts added.
+fn warptiled_tail(
+    gpu: &Gpu,
+    grid: simt::Dim3,
+    p: MatmulParams,
+    cut: Option<(u32, u32)>,
+) -> Result<()> {
+    use matmul_warptiled_tail::{
+        matmul_relu_warptiled_tail, matmul_tail_reduce, TAIL_REDUCE_BLOCKS,
+    };
+    let tiles = grid.x as u64 * grid.y as u64;
+    let plan = tail_plan_with(tiles, p.a.cols.div_ceil(MM_BK), gpu.props().sms, cut);
+    // SAFETY: the plan is `tail_plan_with`'s for stage 4's 128x128 tiles of this grid;
+    // the three kernels are stage 4s's product, its reduce (TAIL_REDUCE_BLOCKS blocks
+    // per split tile, slots of 128x128) and stage 4 itself.
+    unsafe {
+        tail_launch::<
+            matmul_relu_warptiled_tail,
+            matmul_tail_reduce,
+            matmul_warptiled::matmul_relu_warptiled,
+        >(gpu, grid, p, plan, MM_BM, TAIL_REDUCE_BLOCKS)
+    }
+}
+
 /// Stage 4ws: stage 4w with the tiles of its partial last wave split along K
 /// ([`MatmulKernel::WarpTiledWideTail`]), then the split tiles' parts added.
 fn warptiled_wide_tail(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<()> {
-    type K = matmul_warptiled_wide_tail::matmul_relu_warptiled_wide_tail;
-    type R = matmul_warptiled_wide_tail::matmul_wide_tail_reduce;
-    type S4w = matmul_warptiled_wide::matmul_relu_warptiled_wide;
-    use matmul_warptiled_wide_tail::{WIDE_PARTIAL_FLOATS, WIDE_TAIL_REDUCE_BLOCKS};
+    use matmul_warptiled_wide_tail::{
+        matmul_relu_warptiled_wide_tail, matmul_wide_tail_reduce, WIDE_TAIL_REDUCE_BLOCKS,
+    };
     let tiles = grid.x as u64 * grid.y as u64;
-    let plan = wide_tail_plan(tiles, p.a.cols.div_ceil(MM_BK), gpu.props().sms)
-        // A slot's rows are addressed as C's, 128 floats long, in 32 bits: row r (up to
-        // m + 256 in a ragged last tile) times 128 plus C's column (up to n + 128); one
-        // block per segment in a 1-D grid.
-        .filter(|pl| {
-            let reduce_blocks = pl.split_tiles as u64 * WIDE_TAIL_REDUCE_BLOCKS as u64;
-            let slot_index = (p.c.rows as u64 + MM_WIDE_BM as u64) * (MM_WIDE_BN as u64)
-                + (p.c.cols as u64 + MM_WIDE_BN as u64);
-            slot_index < 1 << 32
-                && (pl.dp_tiles as u64 + pl.parts as u64 * pl.split_tiles as u64) < 1 << 31
-                && reduce_blocks < 1 << 31
-        });
+    let plan = wide_tail_plan(tiles, p.a.cols.div_ceil(MM_BK), gpu.props().sms);
+    // SAFETY: the plan is `wide_tail_plan`'s for stage 4w's 256x128 tiles of this grid
+    // (at most WIDE_TAIL_MAX_PARTS <= TAIL_MAX_PARTS parts); the three kernels are stage
+    // 4ws's product, its reduce (WIDE_TAIL_REDUCE_BLOCKS blocks per split tile, slots
+    // of 256x128) and stage 4w itself.
+    unsafe {
+        tail_launch::<
+            matmul_relu_warptiled_wide_tail,
+            matmul_wide_tail_reduce,
+            matmul_warptiled_wide::matmul_relu_warptiled_wide,
+        >(gpu, grid, p, plan, MM_WIDE_BM, WIDE_TAIL_REDUCE_BLOCKS)
+    }
+}
+
+/// The launches of a tail-split product (stages 4s and 4ws): product `K` over the
+/// plan's segments, one block each, then `R`, `reduce_blocks` blocks per split tile,
+/// adding each split tile's parts into C; where there is no plan (or it would pass the
+/// 32-bit and grid limits below), the whole-tile kernel `W` over `grid`.
+///
+/// # Safety
+/// `p`'s views were checked against their buffers on this Gpu and each other (C apart
+/// from A and B, k <= 2^31, every view under 2^32 elements: `matmul`'s checks); `grid`
+/// covers C with `W`'s tiles of `rows x 128`; `plan` is [`tail_plan`]'s (or
+/// [`tail_plan_with`]'s, [`wide_tail_plan`]'s) for those tiles and K steps (2 to
+/// `TAIL_MAX_PARTS` parts of at least `TAIL_MIN_PART_STEPS` K steps); `K` and `R` are
+/// the tail kernels of that tile, whose contracts take slots of `rows x 128` floats and
+/// `reduce_blocks` reduce blocks per split tile.
+unsafe fn tail_launch<K, R, W>(
+    gpu: &Gpu,
+    grid: simt::Dim3,
+    p: MatmulParams,
+    plan: Option<TailPlan>,
+    rows: u32,
+    reduce_blocks: u32,
+) -> Result<()>
+where
+    K: Kernel<Args = (MatmulParamsTail4,)>,
+    R: Kernel<Args = (MatmulParamsTail4,)>,
+    W: Kernel<Args = (MatmulParams,)>,
+{
+    // A slot's rows are addressed as C's, 128 floats long, in 32 bits: row r (up to
+    // m + rows in a ragged last tile) times 128 plus C's column (up to n + 128); one
+    // block per segment in a 1-D grid.
+    let plan = plan.filter(|pl| {
+        let slot_index =
+            (p.c.rows as u64 + rows as u64) * (MM_BN as u64) + (p.c.cols as u64 + MM_BN as u64);
+        slot_index < 1 << 32
+            && (pl.dp_tiles as u64 + pl.parts as u64 * pl.split_tiles as u64) < 1 << 31
+            && (pl.split_tiles as u64 * reduce_blocks as u64) < 1 << 31
+    });
     let Some(plan) = plan else {
-        // SAFETY: as in `matmul`: the views were checked against their buffers and
-        // each other, C does not overlap A or B, the grid covers C with 4w's tiles.
-        return unsafe { launch_checked::<S4w>(gpu, grid, p) };
+        // SAFETY: the caller's contract: checked views, the grid covers C with W's tiles.
+        return unsafe { launch_checked::<W>(gpu, grid, p) };
     };
     let slots = plan.parts as usize * plan.split_tiles as usize;
-    let partials = gpu.scratch_f32(super::SCRATCH_TAIL, slots * WIDE_PARTIAL_FLOATS as usize)?;
+    let partials = gpu.scratch_f32(super::SCRATCH_TAIL, slots * (rows * MM_BN) as usize)?;
     let sp = MatmulParamsTail4 {
         mm: p,
         dp_tiles: plan.dp_tiles,
@@ -1087,20 +1084,18 @@ fn warptiled_wide_tail(gpu: &Gpu, grid: simt::Dim3, p: MatmulParams) -> Result<(
         partials: partials.ptr() as *mut f32,
     };
     let blocks = plan.dp_tiles + plan.parts * plan.split_tiles;
-    // SAFETY: `p` as for stage 4w (checked views, C apart from A and B, k <= 2^31 and
-    // every view under 2^32 elements: `matmul`'s checks), (m + 256) · 128 + n + 128 <
-    // 2^32 (above); dp_tiles + split_tiles are the grid's 256x128 tiles, 2 <= parts <=
-    // WIDE_TAIL_MAX_PARTS <= TAIL_MAX_PARTS and every part at least
-    // TAIL_MIN_PART_STEPS K steps (`wide_tail_plan`); the workspace holds parts ·
-    // split_tiles slots of 256x128 floats, this Gpu's alone while its queue runs the
-    // two launches; one block per segment, fewer than 2^31 (above).
+    // SAFETY: `p` as the caller's contract says, (m + rows) · 128 + n + 128 < 2^32
+    // (above); dp_tiles + split_tiles are the grid's tiles and the parts are as K's
+    // contract asks (the caller's plan); the workspace holds parts · split_tiles slots
+    // of rows x 128 floats, this Gpu's alone while its queue runs the two launches; one
+    // block per segment, fewer than 2^31 (above).
     unsafe { gpu.launch::<K>(LaunchConfig::for_kernel::<K>(dim3(blocks, 1, 1)), (sp,))? };
     // SAFETY: after the product above with the same parameters (queue order), every
-    // slot holds its part's sums; C as checked; WIDE_TAIL_REDUCE_BLOCKS blocks per
-    // split tile, fewer than 2^31 in all (above).
+    // slot holds its part's sums; C as checked; reduce_blocks blocks per split tile,
+    // fewer than 2^31 in all (above).
     unsafe {
         gpu.launch::<R>(
-            LaunchConfig::for_kernel::<R>(dim3(plan.split_tiles * WIDE_TAIL_REDUCE_BLOCKS, 1, 1)),
+            LaunchConfig::for_kernel::<R>(dim3(plan.split_tiles * reduce_blocks, 1, 1)),
             (sp,),
         )
     }
@@ -1343,7 +1338,7 @@ pub fn wide_fits(gpu: &Gpu, s: Shape) -> bool {
     // (no tiles: an empty product)
     let waves = tiles.div_ceil(2 * sms).max(1);
     s.k >= WIDE_MIN_K
-        && s.m.div_ceil(MM_BM).is_multiple_of(MM_WIDE_BM / MM_BM)
+        && wide_rows_fit(s)
         && tiles > (waves - 1) * 2 * sms + sms
 }
 
@@ -1366,7 +1361,7 @@ pub const WIDE_TAIL_MIN_K: u32 = 2048;
 pub fn wide_tail_fits(gpu: &Gpu, s: Shape) -> bool {
     let sms = gpu.props().sms.max(1);
     s.k >= WIDE_TAIL_MIN_K
-        && s.m.div_ceil(MM_BM).is_multiple_of(MM_WIDE_BM / MM_BM)
+        && wide_rows_fit(s)
         && wide_tail_split(gpu, s).is_some_and(|p| p.dp_tiles > 0 && 8 * p.split_tiles >= sms)
 }
 
@@ -1384,6 +1379,12 @@ pub fn wide_whole_split(gpu: &Gpu, s: Shape) -> bool {
         && s.n.is_multiple_of(MM_WIDE_BN)
         && s.k >= 1024
         && wide_tail_split(gpu, s).is_some_and(|p| p.dp_tiles == 0)
+}
+
+/// Whether stage 4w's 256x128 tiles cover the rows stage 4's 128x128 tiles cover
+/// (`ceil(m/128)` even): half as many tiles, no extra padding.
+fn wide_rows_fit(s: Shape) -> bool {
+    s.m.div_ceil(MM_BM).is_multiple_of(MM_WIDE_BM / MM_BM)
 }
 
 /// Stage 4's (and 4k's and 4s's) 128x128 tiles over the product.
