@@ -126,6 +126,7 @@ fn main() -> Result<()> {
         SoftmaxKernel::Split,
         SoftmaxKernel::Online,
         SoftmaxKernel::Stream,
+        SoftmaxKernel::Bulk,
     ] {
         if let Err(e) = softmax_with(&gpu, k, xb.matrix(rows, cols)?, y.matrix_mut(rows, cols)?) {
             println!("  {k:?}: {e}");

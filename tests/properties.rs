@@ -35,8 +35,8 @@ use rust_simt::ops::matmul_tc::{
 };
 use rust_simt::ops::row_sum::row_sum;
 use rust_simt::ops::softmax::{
-    has_clusters, max_cols, softmax_naive, softmax_with, split_async_max_cols, split_max_cols,
-    split_wide_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS, REGISTER_MAX_COLS,
+    bulk_max_cols, has_clusters, max_cols, softmax_naive, softmax_with, split_async_max_cols,
+    split_max_cols, split_wide_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS, REGISTER_MAX_COLS,
 };
 use rust_simt::{reference, BackendKind, Buffer, Gpu, Layout, SimtError};
 
@@ -437,10 +437,12 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
         SoftmaxKernel::SplitWide => {
             cols + if x_aligned { 0 } else { 3 } <= split_wide_max_cols(g).unwrap()
         }
+        // 16-byte units: aligned rows of a multiple of 4 columns (else a Shape error).
+        SoftmaxKernel::Bulk => x_aligned && cols % 4 == 0 && cols <= bulk_max_cols(g).unwrap(),
     }
 }
 
-const SOFTMAX_KERNELS: [SoftmaxKernel; 9] = SoftmaxKernel::ALL;
+const SOFTMAX_KERNELS: [SoftmaxKernel; 10] = SoftmaxKernel::ALL;
 
 /// Softmax rows for `vals`: the stability case puts -inf in about 1 entry in 8,
 /// makes one row all -inf (NaN out, as PyTorch) and adds ±1e30.
@@ -487,8 +489,17 @@ fn check_softmax(g: &Gpu, &(ki, xv, yv, vals, seed): &SoftmaxCase) -> Result<(),
         Err(SimtError::TooLarge { .. }) if !takes => return Ok(()),
         // SplitAsync copies 16-byte vectors: a misaligned view is a Shape error.
         Err(SimtError::Shape { .. }) if k == SoftmaxKernel::SplitAsync && !aligned => return Ok(()),
-        // Clusters need Hopper.
-        Err(SimtError::Unsupported(_)) if k == SoftmaxKernel::Cluster && !has_clusters(g) => {
+        // Bulk copies 16-byte units: so are misaligned rows and a column count that is
+        // not a multiple of 4.
+        Err(SimtError::Shape { .. })
+            if k == SoftmaxKernel::Bulk && !(aligned && xv.cols % 4 == 0) =>
+        {
+            return Ok(())
+        }
+        // Clusters and bulk copies need Hopper.
+        Err(SimtError::Unsupported(_))
+            if matches!(k, SoftmaxKernel::Cluster | SoftmaxKernel::Bulk) && !has_clusters(g) =>
+        {
             return Ok(())
         }
         Err(e) => return Err(format!("{k:?}: {}", err(e))),

@@ -4,8 +4,9 @@ mod common;
 use common::*;
 use rust_simt::emulator::{EmuConfig, Order};
 use rust_simt::ops::softmax::{
-    has_clusters, max_cols, softmax, softmax_naive, softmax_with, split_async_max_cols,
-    split_max_cols, split_wide_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS, REGISTER_MAX_COLS,
+    bulk_max_cols, has_clusters, max_cols, softmax, softmax_naive, softmax_with,
+    split_async_max_cols, split_max_cols, split_wide_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS,
+    REGISTER_MAX_COLS,
 };
 use rust_simt::Layout;
 use rust_simt::{reference, Gpu, SimtError};
@@ -40,6 +41,10 @@ fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
     // Any rows: those not 16-byte aligned count a head of up to 3 floats.
     if cols + if cols % 4 == 0 { 0 } else { 3 } <= split_wide_max_cols(g).unwrap() {
         v.push(SoftmaxKernel::SplitWide);
+    }
+    // Rows 16-byte aligned with a multiple of 4 columns, on Hopper and the emulator.
+    if cols % 4 == 0 && cols <= bulk_max_cols(g).unwrap() {
+        v.push(SoftmaxKernel::Bulk);
     }
     v
 }
@@ -520,6 +525,112 @@ fn long_rows_strided() {
     }
 }
 
+/// The bulk kernel (`softmax_bulk`) under every thread order: rows whose last chunk
+/// is short (20004: 3 chunks, the last of 3620 columns), a block walking more chunks
+/// than its ring of 7 (12 x 20004 is 36 chunks on 4 blocks: each stage refilled),
+/// rows of one chunk, the longest row 4 blocks take (28 chunks, all 4 blocks' whole
+/// rings), a strided input and an output that is not 16-byte aligned (scalar
+/// stores), and the stability cases of `long_rows`.
+#[test]
+fn bulk_rows_every_order() {
+    for order in [Order::InOrder, Order::Reversed, Order::Random(11)] {
+        let g = gpu_four_sms(order);
+        if !has_clusters(&g) {
+            return;
+        }
+        let (mut r, seed) = rng("softmax bulk");
+        for (rows, cols) in [
+            (5, 20004),
+            (12, 20004),
+            (6, 8192),
+            (3, 4 * 7 * 8192),
+            (9, 4),
+        ] {
+            if cols > bulk_max_cols(&g).unwrap() {
+                continue;
+            }
+            let x = long_rows(&mut r, rows, cols);
+            let want = reference::softmax(&x, rows, cols);
+            let xb = g.upload(&x).unwrap();
+            let y = run_checked(&g, SoftmaxKernel::Bulk, &xb, rows, cols, &want, seed);
+            if rows > 2 {
+                assert!(
+                    y[2 * cols..3 * cols].iter().all(|v| v.is_nan()),
+                    "all -inf row: NaN"
+                );
+            }
+            if rows > 1 && cols > 9000 {
+                let n = 9000;
+                assert!(
+                    y[cols..cols + n].iter().all(|&v| v == 0.0),
+                    "-inf entries: 0"
+                );
+            }
+        }
+        // Strided rows in, rows out of alignment (y's stride odd).
+        let (rows, cols, ldx, ldy) = (5, 16388, 16392, 16389);
+        let buf = uniform(&mut r, rows * ldx, -4.0, 4.0);
+        let dense = dense_rows(&buf, rows, cols, ldx);
+        let want = reference::softmax(&dense, rows, cols);
+        let xb = g.upload(&buf).unwrap();
+        let mut y = poisoned(&g, rows * ldy);
+        softmax_with(
+            &g,
+            SoftmaxKernel::Bulk,
+            xb.matrix_strided(Layout::strided(rows, cols, ldx)).unwrap(),
+            y.matrix_mut_strided(Layout::strided(rows, cols, ldy))
+                .unwrap(),
+        )
+        .unwrap();
+        let y = g.download(&y).unwrap();
+        assert_close(
+            "softmax Bulk strided",
+            seed,
+            &dense_rows(&y, rows, cols, ldy),
+            &want,
+            RTOL,
+            ATOL,
+            1e-5,
+        );
+        assert!(y[cols..ldy].iter().all(|v| v.is_nan()), "padding untouched");
+        if on_gpu(&g) {
+            break;
+        }
+    }
+}
+
+/// What the bulk kernel refuses, with errors that say what to do: rows not 16-byte
+/// aligned, a column count not a multiple of 4, rows longer than its bound.
+#[test]
+fn bulk_refusals_are_errors() {
+    let g = gpu_four_sms(Order::InOrder);
+    if !has_clusters(&g) {
+        return;
+    }
+    let run = |rows: usize, cols: usize, ld: usize| {
+        let xb = g.upload(&vec![0.5f32; rows * ld + 1]).unwrap();
+        let mut y = g.alloc::<f32>(rows * ld).unwrap();
+        softmax_with(
+            &g,
+            SoftmaxKernel::Bulk,
+            xb.matrix_strided(Layout::strided(rows, cols, ld)).unwrap(),
+            y.matrix_mut_strided(Layout::strided(rows, cols, ld))
+                .unwrap(),
+        )
+    };
+    for (rows, cols, ld) in [(2, 20001, 20001), (2, 20000, 20002)] {
+        match run(rows, cols, ld) {
+            Err(SimtError::Shape { detail, .. }) => assert!(detail.contains("Auto"), "{detail}"),
+            other => panic!("{rows}x{cols} ld {ld}: {other:?}"),
+        }
+    }
+    let long = bulk_max_cols(&g).unwrap() + 4;
+    match run(1, long, long) {
+        Err(SimtError::TooLarge { detail, .. }) => assert!(detail.contains("Online"), "{detail}"),
+        other => panic!("1x{long}: {other:?}"),
+    }
+}
+
 #[test]
 fn split_rows_too_long_for_the_device_are_errors() {
     // The split kernel needs every chunk of a row resident at once: on the 4-block
@@ -622,7 +733,7 @@ fn cluster_rows_every_order() {
 }
 
 /// On a device that refuses cooperative launches (a shared MPS device), `Auto`
-/// answers the refusal of the kernel it picked (the stream kernel here) with the
+/// answers the refusal of the kernel it picked (the bulk kernel here) with the
 /// online passes; asked for by name, the kernel's refusal is the error.
 #[test]
 fn auto_falls_back_to_the_online_passes_without_cooperative_launches() {
@@ -631,7 +742,7 @@ fn auto_falls_back_to_the_online_passes_without_cooperative_launches() {
     let (rows, cols) = (2, 200_000);
     assert_eq!(
         rust_simt::ops::softmax::auto_kernel(&g, rows, cols, true).unwrap(),
-        SoftmaxKernel::Stream
+        SoftmaxKernel::Bulk
     );
     let x = long_rows(&mut r, rows, cols);
     let want = reference::softmax(&x, rows, cols);
@@ -655,25 +766,31 @@ fn auto_falls_back_to_the_online_passes_without_cooperative_launches() {
         ["softmax_online_partials", "softmax_online_finish"],
         "the online passes alone ran"
     );
-    let mut out = poisoned(&g, rows * cols);
-    let e = softmax_with(
-        &g,
-        SoftmaxKernel::Stream,
-        xb.matrix(rows, cols).unwrap(),
-        out.matrix_mut(rows, cols).unwrap(),
-    )
-    .unwrap_err();
-    assert!(matches!(e, SimtError::CooperativeRefused { .. }), "{e}");
+    for k in [SoftmaxKernel::Stream, SoftmaxKernel::Bulk] {
+        let mut out = poisoned(&g, rows * cols);
+        let e = softmax_with(
+            &g,
+            k,
+            xb.matrix(rows, cols).unwrap(),
+            out.matrix_mut(rows, cols).unwrap(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, SimtError::CooperativeRefused { .. }),
+            "{k:?}: {e}"
+        );
+    }
 }
 
 #[test]
-fn auto_takes_the_stream_kernel_where_the_wide_split_kernel_fits() {
-    // On an 8-block emulator the wide split kernel holds 8 chunks of 32768 at once
-    // (a row of 262144) and takes inputs of at most two waves (16 chunks). Such
-    // inputs (rows of the largest cluster where they fit, three waves for rows not
-    // 16-byte aligned) go to the stream kernel, measured ahead of the wide split one
-    // there (H200, 2026-11-24); shorter cluster rows stay on the cluster; past both
-    // (and too short for the L2 rule), the online passes.
+fn auto_picks_among_the_long_row_kernels() {
+    // On an 8-block emulator the bulk kernel takes rows of up to 8 x 7 chunks of 8192
+    // and `Auto` gives it aligned rows of 65536 to 2^20 columns with a chunk per block
+    // or more (measured ahead of the cluster and stream kernels there: H200,
+    // 2026-11-26). The wide split kernel holds 8 chunks of 32768 at once (a row of
+    // 262144) and takes inputs of at most two waves (16 chunks); such inputs of rows
+    // not 16-byte aligned (three waves) go to the stream kernel (H200, 2026-11-24);
+    // shorter rows stay on the cluster; past all of them, the online passes.
     let g = gpu_with_sms(8, Order::InOrder);
     if on_gpu(&g) {
         return;
@@ -683,24 +800,29 @@ fn auto_takes_the_stream_kernel_where_the_wide_split_kernel_fits() {
     }
     use rust_simt::ops::softmax::auto_kernel;
     assert_eq!(split_wide_max_cols(&g).unwrap(), 8 * 32768);
+    assert_eq!(bulk_max_cols(&g).unwrap(), 8 * 7 * 8192);
     let big = CLUSTER_MAX_COLS; // 262144: 8 chunks of 32768
-    use SoftmaxKernel::{Cluster, Online, Stream};
+    use SoftmaxKernel::{Bulk, Cluster, Online, Stream};
     // (rows, cols, rows 16-byte aligned, the kernel Auto takes)
     for (rows, cols, aligned, want) in [
-        (1, big, true, Stream),
-        (2, 200_000, true, Stream),
-        // Misaligned rows the wide kernel would still take (up to 3 floats more).
+        (1, big, true, Bulk),
+        (2, 200_000, true, Bulk),
+        (3, big, true, Bulk),
+        (64, 65536, true, Bulk),
+        (1, big + 4, true, Bulk),
+        // Shorter rows: the cluster.
+        (64, 32768, true, Cluster),
+        // Rows not 16-byte aligned, or not a multiple of 4 columns: the wide split
+        // kernel would take them (up to 3 floats more), so the stream kernel.
         (2, 200_000, false, Stream),
-        // Three rows of 7 chunks (21, three waves of 8): the cluster for aligned rows,
-        // the stream kernel for unaligned ones (every other kernel reads them 4 bytes at
-        // a time).
-        (3, 200_000, true, Cluster),
+        (2, 200_001, true, Stream),
+        // Three rows of 7 chunks (21, three waves of 8) not 16-byte aligned: the stream
+        // kernel (every other kernel reads them 4 bytes at a time).
         (3, 200_000, false, Stream),
-        // Misaligned rows it cannot take (262144 + 3 columns), or three waves: the cluster.
+        // Misaligned rows it cannot take (262144 + 3 columns): the cluster.
         (1, big, false, Cluster),
-        (3, big, true, Cluster),
-        (64, 65536, true, Cluster),
-        (1, big + 4, true, Online),
+        // Past the bulk kernel's bound (and too short for the L2 rule): the online passes.
+        (1, 8 * 7 * 8192 + 4, true, Online),
     ] {
         assert_eq!(
             auto_kernel(&g, rows, cols, aligned).unwrap(),

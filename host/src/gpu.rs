@@ -77,6 +77,9 @@ pub struct Gpu {
     /// Flags for blocks that wait on each other, and the last epoch handed out
     /// ([`Gpu::flags`]).
     flags: RefCell<Option<(Arc<Buffer<u32>>, u32)>>,
+    /// Pair slots for blocks that publish `(f32, f32)` pairs with their epoch, and
+    /// the last epoch handed out ([`Gpu::pair_slots`]).
+    pairs: RefCell<Option<(Arc<Buffer<u64>>, u32)>>,
     /// Counts that kernels leave at zero ([`Gpu::zero_counts`]).
     counts: RefCell<Option<Arc<Buffer<u32>>>>,
     /// Tensor maps in device memory, most recent last (see `tensor_map`).
@@ -102,6 +105,7 @@ impl Gpu {
             occupancy: RefCell::new(Vec::new()),
             scratch: RefCell::new(Vec::new()),
             flags: RefCell::new(None),
+            pairs: RefCell::new(None),
             counts: RefCell::new(None),
         }
     }
@@ -511,6 +515,27 @@ impl Gpu {
         }
         *f = None; // free the old one first
         let b = Arc::new(self.upload(&vec![0u32; len.max(1)])?);
+        *f = Some((b.clone(), 1));
+        Ok((b, 1))
+    }
+
+    /// At least `len` pair slots (two `u64` each, 16-byte aligned) for blocks that
+    /// publish `(f32, f32)` pairs tagged with their launch's epoch
+    /// ([`simt_std::flag::publish_pair`]), and a fresh **epoch**: no slot's words
+    /// hold it yet, so a launch that publishes and waits for `epoch` needs no
+    /// clearing kernel first. As [`Gpu::flags`], with its own buffer and count (the
+    /// slots' low halves hold float bits, which must never pass for a flag): zeroed
+    /// when (re)allocated, and again after 2^32 - 1 epochs.
+    pub fn pair_slots(&self, len: usize) -> Result<(Arc<Buffer<u64>>, u32)> {
+        let mut f = self.pairs.borrow_mut();
+        if let Some((b, e)) = f.as_mut() {
+            if b.len() >= 2 * len && *e < u32::MAX {
+                *e += 1;
+                return Ok((b.clone(), *e));
+            }
+        }
+        *f = None; // free the old one first
+        let b = Arc::new(self.upload(&vec![0u64; 2 * len.max(1)])?);
         *f = Some((b.clone(), 1));
         Ok((b, 1))
     }

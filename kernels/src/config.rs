@@ -76,6 +76,22 @@ pub const SOFTMAX_STREAM_MIN_BLOCKS: u32 = 2;
 /// Columns of one `softmax_stream` chunk.
 pub const SOFTMAX_STREAM_CHUNK: u32 = 4 * SOFTMAX_STREAM_THREADS * SOFTMAX_STREAM_VECS;
 
+/// Softmax of long rows by bulk copies (`softmax_bulk`, Hopper): columns of one
+/// chunk (32 KiB).
+pub const SOFTMAX_BULK_CHUNK: u32 = 8192;
+/// Chunks a `softmax_bulk` block holds in shared memory at once (its ring):
+/// 7 x 32 KiB = 224 KiB, one block per SM.
+pub const SOFTMAX_BULK_STAGES: u32 = 7;
+/// Warps of a `softmax_bulk` block that reduce chunks to `(max, sum)` pairs.
+pub const SOFTMAX_BULK_STATS_WARPS: u32 = 8;
+/// Warps of a `softmax_bulk` block that write chunks.
+pub const SOFTMAX_BULK_WRITE_WARPS: u32 = 8;
+/// Threads of a `softmax_bulk` block: the stats and write warps, then one warp each
+/// that publishes pairs, keeps the ring full, and resolves rows.
+pub const SOFTMAX_BULK_THREADS: u32 = 32 * (SOFTMAX_BULK_STATS_WARPS + SOFTMAX_BULK_WRITE_WARPS + 3);
+/// Dynamic shared memory of a `softmax_bulk` block: the ring.
+pub const SOFTMAX_BULK_SMEM_BYTES: u32 = SOFTMAX_BULK_STAGES * SOFTMAX_BULK_CHUNK * 4;
+
 /// Softmax of long rows over a thread-block cluster (`softmax_cluster_32k` …
 /// `_256k`, Hopper): threads per block.
 pub const SOFTMAX_CLUSTER_THREADS: u32 = 512;

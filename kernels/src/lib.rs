@@ -14,6 +14,7 @@
 //! | [`softmax_split_async`] | long rows over cooperating blocks, chunks staged by `cp.async` (one read, DRAM busy through the waits) |
 //! | [`softmax_stream`] | long rows of any length as one stream of chunk reads and chunk writes, L2 holding each chunk between its two touches (DRAM reads and writes overlap) |
 //! | [`softmax_split_wide`] | long rows over cooperating blocks, chunks of 128 KiB half in registers and half staged in shared memory (8 rows of 2^20 floats in one wave on an H100) |
+//! | [`softmax_bulk`] | long rows in chunks of 8192 brought on chip by bulk copies into a ring, reduced, exchanged (epoch-tagged pairs) and written by specialised warps (Hopper, sm_90a module) |
 //! | [`softmax_cluster`] | long rows over a thread-block cluster: chunks in registers, `(max, sum)` pairs over distributed shared memory (Hopper, sm_90a module) |
 //! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
 //! | [`row_sum`] | blocks per row (the row's last block adds their sums in order), lane groups per row |
@@ -112,6 +113,7 @@ hopper!(
     matmul_mma_tma,
     matmul_wgmma,
     matmul_wgmma_cluster,
+    softmax_bulk,
     softmax_cluster
 );
 

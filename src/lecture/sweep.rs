@@ -274,6 +274,7 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                             (softmax::SoftmaxKernel::SplitWide, "rust-simt split-wide"),
                             (softmax::SoftmaxKernel::Online, "rust-simt online"),
                             (softmax::SoftmaxKernel::Stream, "rust-simt stream"),
+                            (softmax::SoftmaxKernel::Bulk, "rust-simt bulk"),
                         ] {
                             if let Ok(t) = b.run(|| {
                                 softmax::softmax_with(gpu, k, x.matrix(m, n)?, y.matrix_mut(m, n)?)

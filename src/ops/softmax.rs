@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | up to 1024 | a warp per row, the row in registers (`softmax_warp_*`) | 1 read, 1 write |
 //! | up to 16384 | a block per row, the row in registers (`softmax_row_*`) | 1 read, 1 write |
+//! | 65536 to 2^20, on Hopper, rows 16-byte aligned with a multiple of 4 columns, a chunk of 8192 per SM or more | chunks copied into a shared-memory ring by bulk copies, reduced, exchanged and written by specialised warps of a persistent grid (`softmax_bulk`) | 1 read, 1 write |
 //! | up to 262144, on Hopper, rows enough for a cluster per SM or more | a cluster of 2-8 blocks per row, chunks in registers, pairs over distributed shared memory (`softmax_cluster_*`) | 1 read, 1 write |
 //! | longer, the input 16 MiB to L2's size | two-pass online softmax (`softmax_online_*`): the second read hits L2 | 1 read (+1 from L2), 1 write |
 //! | the input 2 waves of `softmax_split_wide`'s chunks of 32768 or fewer (3 for rows not 16-byte aligned: read as aligned rows up to 3 floats longer) | every chunk of 16384 read, reduced, and later read again from L2 and written, in one cooperative stream (`softmax_stream`) | 1 read (+1 from L2), 1 write |
@@ -22,12 +23,13 @@
 //! An empty input (no rows or no columns) launches nothing and leaves the (empty)
 //! output as it is, as `torch.softmax` returns an empty tensor.
 use kernels::config::{
-    SOFTMAX_ASYNC_CHUNK, SOFTMAX_CLUSTER_CONFIGS, SOFTMAX_CLUSTER_MAX_COLS, SOFTMAX_CLUSTER_SLICE,
+    SOFTMAX_ASYNC_CHUNK, SOFTMAX_BULK_CHUNK, SOFTMAX_BULK_STAGES, SOFTMAX_CLUSTER_CONFIGS, SOFTMAX_CLUSTER_MAX_COLS, SOFTMAX_CLUSTER_SLICE,
     SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS, SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK,
     SOFTMAX_STREAM_CHUNK, SOFTMAX_WARP_VECS, SOFTMAX_WIDE_CHUNK, WARP_ROWS_THREADS,
     WARP_ROW_MAX_COLS, WARP_SIZE,
 };
-use kernels::params::{MatMut, MatRef, SoftmaxOnlineParams, SoftmaxSplitParams};
+use kernels::params::{MatMut, MatRef, SoftmaxBulkParams, SoftmaxOnlineParams, SoftmaxSplitParams};
+use kernels::softmax_bulk as kb;
 use kernels::softmax_cluster as kc;
 use kernels::softmax_split as ks;
 use kernels::softmax_split_async as ksa;
@@ -70,6 +72,11 @@ pub enum SoftmaxKernel {
     /// read and (about a grid of chunks later, from L2) its write, so DRAM reads and
     /// writes overlap all through: any length, any rows.
     Stream,
+    /// Chunks of 8192 columns copied into a shared-memory ring by bulk copies (one
+    /// thread, many KiB in flight), reduced, exchanged and written by specialised
+    /// warps of a persistent grid: rows 16-byte aligned with a multiple of 4 columns,
+    /// up to [`bulk_max_cols`], on Hopper (the `sm_90a` module).
+    Bulk,
 }
 
 /// The longest row the shared-memory kernel ([`SoftmaxKernel::SharedRow`]) takes on
@@ -93,7 +100,7 @@ pub fn has_clusters(gpu: &Gpu) -> bool {
 
 impl SoftmaxKernel {
     /// Every kernel, in the order of the enum.
-    pub const ALL: [SoftmaxKernel; 9] = [
+    pub const ALL: [SoftmaxKernel; 10] = [
         SoftmaxKernel::Auto,
         SoftmaxKernel::SharedRow,
         SoftmaxKernel::Registers,
@@ -103,6 +110,7 @@ impl SoftmaxKernel {
         SoftmaxKernel::SplitWide,
         SoftmaxKernel::Online,
         SoftmaxKernel::Stream,
+        SoftmaxKernel::Bulk,
     ];
 
     /// A stable text form (the tuning cache's).
@@ -117,6 +125,7 @@ impl SoftmaxKernel {
             SoftmaxKernel::SplitWide => "split-wide",
             SoftmaxKernel::Online => "online",
             SoftmaxKernel::Stream => "stream",
+            SoftmaxKernel::Bulk => "bulk",
         }
     }
 
@@ -137,7 +146,49 @@ pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Re
         SoftmaxKernel::Split => cols <= split_max_cols(gpu)?,
         SoftmaxKernel::SplitAsync => aligned && cols <= split_async_max_cols(gpu)?,
         SoftmaxKernel::SplitWide => wide_cols(cols, aligned) <= split_wide_max_cols(gpu)?,
+        SoftmaxKernel::Bulk => bulk_takes(gpu, cols, aligned)?,
     })
+}
+
+/// Whether [`SoftmaxKernel::Bulk`] takes rows of `cols` columns here: rows 16-byte
+/// aligned, a multiple of 4 columns, the sm_90a module, at most [`bulk_max_cols`].
+fn bulk_takes(gpu: &Gpu, cols: usize, aligned: bool) -> Result<bool> {
+    Ok(aligned && cols % 4 == 0 && has_clusters(gpu) && cols <= bulk_max_cols(gpu)?)
+}
+
+/// How many blocks of [`SoftmaxKernel::Bulk`] the device holds at once (one per SM
+/// on an H100 or H200): its grid.
+pub fn bulk_blocks(gpu: &Gpu) -> Result<u32> {
+    ptx::load(gpu)?;
+    let p = SoftmaxBulkParams {
+        x: MatRef {
+            ptr: std::ptr::null(),
+            rows: 0,
+            cols: 0,
+            ld: 0,
+        },
+        y: MatMut {
+            ptr: std::ptr::null_mut(),
+            rows: 0,
+            cols: 0,
+            ld: 0,
+        },
+        splits: 1,
+        pairs: std::ptr::null_mut(),
+        epoch: 0,
+        evict_first: 0,
+    };
+    gpu.max_resident_blocks::<kb::softmax_bulk>(&(p,))
+}
+
+/// The longest row [`SoftmaxKernel::Bulk`] takes on this device: a row's chunks of
+/// 8192 columns at most `STAGES` per block (what keeps its waits deadlock-free:
+/// [`kernels::softmax_bulk`]); 0 without the sm_90a module.
+pub fn bulk_max_cols(gpu: &Gpu) -> Result<usize> {
+    if !has_clusters(gpu) {
+        return Ok(0);
+    }
+    Ok(bulk_blocks(gpu)? as usize * (SOFTMAX_BULK_STAGES * SOFTMAX_BULK_CHUNK) as usize)
 }
 
 /// The columns [`SoftmaxKernel::SplitWide`] and [`SoftmaxKernel::Stream`] count in a
@@ -153,7 +204,7 @@ fn wide_cols(cols: usize, aligned: bool) -> usize {
 
 /// What the autotuner times for rows past the register kernels: every long-row
 /// kernel that takes `cols` columns here (`Cluster`, `Split`, `SplitAsync`,
-/// `SplitWide`, `Online`, `Stream`).
+/// `SplitWide`, `Online`, `Stream`, `Bulk`).
 pub fn long_row_candidates(gpu: &Gpu, cols: usize, aligned: bool) -> Result<Vec<SoftmaxKernel>> {
     let mut v = Vec::new();
     for k in [
@@ -163,6 +214,7 @@ pub fn long_row_candidates(gpu: &Gpu, cols: usize, aligned: bool) -> Result<Vec<
         SoftmaxKernel::SplitWide,
         SoftmaxKernel::Online,
         SoftmaxKernel::Stream,
+        SoftmaxKernel::Bulk,
     ] {
         if takes(gpu, k, cols, aligned)? {
             v.push(k);
@@ -257,6 +309,15 @@ fn cluster_config(cols: usize) -> Option<usize> {
         .position(|&(c, h)| cols <= (SOFTMAX_CLUSTER_SLICE * h * c) as usize)
 }
 
+/// The row lengths [`SoftmaxKernel::Auto`] gives [`SoftmaxKernel::Bulk`] (see
+/// [`auto_kernel`]).
+pub const BULK_AUTO_MIN_COLS: usize = 65536;
+/// See [`BULK_AUTO_MIN_COLS`].
+pub const BULK_AUTO_MAX_COLS: usize = 1 << 20;
+
+/// The largest input [`SoftmaxKernel::Bulk`] reads with evict-first bulk copies.
+pub const BULK_EVICT_FIRST_MAX_BYTES: usize = 32 << 20;
+
 /// Which kernel [`SoftmaxKernel::Auto`] runs for `rows` rows of `cols` columns,
 /// whose starts are 16-byte aligned or not (`aligned`: the pointer and the row
 /// stride). Fitted to the H100 runs of 2026-11-22 and -23 (docs/PERFORMANCE.md):
@@ -290,6 +351,20 @@ pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result
     let fits_l2 = bytes >= 16 << 20 && bytes <= gpu.props().l2_bytes as usize;
     if cols <= REGISTER_MAX_COLS {
         return Ok(SoftmaxKernel::Registers);
+    }
+    // Bulk copies on Hopper: rows of 65536 to 2^20 columns, 16-byte aligned, at least
+    // a chunk per SM (H200, 2026-11-26, session 33, `bin/softmax`: 256 x 65536 0.0413
+    // ms against the cluster's 0.0434, 64 x 262144 0.0420 against the stream kernel's
+    // 0.0474, 128 x 262144 0.0756 against 0.0879, 1024 x 65536 0.1470 against 0.1563,
+    // 32 x 262144 0.0227 against 0.0247; 8 x 2^20 and 4 x 2^20 level with the stream
+    // kernel; behind where a row has hundreds of chunks, 4 x 3000016 and 16 x 2^22,
+    // and at 1 x 100000 and 512 x 32768, where the cluster is faster).
+    let bulk_chunks = rows.saturating_mul(cols.div_ceil(SOFTMAX_BULK_CHUNK as usize));
+    if (BULK_AUTO_MIN_COLS..=BULK_AUTO_MAX_COLS).contains(&cols)
+        && bulk_chunks >= sms
+        && bulk_takes(gpu, cols, aligned)?
+    {
+        return Ok(SoftmaxKernel::Bulk);
     }
     let few_chunks = rows.saturating_mul(cols.div_ceil(SOFTMAX_SPLIT_CHUNK as usize)) < sms;
     let wide = || -> Result<bool> {
@@ -418,6 +493,7 @@ pub fn softmax_with(
             | SoftmaxKernel::SplitAsync
             | SoftmaxKernel::SplitWide
             | SoftmaxKernel::Stream
+            | SoftmaxKernel::Bulk
     );
     if requested == SoftmaxKernel::Auto && cooperative {
         return match softmax_with(gpu, kernel, x, y.reborrow()) {
@@ -628,6 +704,56 @@ pub fn softmax_with(
             // `epoch` (Gpu::flags); items < 2^31; grid at most what is resident
             // (checked again by the cooperative launch).
             unsafe { gpu.launch::<kst::softmax_stream>(cfg, (p,)) }
+        }
+        SoftmaxKernel::Bulk => {
+            if !has_clusters(gpu) {
+                return Err(SimtError::Unsupported(format!(
+                    "SoftmaxKernel::Bulk needs bulk copies (compute capability 9.0, the sm_90a module) and this device is {}; use SoftmaxKernel::Auto",
+                    gpu.props().sm()
+                )));
+            }
+            if !aligned || n % 4 != 0 {
+                return Err(SimtError::Shape {
+                    op,
+                    detail: format!("SoftmaxKernel::Bulk copies rows as 16-byte units: x needs a 16-byte aligned start, a row stride that is a multiple of 4 and a multiple of 4 columns (rows of {n}); use SoftmaxKernel::Auto"),
+                });
+            }
+            let limit = bulk_max_cols(gpu)?;
+            if n > limit {
+                return Err(too_long(
+                    limit,
+                    "bulk",
+                    "a row's chunks must number at most 7 per resident block; use SoftmaxKernel::Auto or Online",
+                ));
+            }
+            let splits = n.div_ceil(SOFTMAX_BULK_CHUNK as usize);
+            let items = rows as usize * splits;
+            if items >= 1 << 31 {
+                return Err(SimtError::TooLarge {
+                    op,
+                    detail: format!("{items} chunks of {SOFTMAX_BULK_CHUNK} columns (at most 2^31-1); split the rows into several calls"),
+                });
+            }
+            let grid = bulk_blocks(gpu)?.min(items as u32).max(1);
+            let (pairs, epoch) = gpu.pair_slots(items)?;
+            let p = SoftmaxBulkParams {
+                x: xm,
+                y: ym,
+                splits: splits as u32,
+                pairs: pairs.ptr() as *mut u64,
+                epoch,
+                // Inputs of up to 32 MiB read their copies evict-first (H200, session
+                // 33: 8 x 2^20 and 32 x 262144 4-7% faster; 64 MiB and more 3-5% slower).
+                evict_first: (items * SOFTMAX_BULK_CHUNK as usize * 4 <= BULK_EVICT_FIRST_MAX_BYTES) as u32,
+            };
+            let cfg = LaunchConfig::for_kernel::<kb::softmax_bulk>(dim3(grid, 1, 1));
+            // SAFETY: views checked on this Gpu; x's rows 16-byte aligned with a multiple
+            // of 4 columns (checked above; x's buffer, a device allocation, starts 16-byte
+            // aligned); splits = ceil(cols / chunk) <= STAGES · grid (bulk_max_cols);
+            // items < 2^31; 2·items pair words, 16-byte aligned, none holding `epoch`
+            // (Gpu::pair_slots); grid at most items and what is resident (checked again
+            // by the cooperative launch).
+            unsafe { gpu.launch::<kb::softmax_bulk>(cfg, (p,)) }
         }
         SoftmaxKernel::Online => {
             // Enough chunks for about 4 blocks per SM in total, none shorter than 16

@@ -92,6 +92,9 @@ pub trait ThreadEnv {
     /// A TMA box copy of `map`'s box at `coords` (x, y and, for a 3-D copy, z) to
     /// `dst`, completing on `bar`.
     fn tma_load(&self, dst: *mut u8, map: *const u8, coords: &[i32], bar: *mut u8);
+    /// A 1-D bulk copy of `bytes` bytes from global `src` to shared `dst`, completing
+    /// on `bar` (`simt_std::tma::bulk_load`).
+    fn bulk_load(&self, dst: *mut u8, src: *const u8, bytes: usize, bar: *mut u8);
     /// As [`tma_load`](ThreadEnv::tma_load), into the same offsets of every block of
     /// the cluster whose rank bit is set in `mask`.
     fn tma_load_multicast(

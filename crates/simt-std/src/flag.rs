@@ -84,3 +84,118 @@ pub unsafe fn wait_eq(flag: *const u32, value: u32) {
         }
     }
 }
+
+/// Publishes the pair `(a, b)` at `p` for launch `epoch` as two self-validating
+/// 64-bit words, `p[0] = (epoch << 32) | bits(a)` and `p[1] = (epoch << 32) |
+/// bits(b)`, with one 16-byte store and no fence (NCCL's "LL" protocol).
+///
+/// [`publish`] orders a block's earlier writes before its flag: a `fence.acq_rel.gpu`
+/// that waits for every store the thread has in flight, and a reader needs two
+/// round trips (the flag, then the data). When the data is just two floats, each
+/// can carry the epoch in its own word instead: an aligned 64-bit access is
+/// single-copy atomic, so a reader that sees `epoch` in both words of one load
+/// ([`pair_ready`]) has both values of this launch, whatever order the words land
+/// in. Nothing else is ordered by it: use it only for data that is all in the
+/// pair.
+///
+/// # Safety
+/// `p` is 16-byte aligned global memory of two `u64`, read by other threads only
+/// through [`load_pair`] and [`wait_pair`] during the launch; `epoch` is the
+/// launch's (no word at `p` holds it before).
+#[inline(always)]
+pub unsafe fn publish_pair(p: *mut u64, a: f32, b: f32, epoch: u32) {
+    let (wa, wb) = (
+        (epoch as u64) << 32 | a.to_bits() as u64,
+        (epoch as u64) << 32 | b.to_bits() as u64,
+    );
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "st.volatile.global.v2.u64 [{p}], {{{a}, {b}}};",
+            p = in(reg64) p, a = in(reg64) wa, b = in(reg64) wb, options(nostack)
+        )
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        assert!(p as usize % 16 == 0, "misaligned pair at {p:p}");
+        // SAFETY: caller's contract: valid, aligned, accessed atomically by others.
+        unsafe {
+            use std::sync::atomic::{AtomicU64, Ordering};
+            AtomicU64::from_ptr(p).store(wa, Ordering::Release);
+            AtomicU64::from_ptr(p.add(1)).store(wb, Ordering::Release);
+        }
+    }
+}
+
+/// The two words at `p` (one 16-byte load that bypasses L1), for [`pair_ready`].
+///
+/// # Safety
+/// As [`publish_pair`].
+#[inline(always)]
+pub unsafe fn load_pair(p: *const u64) -> [u64; 2] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (a, b): (u64, u64);
+        // SAFETY: caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "ld.volatile.global.v2.u64 {{{a}, {b}}}, [{p}];",
+                p = in(reg64) p, a = out(reg64) a, b = out(reg64) b, options(nostack)
+            )
+        };
+        [a, b]
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        assert!(p as usize % 16 == 0, "misaligned pair at {p:p}");
+        // SAFETY: caller's contract.
+        unsafe {
+            use std::sync::atomic::{AtomicU64, Ordering};
+            [
+                AtomicU64::from_ptr(p as *mut u64).load(Ordering::Acquire),
+                AtomicU64::from_ptr(p.add(1) as *mut u64).load(Ordering::Acquire),
+            ]
+        }
+    }
+}
+
+/// Whether words loaded by [`load_pair`] hold a pair published with `epoch`.
+#[inline(always)]
+pub fn pair_ready(w: [u64; 2], epoch: u32) -> bool {
+    (w[0] >> 32) as u32 == epoch && (w[1] >> 32) as u32 == epoch
+}
+
+/// The pair in words for which [`pair_ready`] holds.
+#[inline(always)]
+pub fn pair_values(w: [u64; 2]) -> (f32, f32) {
+    (f32::from_bits(w[0] as u32), f32::from_bits(w[1] as u32))
+}
+
+/// Waits until the pair at `p` was published with `epoch` and returns it.
+///
+/// # Safety
+/// As [`publish_pair`]; the publisher is resident (see the module doc).
+#[inline(always)]
+pub unsafe fn wait_pair(p: *const u64, epoch: u32) -> (f32, f32) {
+    loop {
+        // SAFETY: caller's contract.
+        let w = unsafe { load_pair(p) };
+        if pair_ready(w, epoch) {
+            return pair_values(w);
+        }
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: a plain sleep hint (sm_70+).
+        unsafe {
+            core::arch::asm!("nanosleep.u32 32;", options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            // Suspend until the word that is behind holds the epoch (the high half of
+            // a little-endian u64: its second u32).
+            let behind = if (w[0] >> 32) as u32 != epoch { 0 } else { 1 };
+            // SAFETY: inside the pair (caller's contract).
+            crate::emu::env().flag_wait(unsafe { (p.add(behind) as *const u32).add(1) }, epoch);
+        }
+    }
+}

@@ -110,6 +110,51 @@ pub unsafe fn load_2d<T>(dst: Smem<T>, map: *const TensorMap, x: i32, y: i32, ba
     );
 }
 
+/// Copies `bytes` contiguous bytes of global memory at `src` into shared memory at
+/// `dst`, and subtracts them from `bar`'s transaction count when they land: a 1-D
+/// *bulk copy*, no tensor map
+/// (`cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes`). One
+/// thread moves a whole chunk, so a block keeps many KiB of loads in flight without
+/// registers or threads waiting on them. With `evict_first`, the copy carries an L2
+/// evict-first policy (`createpolicy.fractional.L2::evict_first`, `.L2::cache_hint`):
+/// for data read once, so its lines leave L2 before other kernels' lines do.
+///
+/// The emulator reads the source when the copy is issued and poisons the
+/// destination (NaN) until a wait on `bar`'s phase lands it, as [`load_2d`].
+///
+/// # Safety
+/// `src` is global memory readable for `bytes` bytes, 16-byte aligned, and not
+/// written during the launch; `dst` is shared memory of `bytes` bytes, 16-byte
+/// aligned, not read or written until `bar`'s phase completes; `bytes` is a
+/// positive multiple of 16; `bar` is an initialised barrier whose phase announced
+/// these bytes ([`crate::mbarrier::arrive_expect_tx`]).
+#[inline(always)]
+pub unsafe fn bulk_load<T>(dst: Smem<T>, src: *const T, bytes: u32, bar: Smem<u64>, evict_first: bool) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: caller's contract.
+    unsafe {
+        if evict_first {
+            core::arch::asm!(
+                "{{ .reg .b64 pol; createpolicy.fractional.L2::evict_first.b64 pol, 1.0;",
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [{d}], [{s}], {n}, [{b}], pol; }}",
+                d = in(reg32) dst.addr(), s = in(reg64) src, n = in(reg32) bytes, b = in(reg32) bar.addr(),
+                options(nostack)
+            )
+        } else {
+            core::arch::asm!(
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{b}];",
+                d = in(reg32) dst.addr(), s = in(reg64) src, n = in(reg32) bytes, b = in(reg32) bar.addr(),
+                options(nostack)
+            )
+        }
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = evict_first;
+        crate::emu::env().bulk_load(dst.ptr() as *mut u8, src as *const u8, bytes as usize, bar.ptr() as *mut u8);
+    }
+}
+
 /// As [`load_2d`], for a 3-D map (`simt::TensorMap::tiled_blocks`): the box at
 /// element coordinates `(x, y, z)`, `x` along the contiguous dimension
 /// (`cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`).

@@ -320,6 +320,49 @@ impl Ctx {
         b
     }
 
+    /// A 1-D bulk copy (`simt_std::tma::bulk_load`): checked (sizes and alignment as
+    /// the PTX ISA asks, the destination inside the dynamic shared memory, clear of
+    /// wgmma groups in flight), read from global memory now, landed at a wait.
+    pub(crate) fn bulk_load_impl(&self, dst: *mut u8, src: *const u8, bytes: usize, bar: *mut u8) {
+        let what = "cp.async.bulk (1-D load)";
+        assert!(
+            bytes > 0 && bytes % 16 == 0 && bytes < 1 << 32,
+            "{what} of {bytes} bytes: the size must be a positive multiple of 16"
+        );
+        assert!(
+            src as usize % 16 == 0,
+            "{what} from global address {src:p}, which is not 16-byte aligned"
+        );
+        let wa = self.window_addr(dst);
+        assert!(
+            wa % 16 == 0,
+            "{what} into shared window address {wa:#x}, which is not 16-byte aligned"
+        );
+        let d = self.window_ptr(wa, bytes).unwrap_or_else(|| {
+            panic!("{what}: {bytes} bytes at shared window address {wa:#x} run past the block's dynamic shared memory")
+        });
+        let key = self.bar_key(bar, what);
+        if let Some(&(_, lo, hi)) = mem(self)
+            .hopper
+            .inflight
+            .borrow()
+            .iter()
+            .find(|g| wa < g.2 && g.1 < wa + bytes as u32)
+        {
+            panic!(
+                "{what} into shared window [{wa:#x}, {:#x}), where a wgmma group still in flight reads [{lo:#x}, {hi:#x})",
+                wa + bytes as u32
+            );
+        }
+        // SAFETY: the kernel's contract makes src readable for `bytes` bytes of global
+        // memory that no one writes during the launch.
+        let image = unsafe { std::slice::from_raw_parts(src, bytes) }.to_vec();
+        // Until the copy lands, the destination reads as poison.
+        // SAFETY: inside the dynamic shared memory (checked above).
+        unsafe { std::ptr::write_bytes(d, 0xFF, bytes) };
+        mem(self).hopper.queue_copy(key, d as usize, image, None);
+    }
+
     pub(crate) fn tma_load_impl(&self, dst: *mut u8, map: *const u8, coords: &[i32], bar: *mut u8) {
         self.tma_load_multicast_impl(dst, map, coords, bar, 1 << self.rank);
     }

@@ -364,6 +364,9 @@ impl ThreadEnv for Ctx {
     fn tma_load(&self, dst: *mut u8, map: *const u8, coords: &[i32], bar: *mut u8) {
         self.tma_load_impl(dst, map, coords, bar)
     }
+    fn bulk_load(&self, dst: *mut u8, src: *const u8, bytes: usize, bar: *mut u8) {
+        self.bulk_load_impl(dst, src, bytes, bar)
+    }
     fn tma_load_multicast(
         &self,
         dst: *mut u8,
