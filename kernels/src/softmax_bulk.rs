@@ -24,7 +24,7 @@
 //! | 1 publisher | combine the 8 pairs; publish the chunk's pair to global memory, tagged with the launch's epoch |
 //! | 1 resolver | load the pairs of chunk `j`'s row (4 a lane in flight) until all carry the epoch; combine them into `(M, 1/S)`; arrive on `rdy[j]` |
 //! | 8 write warps | wait for `rdy[j]`; write `exp(x - M) / S` from the stage, streaming stores; arrive on `empty[j]` |
-//! | 1 producer | wait for `empty[j - STAGES]`; copy chunk `j` into its stage |
+//! | 1 producer | wait for `empty[j - STAGES]`; copy chunk `j` into its stage (the first [`SOFTMAX_BULK_START`] at once, the rest of the first ring once chunk 0 landed) |
 //!
 //! The stats warps run as far ahead of the writes as the ring allows, so the
 //! round trips of the row exchange (a store to L2 and the other blocks' loads of
@@ -49,8 +49,8 @@
 //! end are never read or written. A chunk of only `-inf` contributes `(-inf, 0)`;
 //! a row of only `-inf` gives NaN, as `torch.softmax` does.
 use crate::config::{
-    SOFTMAX_BULK_CHUNK, SOFTMAX_BULK_SMEM_BYTES, SOFTMAX_BULK_STAGES, SOFTMAX_BULK_STATS_WARPS,
-    SOFTMAX_BULK_THREADS, SOFTMAX_BULK_WRITE_WARPS,
+    SOFTMAX_BULK_CHUNK, SOFTMAX_BULK_SMEM_BYTES, SOFTMAX_BULK_STAGES, SOFTMAX_BULK_START,
+    SOFTMAX_BULK_STATS_WARPS, SOFTMAX_BULK_THREADS, SOFTMAX_BULK_WRITE_WARPS,
 };
 use crate::params::SoftmaxBulkParams;
 use crate::softmax_parts::{combine, warp_combine};
@@ -85,6 +85,8 @@ const _: () = assert!(
         && VW * 4 * 32 * NW as usize == CHUNK
         && NS <= 32
         && SOFTMAX_BULK_SMEM_BYTES as usize == ST as usize * CHUNK * 4
+        && SOFTMAX_BULK_START >= 1
+        && SOFTMAX_BULK_START < ST
 );
 
 /// The block's barriers and the slots they guard, in static shared memory; the
@@ -321,6 +323,11 @@ unsafe fn producer(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: us
         if j >= ST {
             // SAFETY: initialised; the write warps arrive once each per chunk.
             unsafe { mbarrier::wait(sh.empty(s), (j / ST - 1) & 1) };
+        } else if j == SOFTMAX_BULK_START {
+            // A shallow start: the rest of the ring only once the first chunk landed
+            // (H200, session 33: 256 x 65536 2.7% faster than filling it at once).
+            // SAFETY: initialised; stage 0's first phase completes when chunk 0 lands.
+            unsafe { mbarrier::wait(sh.full(0), 0) };
         }
         let (r, start, len) = chunk(p, b + j as usize * g);
         let bytes = 4 * len as u32;
