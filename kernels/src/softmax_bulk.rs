@@ -24,7 +24,7 @@
 //! | 1 publisher | combine the 8 pairs; publish the chunk's pair to global memory, tagged with the launch's epoch |
 //! | 1 resolver | load the pairs of chunk `j`'s row (4 a lane in flight) until all carry the epoch; combine them into `(M, 1/S)`; arrive on `rdy[j]` |
 //! | 8 write warps | wait for `rdy[j]`; write `exp(x - M) / S` from the stage, streaming stores; arrive on `empty[j]` |
-//! | 1 producer | wait for `empty[j - STAGES]`; copy chunk `j` into its stage (the first [`SOFTMAX_BULK_START`] at once, the rest of the first ring once chunk 0 landed) |
+//! | 1 producer | wait for `empty[j - STAGES]` (the write warps and the publisher done with the stage); copy chunk `j` into its stage (the first [`SOFTMAX_BULK_START`] at once, the rest of the first ring once chunk 0 landed) |
 //!
 //! The stats warps run as far ahead of the writes as the ring allows, so the
 //! round trips of the row exchange (a store to L2 and the other blocks' loads of
@@ -106,7 +106,8 @@ impl Shared {
     fn full(self, s: u32) -> Smem<u64> {
         self.bars.add(s as usize)
     }
-    /// The write warps are done with stage `s` (`NW` arrivals).
+    /// Stage `s` and its `parts` slots are free: the write warps are done with the
+    /// chunk and the publisher with its pairs (`NW + 1` arrivals).
     fn empty(self, s: u32) -> Smem<u64> {
         self.bars.add((ST + s) as usize)
     }
@@ -143,7 +144,7 @@ kernel! {
     /// `cols` is a positive multiple of 4; `splits = ceil(cols / SOFTMAX_BULK_CHUNK)`;
     /// `rows · splits < 2^31`; `p.pairs` is 16-byte aligned and holds `2·rows·splits`
     /// u64 of which none holds `epoch` in its high half before the launch; the grid is
-    /// at most `rows · splits` blocks and at least `splits / SOFTMAX_BULK_STAGES`;
+    /// at most `rows · splits` blocks and at least `ceil(splits / SOFTMAX_BULK_STAGES)` (`splits <= STAGES · grid`);
     /// the launch is cooperative (every block resident) with
     /// [`SOFTMAX_BULK_SMEM_BYTES`] of dynamic shared memory.
     ///
@@ -173,7 +174,7 @@ kernel! {
                 // slots of this block's static shared memory.
                 unsafe {
                     mbarrier::init(sh.full(s), 1);
-                    mbarrier::init(sh.empty(s), NW);
+                    mbarrier::init(sh.empty(s), NW + 1);
                     mbarrier::init(sh.sdone(s), NS);
                     mbarrier::init(sh.rdy(s), 1);
                 }
@@ -268,10 +269,11 @@ unsafe fn stats(
             }
         }
         let sum = warp_sum(sum);
+        warp_sync();
         if lane == 0 {
             let slot = sh.parts.add(2 * (s * NS + w) as usize);
-            // SAFETY: this warp's slot of stage s; the publisher read the previous
-            // use of it (chunk j - ST) before this stage was refilled.
+            // SAFETY: this warp's slot of stage s; the publisher read its previous use
+            // (chunk j - ST) and arrived on `empty` before this stage was refilled.
             unsafe {
                 slot.write(m);
                 slot.add(1).write(sum);
@@ -303,8 +305,13 @@ unsafe fn publisher(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: u
         let (m, sum) = warp_combine(m, sum);
         if lane == 0 {
             let c = b + j as usize * g;
-            // SAFETY: pair slot c < rows·splits, 16-byte aligned (the contract).
-            unsafe { publish_pair(p.pairs.add(2 * c), m, sum, p.epoch) };
+            // SAFETY: pair slot c < rows·splits, 16-byte aligned (the contract); the
+            // stage's `parts` were read above (the shuffles consumed them), so the
+            // arrival may free them for chunk j + ST.
+            unsafe {
+                publish_pair(p.pairs.add(2 * c), m, sum, p.epoch);
+                mbarrier::arrive(sh.empty(s));
+            }
         }
         j += 1;
     }

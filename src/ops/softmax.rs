@@ -23,10 +23,10 @@
 //! An empty input (no rows or no columns) launches nothing and leaves the (empty)
 //! output as it is, as `torch.softmax` returns an empty tensor.
 use kernels::config::{
-    SOFTMAX_ASYNC_CHUNK, SOFTMAX_BULK_CHUNK, SOFTMAX_BULK_STAGES, SOFTMAX_CLUSTER_CONFIGS, SOFTMAX_CLUSTER_MAX_COLS, SOFTMAX_CLUSTER_SLICE,
-    SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS, SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK,
-    SOFTMAX_STREAM_CHUNK, SOFTMAX_WARP_VECS, SOFTMAX_WIDE_CHUNK, WARP_ROWS_THREADS,
-    WARP_ROW_MAX_COLS, WARP_SIZE,
+    SOFTMAX_ASYNC_CHUNK, SOFTMAX_BULK_CHUNK, SOFTMAX_BULK_STAGES, SOFTMAX_CLUSTER_CONFIGS,
+    SOFTMAX_CLUSTER_MAX_COLS, SOFTMAX_CLUSTER_SLICE, SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS,
+    SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK, SOFTMAX_STREAM_CHUNK, SOFTMAX_WARP_VECS,
+    SOFTMAX_WIDE_CHUNK, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
 };
 use kernels::params::{MatMut, MatRef, SoftmaxBulkParams, SoftmaxOnlineParams, SoftmaxSplitParams};
 use kernels::softmax_bulk as kb;
@@ -320,9 +320,14 @@ pub const BULK_EVICT_FIRST_MAX_BYTES: usize = 32 << 20;
 
 /// Which kernel [`SoftmaxKernel::Auto`] runs for `rows` rows of `cols` columns,
 /// whose starts are 16-byte aligned or not (`aligned`: the pointer and the row
-/// stride). Fitted to the H100 runs of 2026-11-22 and -23 (docs/PERFORMANCE.md):
+/// stride). Fitted to the H100 runs of 2026-11-22 and -23 and the H200 runs since
+/// (docs/PERFORMANCE.md):
 ///
-/// * a cluster per row wherever one holds the row in one slice per block (H100,
+/// * on Hopper, the bulk kernel for 16-byte aligned rows of 65536 to 2^20 columns (a
+///   multiple of 4) with at least one chunk of 8192 per SM (H200, 2026-11-26, session
+///   33: 3-14% ahead of the cluster and stream kernels there, measured behind them at
+///   1 x 100000, 512 x 32768, 4 x 3000016 and 16 x 2^22);
+/// * otherwise a cluster per row wherever one holds the row in one slice per block (H100,
 ///   commit 12a7cf9: 256 x 65536 0.0535 ms, 1 x 100000 0.0067, against 0.0706
 ///   and 0.0070 for the best split kernel);
 /// * rows of the largest cluster (two slices per block, one block per SM): the
@@ -744,7 +749,7 @@ pub fn softmax_with(
                 epoch,
                 // Inputs of up to 32 MiB read their copies evict-first (H200, session
                 // 33: 8 x 2^20 and 32 x 262144 4-7% faster; 64 MiB and more 3-5% slower).
-                evict_first: (items * SOFTMAX_BULK_CHUNK as usize * 4 <= BULK_EVICT_FIRST_MAX_BYTES) as u32,
+                evict_first: (rows as usize * n * 4 <= BULK_EVICT_FIRST_MAX_BYTES) as u32,
             };
             let cfg = LaunchConfig::for_kernel::<kb::softmax_bulk>(dim3(grid, 1, 1));
             // SAFETY: views checked on this Gpu; x's rows 16-byte aligned with a multiple

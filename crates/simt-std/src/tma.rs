@@ -124,7 +124,7 @@ pub unsafe fn load_2d<T>(dst: Smem<T>, map: *const TensorMap, x: i32, y: i32, ba
 ///
 /// # Safety
 /// `src` is global memory readable for `bytes` bytes, 16-byte aligned, and not
-/// written during the launch; `dst` is shared memory of `bytes` bytes, 16-byte
+/// written until `bar`'s phase completes; `dst` is shared memory of `bytes` bytes, 16-byte
 /// aligned, not read or written until `bar`'s phase completes; `bytes` is a
 /// positive multiple of 16; `bar` is an initialised barrier whose phase announced
 /// these bytes ([`crate::mbarrier::arrive_expect_tx`]).

@@ -152,10 +152,10 @@ impl Hopper {
     }
 
     /// Queues a TMA copy's bytes on the barrier at `key` (they land at a wait).
-    fn queue_copy(&self, key: usize, dst: usize, image: Vec<u8>, remote: Option<u32>) {
+    fn queue_copy(&self, key: usize, dst: usize, image: Vec<u8>, remote: Option<u32>, what: &str) {
         let mut m = self.mbars.borrow_mut();
         let b = m.get_mut(&key).unwrap_or_else(|| {
-            panic!("cp.async.bulk.tensor completing on the mbarrier at {key:#x}, which was never initialised")
+            panic!("{what} completing on the mbarrier at {key:#x}, which was never initialised")
         });
         if let Some(r) = remote {
             b.remote = Some((b.phase, r));
@@ -360,7 +360,7 @@ impl Ctx {
         // Until the copy lands, the destination reads as poison.
         // SAFETY: inside the dynamic shared memory (checked above).
         unsafe { std::ptr::write_bytes(d, 0xFF, bytes) };
-        mem(self).hopper.queue_copy(key, d as usize, image, None);
+        mem(self).hopper.queue_copy(key, d as usize, image, None, what);
     }
 
     pub(crate) fn tma_load_impl(&self, dst: *mut u8, map: *const u8, coords: &[i32], bar: *mut u8) {
@@ -427,7 +427,7 @@ impl Ctx {
                 );
             }
             let remote = (r != self.rank).then_some(self.rank);
-            to.hopper.queue_copy(k, d, image.clone(), remote);
+            to.hopper.queue_copy(k, d, image.clone(), remote, what);
         }
     }
 }
