@@ -529,8 +529,9 @@ fn long_rows_strided() {
 /// is short (20004: 3 chunks, the last of 3620 columns), a block walking more chunks
 /// than its ring of 7 (12 x 20004 is 36 chunks on 4 blocks, 9 a block: stages 0 and 1
 /// refilled), rows of one chunk, the longest row 4 blocks take (3 rows of 28 chunks,
-/// 21 a block: every stage refilled, a row spanning all 4 blocks' whole rings), a strided input and an output that is not 16-byte aligned (scalar
-/// stores), and the stability cases of `long_rows`.
+/// 21 a block: every stage refilled, a row spanning all 4 blocks' whole rings), a
+/// strided input and an output that is not 16-byte aligned (scalar stores), and the
+/// stability cases of `long_rows`.
 #[test]
 fn bulk_rows_every_order() {
     for order in [Order::InOrder, Order::Reversed, Order::Random(11)] {

@@ -119,11 +119,18 @@ pub unsafe fn publish_pair(p: *mut u64, a: f32, b: f32, epoch: u32) {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         assert!(p as usize % 16 == 0, "misaligned pair at {p:p}");
+        // The emulator writes each word's value half, then its epoch half (release),
+        // as 32-bit atomics: a reader that acquires the epoch half first
+        // ([`load_pair`]) then sees the value, as one 64-bit access would give it,
+        // and every access to the words (the flag waits' too) has the same size.
+        let w = p as *mut u32;
         // SAFETY: caller's contract: valid, aligned, accessed atomically by others.
         unsafe {
-            use std::sync::atomic::{AtomicU64, Ordering};
-            AtomicU64::from_ptr(p).store(wa, Ordering::Release);
-            AtomicU64::from_ptr(p.add(1)).store(wb, Ordering::Release);
+            use std::sync::atomic::{AtomicU32, Ordering};
+            for (i, v) in [wa, wb].into_iter().enumerate() {
+                AtomicU32::from_ptr(w.add(2 * i)).store(v as u32, Ordering::Relaxed);
+                AtomicU32::from_ptr(w.add(2 * i + 1)).store((v >> 32) as u32, Ordering::Release);
+            }
         }
     }
 }
@@ -149,13 +156,18 @@ pub unsafe fn load_pair(p: *const u64) -> [u64; 2] {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         assert!(p as usize % 16 == 0, "misaligned pair at {p:p}");
+        // Each word's epoch half first (acquire), then its value half (see
+        // [`publish_pair`]'s emulator path).
+        let w = p as *mut u32;
         // SAFETY: caller's contract.
         unsafe {
-            use std::sync::atomic::{AtomicU64, Ordering};
-            [
-                AtomicU64::from_ptr(p as *mut u64).load(Ordering::Acquire),
-                AtomicU64::from_ptr(p.add(1) as *mut u64).load(Ordering::Acquire),
-            ]
+            use std::sync::atomic::{AtomicU32, Ordering};
+            let word = |i: usize| {
+                let hi = AtomicU32::from_ptr(w.add(2 * i + 1)).load(Ordering::Acquire);
+                let lo = AtomicU32::from_ptr(w.add(2 * i)).load(Ordering::Relaxed);
+                (hi as u64) << 32 | lo as u64
+            };
+            [word(0), word(1)]
         }
     }
 }

@@ -162,6 +162,16 @@ impl Hopper {
         }
         b.copies.push((dst, image));
     }
+    /// The shared-window range `[lo, hi)` of a wgmma group still in flight that
+    /// overlaps `[wa, wa + bytes)`: an asynchronous copy into it would overwrite the
+    /// group's operands on a GPU.
+    fn inflight_over(&self, wa: u32, bytes: usize) -> Option<(u32, u32)> {
+        self.inflight
+            .borrow()
+            .iter()
+            .find(|g| wa < g.2 && g.1 < wa + bytes as u32)
+            .map(|&(_, lo, hi)| (lo, hi))
+    }
     pub(crate) fn describe(&self, bar: usize) -> String {
         self.mbars
             .borrow()
@@ -342,13 +352,7 @@ impl Ctx {
             panic!("{what}: {bytes} bytes at shared window address {wa:#x} run past the block's dynamic shared memory")
         });
         let key = self.bar_key(bar, what);
-        if let Some(&(_, lo, hi)) = mem(self)
-            .hopper
-            .inflight
-            .borrow()
-            .iter()
-            .find(|g| wa < g.2 && g.1 < wa + bytes as u32)
-        {
+        if let Some((lo, hi)) = mem(self).hopper.inflight_over(wa, bytes) {
             panic!(
                 "{what} into shared window [{wa:#x}, {:#x}), where a wgmma group still in flight reads [{lo:#x}, {hi:#x})",
                 wa + bytes as u32
@@ -413,13 +417,7 @@ impl Ctx {
             // the same offset in every block of the cluster.
             unsafe { std::ptr::write_bytes(d as *mut u8, 0xFF, bytes) };
             let wa = self.window_addr(dst);
-            if let Some(&(_, lo, hi)) = to
-                .hopper
-                .inflight
-                .borrow()
-                .iter()
-                .find(|g| wa < g.2 && g.1 < wa + bytes as u32)
-            {
+            if let Some((lo, hi)) = to.hopper.inflight_over(wa, bytes) {
                 panic!(
                     "{what} into shared window [{wa:#x}, {:#x}) of rank {r}, where a wgmma group still in flight reads [{lo:#x}, {hi:#x}): \
                      on a GPU the copy may overwrite its operands. Release a stage only after wgmma::wait_n* covers the groups that read it",
