@@ -33,9 +33,11 @@
 //! carry the epoch ([`simt_std::flag::publish_pair`]): no release fence, and a reader needs
 //! one load, not a flag and then the data.
 //!
-//! The H200's numbers (docs/PERFORMANCE.md, session 33): at 64 x 262144 and
-//! 256 x 65536 (64 MiB in, 64 MiB out) the same pipeline as a plain copy runs
-//! 0.0373 ms; the earlier kernels' best 0.0436-0.0476; this one about 0.040.
+//! The H200's numbers (docs/PERFORMANCE.md, session 33; L2 flushed by a write
+//! before each run): at 64 x 262144 and 256 x 65536 (64 MiB in, 64 MiB out) the same
+//! pipeline as a plain copy runs 0.0373 ms, this kernel 0.0410-0.0420, the earlier
+//! kernels' best 0.0437-0.0490. What is left is a fixed cost of about 4 us per launch:
+//! the first writes wait for the first rows' pairs, the last writes for the last.
 //!
 //! **Why this cannot deadlock.** The launch is cooperative (every block resident).
 //! Chunk `u` is published once its block's stats warps reach it, which needs its
