@@ -16,6 +16,8 @@
 //         and a resolver warp; fixed lag L; CP: as a copy.
 // smx_w3  NS stats warps and 16 - NS write warps, no fixed lag, a shallow start of D
 //         chunks (D = ST: none). What kernels/src/softmax_bulk.rs ports.
+// smx_cw3 smx_w3 with each row on a cluster of C = splits blocks, the pairs exchanged
+//         through distributed shared memory (no global round trip): 12-21% slower.
 //
 // Timings: median of 30 CUDA-event timings, L2 flushed by a 256 MiB memset before
 // each (as do_bench). Every variant's output is checked on three rows.
@@ -717,7 +719,6 @@ __global__ void __launch_bounds__(T + 96, 1)
 template <int CHUNK, int ST, int HINT, int NS, int D>
 __global__ void __launch_bounds__(T + 96, 1)
     smx_w3(const float* __restrict__ x, float* __restrict__ y, int n, int splits, uint4* pairs, uint32_t epoch) {
-  constexpr int V = CHUNK / 4 / T;
   constexpr uint32_t BYTES = CHUNK * 4;
   extern __shared__ __align__(128) unsigned char sm[];
   float4* stage = reinterpret_cast<float4*>(sm);
@@ -857,6 +858,160 @@ __global__ void __launch_bounds__(T + 96, 1)
     const float Ml = rM[sj], inv = rI[sj];
     const float4* src = stage + sj * (CHUNK / 4) + off;
     float4* dst = reinterpret_cast<float4*>(y + (size_t)(b + j * G) * CHUNK) + off;
+#pragma unroll
+    for (int k = 0; k < VO; k++) {
+      float4 a = src[k * 32], o;
+      o.x = ex2(fmaf(a.x, LOG2E, -Ml)) * inv;
+      o.y = ex2(fmaf(a.y, LOG2E, -Ml)) * inv;
+      o.z = ex2(fmaf(a.z, LOG2E, -Ml)) * inv;
+      o.w = ex2(fmaf(a.w, LOG2E, -Ml)) * inv;
+      __stcs(dst + k * 32, o);
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[sj]);
+  }
+}
+
+// CW3 (session 33, a lead): W3 with each row on one thread-block cluster of C = splits
+// blocks, block rank k holding part k of each of its cluster's rows; the pairs go to
+// every block of the cluster through distributed shared memory (a store and a remote
+// mbarrier arrival per block), so no global round trip. Slots and barriers of rows are
+// indexed by j % (2 ST): block k publishes row j + 2 ST only after every block of the
+// cluster consumed row j (its stats of row j + ST needed its own writes of row j).
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* b, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(sa(b)), "r"(parity)
+        : "memory");
+  }
+}
+__device__ __forceinline__ uint32_t mapa(uint32_t a, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+template <int CHUNK, int ST, int NS, int D, int C>
+__global__ void __launch_bounds__(T + 96, 1)
+    smx_cw3(const float* __restrict__ x, float* __restrict__ y, int rows) {
+  constexpr int VS = CHUNK / 4 / (32 * NS), VO = CHUNK / 4 / (32 * (16 - NS));
+  constexpr uint32_t BYTES = CHUNK * 4;
+  extern __shared__ __align__(128) unsigned char sm[];
+  float4* stage = reinterpret_cast<float4*>(sm);
+  __shared__ uint64_t full[ST], empty[ST], sdone[ST], rdy[ST], rowbar[2 * ST];
+  __shared__ float2 pw[ST][NS];
+  __shared__ float2 xp[2 * ST][C];
+  __shared__ float rM[ST], rI[ST];
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  const int cid = blockIdx.x / C, ncl = gridDim.x / C;
+  if (t == 0) {
+    for (int s = 0; s < ST; s++) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 16 - NS);
+      mbar_init(&sdone[s], NS);
+      mbar_init(&rdy[s], 1);
+    }
+    for (int q = 0; q < 2 * ST; q++) mbar_init(&rowbar[q], C);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  const int mine = cid < rows ? (rows - cid + ncl - 1) / ncl : 0;
+  auto src_of = [&](int j) { return x + ((size_t)(cid + j * ncl) * C + rank) * CHUNK; };
+  if (warp == 17) {
+    if (lane == 0) {
+      for (int j = 0; j < mine; j++) {
+        const int s = j % ST;
+        if (j >= ST) mbar_wait(&empty[s], ((j / ST) - 1) & 1);
+        if (j == D && D < ST) mbar_wait(&full[0], 0);
+        mbar_expect(&full[s], BYTES);
+        bulk_load<0>(stage + s * (CHUNK / 4), src_of(j), BYTES, &full[s]);
+      }
+    }
+    return;
+  }
+  if (warp == 16) {  // publisher: the block's pair to every block of the cluster
+    for (int j = 0; j < mine; j++) {
+      const int s = j % ST, q = j % (2 * ST);
+      mbar_wait(&sdone[s], (j / ST) & 1);
+      float2 p = lane < NS ? pw[s][lane] : make_float2(-INFINITY, 0.f);
+      float M = p.x, S = p.y;
+#pragma unroll
+      for (int o = 16; o; o >>= 1) {
+        float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
+        float Mn = fmaxf(M, Mo);
+        S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
+        M = Mn;
+      }
+      if (lane < C) {
+        const uint32_t slot = mapa(sa(&xp[q][rank]), lane), bar = mapa(sa(&rowbar[q]), lane);
+        asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(slot), "f"(M), "f"(S) : "memory");
+        asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+      }
+    }
+    return;
+  }
+  if (warp == 18) {  // resolver: the C pairs of each row, from this block's shared memory
+    for (int j = 0; j < mine; j++) {
+      const int s = j % ST, q = j % (2 * ST);
+      mbar_wait_cluster(&rowbar[q], (j / (2 * ST)) & 1);
+      float2 p = lane < C ? xp[q][lane] : make_float2(-INFINITY, 0.f);
+      float M = p.x, S = p.y;
+#pragma unroll
+      for (int o = 16; o; o >>= 1) {
+        float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
+        float Mn = fmaxf(M, Mo);
+        S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
+        M = Mn;
+      }
+      if (lane == 0) {
+        rM[s] = M * LOG2E;
+        rI[s] = 1.f / S;
+        mbar_arrive(&rdy[s]);
+      }
+    }
+    return;
+  }
+  if (warp < NS) {
+    const int off = warp * 32 * VS + lane;
+    for (int i = 0; i < mine; i++) {
+      const int s = i % ST;
+      mbar_wait(&full[s], (i / ST) & 1);
+      const float4* src = stage + s * (CHUNK / 4) + off;
+      float4 v[VS];
+#pragma unroll
+      for (int k = 0; k < VS; k++) v[k] = src[k * 32];
+      float m = -INFINITY;
+#pragma unroll
+      for (int k = 0; k < VS; k++) m = fmaxf(m, fmaxf(fmaxf(v[k].x, v[k].y), fmaxf(v[k].z, v[k].w)));
+#pragma unroll
+      for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(~0u, m, o));
+      const float ml = m * LOG2E;
+      float sum = 0.f;
+#pragma unroll
+      for (int k = 0; k < VS; k++)
+        sum += ex2(fmaf(v[k].x, LOG2E, -ml)) + ex2(fmaf(v[k].y, LOG2E, -ml)) + ex2(fmaf(v[k].z, LOG2E, -ml)) +
+               ex2(fmaf(v[k].w, LOG2E, -ml));
+#pragma unroll
+      for (int o = 16; o; o >>= 1) sum += __shfl_xor_sync(~0u, sum, o);
+      if (lane == 0) {
+        pw[s][warp] = make_float2(m, sum);
+        mbar_arrive(&sdone[s]);
+      }
+    }
+    return;
+  }
+  const int off = (warp - NS) * 32 * VO + lane;
+  for (int j = 0; j < mine; j++) {
+    const int sj = j % ST;
+    mbar_wait(&full[sj], (j / ST) & 1);
+    mbar_wait(&rdy[sj], (j / ST) & 1);
+    const float Ml = rM[sj], inv = rI[sj];
+    const float4* src = stage + sj * (CHUNK / 4) + off;
+    float4* dst = reinterpret_cast<float4*>(y + ((size_t)(cid + j * ncl) * C + rank) * CHUNK) + off;
 #pragma unroll
     for (int k = 0; k < VO; k++) {
       float4 a = src[k * 32], o;
@@ -1035,6 +1190,34 @@ static void run_w3(Ctx& cx, int rows, int cols, const float* x, float* y, float2
   check_time(cx, name, rows, cols, y, hx, false, [&] { coop(k, grid, threads, smem, x, y, n, splits, pairs, ++g_epoch); });
 }
 
+// CW3: clusters of C = splits blocks, as many clusters as the device holds at once.
+template <int CHUNK, int ST, int NS, int D, int C>
+static void run_cw3(Ctx& cx, int rows, int cols, const float* x, float* y, std::vector<float>& hx) {
+  if (cols != C * CHUNK) return;
+  int threads = T + 96;
+  size_t smem = (size_t)ST * CHUNK * 4;
+  auto k = smx_cw3<CHUNK, ST, NS, D, C>;
+  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = C;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  cfg.gridDim = dim3(C * 132);
+  int ncl = 0;
+  CK(cudaOccupancyMaxActiveClusters(&ncl, k, &cfg));
+  ncl = std::min(ncl, rows);
+  cfg.gridDim = dim3(C * ncl);
+  char name[160];
+  snprintf(name, sizeof name, "%dx%d CW3 chunk%d st%d ns%d d%d c%d clusters%d", rows, cols, CHUNK, ST, NS, D, C, ncl);
+  check_time(cx, name, rows, cols, y, hx, false, [&] { CK(cudaLaunchKernelEx(&cfg, k, x, y, rows)); });
+}
+
 int main() {
   Ctx cx;
   CK(cudaDeviceGetAttribute(&cx.sms, cudaDevAttrMultiProcessorCount, 0));
@@ -1062,16 +1245,15 @@ int main() {
     size_t n4 = (64ull << 20) / 16;
     timeit(cx, "copy4 64 MiB (1056 x 512)", 128.0 * (1 << 20), [&] { copy4<<<cx.sms * 8, 512>>>((float4*)x, (float4*)y, n4); });
   }
-  const int shapes[][2] = {{256, 65536}, {64, 262144}, {8, 1048576}, {32, 262144}, {128, 262144}};
+  const int shapes[][2] = {{256, 65536}, {512, 32768}, {1024, 65536}, {64, 262144}};
   for (auto& sh : shapes) {
     int r = sh[0], c = sh[1];
     run_smx<16384, 3, 2, 0>(cx, r, c, x, y, pairs, flags, hx);  // the copy ceiling
-    run_w<8192, 7, 5>(cx, r, c, x, y, pairs, hx);
-    run_w<8192, 7, 5, 0, 0, 2>(cx, r, c, x, y, pairs, hx);
-    run_w<8192, 7, 4, 0, 0, 2>(cx, r, c, x, y, pairs, hx);
-    run_w<8192, 7, 5, 0, 0, 1>(cx, r, c, x, y, pairs, hx);
     run_w3<8192, 7, 0, 8, 2>(cx, r, c, x, y, pairs, hx);  // as ported
-    run_ws<8192, 7, 4, 1>(cx, r, c, x, y, pairs, flags, hx);
+    run_cw3<8192, 7, 8, 2, 8>(cx, r, c, x, y, hx);
+    run_cw3<8192, 7, 8, 2, 4>(cx, r, c, x, y, hx);
+    run_cw3<8192, 7, 8, 7, 8>(cx, r, c, x, y, hx);
+    run_cw3<8192, 7, 8, 7, 4>(cx, r, c, x, y, hx);
   }
   return 0;
 }
