@@ -10,8 +10,8 @@ mod common;
 use common::*;
 use half::{bf16, f16};
 use kernels::hopper_probes::{
-    probe_cluster, probe_multicast, probe_setmaxnreg, probe_tma, probe_tma_store, probe_wgmma,
-    probe_wgmma_misuse, PROBE_CLUSTER_THREADS, PROBE_MULTICAST_THREADS,
+    probe_bulk, probe_cluster, probe_multicast, probe_setmaxnreg, probe_tma, probe_tma_store,
+    probe_wgmma, probe_wgmma_misuse, PROBE_CLUSTER_THREADS, PROBE_MULTICAST_THREADS,
 };
 use kernels::params::Epilogue;
 use kernels::simt_std::tma::swizzle_128b;
@@ -284,6 +284,48 @@ fn emulator_wrong_parity_reads_poison_and_missing_bytes_hang() {
         }
         other => panic!("expected a hang report, got {other:?}"),
     }
+}
+
+/// A 1-D bulk copy lands the bytes it was given, a wrong-parity wait reads the poison,
+/// and a source written while the copy is in flight is an error naming the kernel and
+/// saying what to do (the emulator, as the other probes; `softmax_bulk`'s GPU tests
+/// check bulk copies on the hardware).
+#[test]
+fn bulk_copies_land_and_misuse_is_caught() {
+    let g = probe_device();
+    let words: Vec<u32> = (0..2048u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let mut src = g.upload(&words).unwrap();
+    let mut out = g.upload(&vec![0u32; 2048]).unwrap();
+    // SAFETY: an 8 KiB copy of an aligned device buffer; out holds 2048 words.
+    unsafe {
+        g.launch::<probe_bulk>(two_warpgroups(), (src.ptr_mut(), 8192, 0, 0, out.ptr_mut()))
+            .unwrap()
+    };
+    assert_eq!(g.download(&out).unwrap(), words, "the copy's bytes");
+    // SAFETY: as above.
+    unsafe {
+        g.launch::<probe_bulk>(two_warpgroups(), (src.ptr_mut(), 8192, 1, 0, out.ptr_mut()))
+            .unwrap()
+    };
+    assert!(
+        g.download(&out).unwrap().iter().all(|&w| w == u32::MAX),
+        "a wrong-parity wait must read poison"
+    );
+    // SAFETY: as above; mode 1 writes src[0] during the copy (the emulator refuses it).
+    let e = unsafe {
+        g.launch::<probe_bulk>(two_warpgroups(), (src.ptr_mut(), 8192, 0, 1, out.ptr_mut()))
+    };
+    expect_panic(
+        e,
+        "probe_bulk",
+        &[
+            "written while the copy was in flight",
+            "Write the source only after a wait",
+        ],
+        "a source written during its copy",
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Probes of the Hopper primitives (sm_90a module): one TMA copy through an
-//! mbarrier, and one `wgmma` region on TMA-loaded tiles. `tests/hopper.rs` runs them
+//! mbarrier, one 1-D bulk copy, and one `wgmma` region on TMA-loaded tiles. `tests/hopper.rs` runs them
 //! on the emulator and the GPU and compares with the definitions, so the emulator's
 //! model of descriptors, swizzles and phases is checked against the hardware.
 use simt_std::shared::dynamic_shared;
@@ -67,12 +67,68 @@ kernel! {
     }
 }
 
+kernel! {
+    /// Thread 0 copies `bytes` of `src` into shared memory with one 1-D bulk copy
+    /// ([`tma::bulk_load`]); threads 128-255 wait on the mbarrier for the phase of
+    /// parity `parity` and write the shared words to `out`. `mode` 1 breaks the rule
+    /// on purpose, for the emulator's check: thread 0 writes `src[0]` while the copy
+    /// is in flight (on a GPU a race; the tests run it on the emulator only).
+    ///
+    /// # Safety
+    /// `src` is 16-byte aligned global memory of `bytes` bytes (a positive multiple of
+    /// 16, at most 32 KiB), written by no one else during the launch; `out` holds
+    /// `bytes / 4` words.
+    #[launch(threads = 256, min_blocks = 1, shared = PROBE_SMEM, target = "sm_90a")]
+    pub unsafe fn probe_bulk(src: *mut u32, bytes: u32, parity: u32, mode: u32, out: *mut u32) {
+        let tile = dynamic_shared::<u8>();
+        let bar = tile.add(32768).cast::<u64>();
+        let t = thread_idx().x;
+        if t == 0 {
+            // SAFETY: an aligned slot of this block's shared memory, used after the barrier.
+            unsafe { mbarrier::init(bar, 1) };
+            mbarrier::fence_init();
+        }
+        sync_threads();
+        if t < 128 {
+            if t == 0 {
+                // SAFETY: src as the contract says; a 16-byte aligned destination of
+                // `bytes` (at most 32 KiB, below the barrier); the phase announces
+                // exactly these bytes. Mode 1's write is the misuse under test.
+                unsafe {
+                    mbarrier::arrive_expect_tx(bar, bytes);
+                    tma::bulk_load(tile.cast::<u32>(), src as *const u32, bytes, bar, false);
+                    if mode == 1 {
+                        *src = !*src;
+                    }
+                }
+            }
+            return;
+        }
+        let t = t - 128;
+        // SAFETY: an initialised barrier.
+        unsafe { mbarrier::wait(bar, parity) };
+        let words = tile.cast::<u32>();
+        let mut i = t;
+        while i < bytes / 4 {
+            // SAFETY: inside the copy; out holds bytes / 4 words.
+            unsafe { *out.add(i as usize) = words.add(i as usize).cast::<f32>().read().to_bits() };
+            i += 128;
+        }
+    }
+}
+
 /// The body of [`probe_wgmma`] and [`probe_wgmma_misuse`].
 ///
 /// # Safety
 /// As [`probe_wgmma`].
 #[inline(always)]
-unsafe fn wgmma_probe(a_map: *const TensorMap, b_map: *const TensorMap, trans_b: u32, mode: u32, out: *mut f32) {
+unsafe fn wgmma_probe(
+    a_map: *const TensorMap,
+    b_map: *const TensorMap,
+    trans_b: u32,
+    mode: u32,
+    out: *mut f32,
+) {
     {
         let raw = dynamic_shared::<u8>();
         let a_tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
@@ -89,20 +145,20 @@ unsafe fn wgmma_probe(a_map: *const TensorMap, b_map: *const TensorMap, trans_b:
         // the consumer, as in `matmul_wgmma` (`mbarrier`'s rule 4).
         if t < 128 {
             if t == 0 {
-            // SAFETY: the maps (caller): A's box is 64 x 64 bf16 (8 KiB); B's two boxes
-            // (N-major) or one 128 x 64 box (K-major) are 16 KiB; 1024-byte aligned.
-            unsafe {
-                tma::prefetch(a_map);
-                tma::prefetch(b_map);
-                mbarrier::arrive_expect_tx(bar, 8192 + 16384);
-                tma::load_2d(a_tile, a_map, 0, 0, bar);
-                if trans_b != 0 {
-                    tma::load_2d(b_tile, b_map, 0, 0, bar);
-                    tma::load_2d(b_tile.add(8192), b_map, 64, 0, bar);
-                } else {
-                    tma::load_2d(b_tile, b_map, 0, 0, bar);
+                // SAFETY: the maps (caller): A's box is 64 x 64 bf16 (8 KiB); B's two boxes
+                // (N-major) or one 128 x 64 box (K-major) are 16 KiB; 1024-byte aligned.
+                unsafe {
+                    tma::prefetch(a_map);
+                    tma::prefetch(b_map);
+                    mbarrier::arrive_expect_tx(bar, 8192 + 16384);
+                    tma::load_2d(a_tile, a_map, 0, 0, bar);
+                    if trans_b != 0 {
+                        tma::load_2d(b_tile, b_map, 0, 0, bar);
+                        tma::load_2d(b_tile.add(8192), b_map, 64, 0, bar);
+                    } else {
+                        tma::load_2d(b_tile, b_map, 0, 0, bar);
+                    }
                 }
-            }
             }
             return;
         }

@@ -119,8 +119,9 @@ pub unsafe fn load_2d<T>(dst: Smem<T>, map: *const TensorMap, x: i32, y: i32, ba
 /// evict-first policy (`createpolicy.fractional.L2::evict_first`, `.L2::cache_hint`):
 /// for data read once, so its lines leave L2 before other kernels' lines do.
 ///
-/// The emulator reads the source when the copy is issued and poisons the
-/// destination (NaN) until a wait on `bar`'s phase lands it, as [`load_2d`].
+/// The emulator reads the source when the copy is issued, poisons the destination
+/// (NaN) until a wait on `bar`'s phase lands it, as [`load_2d`], and refuses a source
+/// that was written meanwhile.
 ///
 /// # Safety
 /// `src` is global memory readable for `bytes` bytes, 16-byte aligned, and not

@@ -7,10 +7,12 @@
 //!   again. A wait names the parity of the phase it waits for: if the barrier's
 //!   current phase has the other parity, that phase already completed and the wait
 //!   returns at once (as on the GPU; a wrong parity therefore runs ahead).
-//! * **TMA copies** are read from global memory when issued, but their bytes land in
-//!   shared memory only when some thread waits for their barrier's current phase;
-//!   until then the destination holds NaN poison. A consumer that reads without
-//!   waiting, or after waiting on the wrong parity, reads poison.
+//! * **TMA copies** (tensor boxes and 1-D bulk copies) are read from global memory
+//!   when issued, but their bytes land in shared memory only when some thread waits
+//!   for their barrier's current phase; until then the destination holds NaN poison.
+//!   A consumer that reads without waiting, or after waiting on the wrong parity,
+//!   reads poison. A 1-D bulk copy's source must read the same when it lands: a
+//!   source written while its copy is in flight is an error.
 //! * **wgmma** completes when all 128 threads of a warpgroup reached the same region.
 //!   It decodes the descriptors (the 128-byte swizzle only), reads A and B from
 //!   the block's shared memory, and adds the product into every thread's
@@ -54,8 +56,9 @@ pub(crate) struct Mbar {
     tx: i64,
     /// Phases completed so far (the current phase's number).
     phase: u32,
-    /// TMA copies of the current phase not yet landed: destination and bytes.
-    copies: Vec<(usize, Vec<u8>)>,
+    /// TMA copies of the current phase not yet landed: destination, bytes, and for a
+    /// 1-D bulk copy its global source (checked unchanged when the copy lands).
+    copies: Vec<(usize, Vec<u8>, Option<usize>)>,
     /// The latest phase another block of the cluster arrived on or multicast into,
     /// and that block's rank.
     remote: Option<(u32, u32)>,
@@ -82,7 +85,18 @@ impl Mbar {
     }
     /// Lands the phase's copies (their bytes count against the transactions).
     fn land(&mut self) {
-        for (dst, bytes) in self.copies.drain(..) {
+        for (dst, bytes, src) in self.copies.drain(..) {
+            if let Some(src) = src {
+                // SAFETY: the source was readable for these bytes when the copy was
+                // issued (the kernel's contract), and stays allocated for the launch.
+                let now = unsafe { std::slice::from_raw_parts(src as *const u8, bytes.len()) };
+                assert!(
+                    now == &bytes[..],
+                    "cp.async.bulk (1-D load): its global source at {src:#x} ({} bytes) was written while the copy was in flight; \
+                     on a GPU the copy may read either. Write the source only after a wait on the copy's barrier phase",
+                    bytes.len()
+                );
+            }
             // SAFETY: the destination was checked to lie in the block's shared memory
             // when the copy was issued; the block memory outlives its threads.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst as *mut u8, bytes.len()) };
@@ -152,7 +166,15 @@ impl Hopper {
     }
 
     /// Queues a TMA copy's bytes on the barrier at `key` (they land at a wait).
-    fn queue_copy(&self, key: usize, dst: usize, image: Vec<u8>, remote: Option<u32>, what: &str) {
+    fn queue_copy(
+        &self,
+        key: usize,
+        dst: usize,
+        image: Vec<u8>,
+        src: Option<usize>,
+        remote: Option<u32>,
+        what: &str,
+    ) {
         let mut m = self.mbars.borrow_mut();
         let b = m.get_mut(&key).unwrap_or_else(|| {
             panic!("{what} completing on the mbarrier at {key:#x}, which was never initialised")
@@ -160,7 +182,7 @@ impl Hopper {
         if let Some(r) = remote {
             b.remote = Some((b.phase, r));
         }
-        b.copies.push((dst, image));
+        b.copies.push((dst, image, src));
     }
     /// The shared-window range `[lo, hi)` of a wgmma group still in flight that
     /// overlaps `[wa, wa + bytes)`: an asynchronous copy into it would overwrite the
@@ -364,7 +386,9 @@ impl Ctx {
         // Until the copy lands, the destination reads as poison.
         // SAFETY: inside the dynamic shared memory (checked above).
         unsafe { std::ptr::write_bytes(d, 0xFF, bytes) };
-        mem(self).hopper.queue_copy(key, d as usize, image, None, what);
+        mem(self)
+            .hopper
+            .queue_copy(key, d as usize, image, Some(src as usize), None, what);
     }
 
     pub(crate) fn tma_load_impl(&self, dst: *mut u8, map: *const u8, coords: &[i32], bar: *mut u8) {
@@ -425,7 +449,7 @@ impl Ctx {
                 );
             }
             let remote = (r != self.rank).then_some(self.rank);
-            to.hopper.queue_copy(k, d, image.clone(), remote, what);
+            to.hopper.queue_copy(k, d, image.clone(), None, remote, what);
         }
     }
 }
