@@ -2,7 +2,7 @@
 //! mbarrier, one 1-D bulk copy, and one `wgmma` region on TMA-loaded tiles. `tests/hopper.rs` runs them
 //! on the emulator and the GPU and compares with the definitions, so the emulator's
 //! model of descriptors, swizzles and phases is checked against the hardware.
-use simt_std::shared::dynamic_shared;
+use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::thread::{sync_threads, thread_idx};
 use simt_std::tma::{self, TensorMap};
 use simt_std::wgmma::{self, acc_coords, desc_k_major, desc_n_major};
@@ -28,41 +28,18 @@ kernel! {
     pub unsafe fn probe_tma(map: *const TensorMap, x: i32, y: i32, z: i32, bytes: u32, parity: u32, out: *mut u32) {
         let raw = dynamic_shared::<u8>();
         let tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
-        let bar = tile.add(32768).cast::<u64>();
-        let t = thread_idx().x;
-        if t == 0 {
-            // SAFETY: an aligned slot of this block's shared memory, used after the barrier.
-            unsafe { mbarrier::init(bar, 1) };
-            mbarrier::fence_init();
-        }
-        sync_threads();
-        // Warpgroup 0 is the producer, as in `matmul_wgmma`: thread 0 issues the copy and
-        // every producer thread leaves; warpgroup 1 waits and reads (`mbarrier`'s rule 4).
-        if t < 128 {
-            if t == 0 {
-                // SAFETY: the map (caller); a 1024-byte aligned destination of `bytes`;
-                // the phase announces exactly the box's bytes.
-                unsafe {
-                    tma::prefetch(map);
-                    mbarrier::arrive_expect_tx(bar, bytes);
-                    if z < 0 {
-                        tma::load_2d(tile, map, x, y, bar);
-                    } else {
-                        tma::load_3d(tile, map, x, y, z, bar);
-                    }
+        // SAFETY: the map (caller) describes a box of `bytes`; the destination is
+        // 1024-byte aligned; the phase announces exactly the box's bytes.
+        unsafe {
+            copy_probe(tile, bytes, parity, out, |tile, bar| {
+                tma::prefetch(map);
+                mbarrier::arrive_expect_tx(bar, bytes);
+                if z < 0 {
+                    tma::load_2d(tile, map, x, y, bar);
+                } else {
+                    tma::load_3d(tile, map, x, y, z, bar);
                 }
-            }
-            return;
-        }
-        let t = t - 128;
-        // SAFETY: an initialised barrier.
-        unsafe { mbarrier::wait(bar, parity) };
-        let words = tile.cast::<u32>();
-        let mut i = t;
-        while i < bytes / 4 {
-            // SAFETY: inside the box; out holds bytes / 4 words.
-            unsafe { *out.add(i as usize) = words.add(i as usize).cast::<f32>().read().to_bits() };
-            i += 128;
+            })
         }
     }
 }
@@ -80,40 +57,62 @@ kernel! {
     /// `bytes / 4` words.
     #[launch(threads = 256, min_blocks = 1, shared = PROBE_SMEM, target = "sm_90a")]
     pub unsafe fn probe_bulk(src: *mut u32, bytes: u32, parity: u32, mode: u32, out: *mut u32) {
-        let tile = dynamic_shared::<u8>();
-        let bar = tile.add(32768).cast::<u64>();
-        let t = thread_idx().x;
-        if t == 0 {
-            // SAFETY: an aligned slot of this block's shared memory, used after the barrier.
-            unsafe { mbarrier::init(bar, 1) };
-            mbarrier::fence_init();
-        }
-        sync_threads();
-        if t < 128 {
-            if t == 0 {
-                // SAFETY: src as the contract says; a 16-byte aligned destination of
-                // `bytes` (at most 32 KiB, below the barrier); the phase announces
-                // exactly these bytes. Mode 1's write is the misuse under test.
-                unsafe {
-                    mbarrier::arrive_expect_tx(bar, bytes);
-                    tma::bulk_load(tile.cast::<u32>(), src as *const u32, bytes, bar, false);
-                    if mode == 1 {
-                        *src = !*src;
-                    }
+        // SAFETY: src as the contract says; a 16-byte aligned destination of `bytes`
+        // (at most 32 KiB, below the barrier); the phase announces exactly these bytes.
+        // Mode 1's write is the misuse under test.
+        unsafe {
+            copy_probe(dynamic_shared::<u8>(), bytes, parity, out, |tile, bar| {
+                mbarrier::arrive_expect_tx(bar, bytes);
+                tma::bulk_load(tile.cast::<u32>(), src as *const u32, bytes, bar, false);
+                if mode == 1 {
+                    *src = !*src;
                 }
-            }
-            return;
+            })
         }
-        let t = t - 128;
-        // SAFETY: an initialised barrier.
-        unsafe { mbarrier::wait(bar, parity) };
-        let words = tile.cast::<u32>();
-        let mut i = t;
-        while i < bytes / 4 {
-            // SAFETY: inside the copy; out holds bytes / 4 words.
-            unsafe { *out.add(i as usize) = words.add(i as usize).cast::<f32>().read().to_bits() };
-            i += 128;
+    }
+}
+
+/// The body of [`probe_tma`] and [`probe_bulk`]: thread 0 initialises the barrier
+/// 32 KiB past `tile` and, after a block barrier, calls `issue(tile, bar)` to announce
+/// and start its copies. Warpgroup 0 is the producer, as in `matmul_wgmma`: thread 0
+/// issues and every producer thread leaves; warpgroup 1 waits for the phase of parity
+/// `parity` and writes the tile's first `bytes` to `out` as words (`mbarrier`'s rule 4).
+///
+/// # Safety
+/// 256 threads; `tile` has 32 KiB and 8 bytes of this block's shared memory; `issue`
+/// announces on `bar` exactly the bytes its copies deliver into `tile`, at least
+/// `bytes`; `out` holds `bytes / 4` words.
+#[inline(always)]
+unsafe fn copy_probe(
+    tile: Smem<u8>,
+    bytes: u32,
+    parity: u32,
+    out: *mut u32,
+    issue: impl FnOnce(Smem<u8>, Smem<u64>),
+) {
+    let bar = tile.add(32768).cast::<u64>();
+    let t = thread_idx().x;
+    if t == 0 {
+        // SAFETY: an aligned slot of this block's shared memory, used after the barrier.
+        unsafe { mbarrier::init(bar, 1) };
+        mbarrier::fence_init();
+    }
+    sync_threads();
+    if t < 128 {
+        if t == 0 {
+            issue(tile, bar);
         }
+        return;
+    }
+    let t = t - 128;
+    // SAFETY: an initialised barrier.
+    unsafe { mbarrier::wait(bar, parity) };
+    let words = tile.cast::<u32>();
+    let mut i = t;
+    while i < bytes / 4 {
+        // SAFETY: inside the copies (the contract); out holds bytes / 4 words.
+        unsafe { *out.add(i as usize) = words.add(i as usize).cast::<f32>().read().to_bits() };
+        i += 128;
     }
 }
 

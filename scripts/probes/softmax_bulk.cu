@@ -57,6 +57,9 @@ __device__ __forceinline__ void mbar_wait(uint64_t* b, uint32_t parity) {
         : "memory");
   }
 }
+__device__ __forceinline__ void mbar_arrive(uint64_t* b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(sa(b)) : "memory");
+}
 template <int HINT>
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
   if (HINT) {
@@ -111,6 +114,94 @@ __device__ __forceinline__ uint4 ll_get(const uint4* p) {
 
 constexpr int T = 512;
 constexpr float LOG2E = 1.4426950408889634f;
+
+// Combines the lanes' (M, S) pairs over xor offsets FIRST, FIRST/2, ..., 1 (every lane
+// of a group of 2·FIRST gets the group's pair).
+template <int FIRST>
+__device__ __forceinline__ void combine_xor(float& M, float& S) {
+#pragma unroll
+  for (int o = FIRST; o; o >>= 1) {
+    float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
+    float Mn = fmaxf(M, Mo);
+    S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
+    M = Mn;
+  }
+}
+
+// The control warps of smx_w and smx_w3. Producer (one thread): chunk j into stage
+// j % ST once the writes of chunk j - ST are done; only D chunks before the first
+// landed (D = ST: the whole ring at once).
+template <int CHUNK, int ST, int HINT, int D>
+__device__ void produce(const float* x, float4* stage, uint64_t* full, uint64_t* empty, int mine, int b, int G) {
+  for (int j = 0; j < mine; j++) {
+    const int s = j % ST;
+    if (j >= ST) mbar_wait(&empty[s], ((j / ST) - 1) & 1);
+    if (j == D && D < ST) mbar_wait(&full[0], 0);
+    mbar_expect(&full[s], CHUNK * 4);
+    bulk_load<HINT>(stage + s * (CHUNK / 4), x + (size_t)(b + j * G) * CHUNK, CHUNK * 4, &full[s]);
+  }
+}
+// Publisher warp: each chunk's NP per-warp pairs combined and published as LL words.
+template <int ST, int NP>
+__device__ void publish(float2 (*pw)[NP], uint64_t* sdone, uint4* pairs, int mine, int b, int G, uint32_t epoch,
+                        int lane) {
+  for (int j = 0; j < mine; j++) {
+    const int s = j % ST;
+    mbar_wait(&sdone[s], (j / ST) & 1);
+    float2 p = lane < NP ? pw[s][lane] : make_float2(-INFINITY, 0.f);
+    float M = p.x, S = p.y;
+    combine_xor<8>(M, S);
+    if (lane == 0) ll_put(pairs + b + j * G, M, S, epoch);
+  }
+}
+// Resolver warp: each chunk's row from its published pairs (4 a lane in flight), posted
+// as (M·log2 e, 1/S) with an arrival on rdy.
+template <int ST>
+__device__ void resolve(uint64_t* sdone, uint64_t* rdy, float* rM, float* rI, const uint4* pairs, int mine, int b,
+                        int G, int splits, uint32_t epoch, int lane) {
+  for (int j = 0; j < mine; j++) {
+    const int s = j % ST, row = (b + j * G) / splits;
+    mbar_wait(&sdone[s], (j / ST) & 1);
+    const uint4* base = pairs + (size_t)row * splits;
+    float M = -INFINITY, S = 0.f;
+    for (int q0 = 0; q0 < splits; q0 += 128) {
+      uint4 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int q = q0 + u * 32 + lane;
+        if (q < splits) v[u] = ll_get(base + q);
+      }
+      for (;;) {
+        bool ok = true;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+          const int q = q0 + u * 32 + lane;
+          if (q < splits && (v[u].y != epoch || v[u].w != epoch)) {
+            ok = false;
+            v[u] = ll_get(base + q);
+          }
+        }
+        if (ok) break;
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int q = q0 + u * 32 + lane;
+        if (q < splits) {
+          const float pm = __uint_as_float(v[u].x), psum = __uint_as_float(v[u].z);
+          const float Mn = fmaxf(M, pm);
+          S = S * ex2((M - Mn) * LOG2E) + psum * ex2((pm - Mn) * LOG2E);
+          M = Mn;
+        }
+      }
+    }
+    combine_xor<16>(M, S);
+    if (lane == 0) {
+      rM[s] = M * LOG2E;
+      rI[s] = 1.f / S;
+      mbar_arrive(&rdy[s]);
+    }
+  }
+}
 
 template <int CHUNK, int ST, int MODE, int HINT>
 __global__ void __launch_bounds__(T, 1)
@@ -210,13 +301,7 @@ __global__ void __launch_bounds__(T, 1)
         S = S * ex2((M - Mn) * LOG2E) + p.y * ex2((p.x - Mn) * LOG2E);
         M = Mn;
       }
-#pragma unroll
-      for (int o = 16; o; o >>= 1) {
-        float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
-        float Mn = fmaxf(M, Mo);
-        S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
-        M = Mn;
-      }
+      combine_xor<16>(M, S);
       if (lane == 0) {
         bc[0] = M * LOG2E;
         bc[1] = 1.f / S;
@@ -346,13 +431,7 @@ __global__ void __launch_bounds__(T + 32 * CW, 1)
         S = S * ex2((M - Mn) * LOG2E) + q.y * ex2((q.x - Mn) * LOG2E);
         M = Mn;
       }
-#pragma unroll
-      for (int o = 16; o; o >>= 1) {
-        float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
-        float Mn = fmaxf(M, Mo);
-        S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
-        M = Mn;
-      }
+      combine_xor<16>(M, S);
       if (lane == 0) {
         bc[0] = M * LOG2E;
         bc[1] = 1.f / S;
@@ -383,9 +462,6 @@ __global__ void __launch_bounds__(T + 32 * CW, 1)
 }
 
 
-__device__ __forceinline__ void mbar_arrive(uint64_t* b) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(sa(b)) : "memory");
-}
 __device__ __forceinline__ void bar_compute() { asm volatile("bar.sync 1, 512;" ::: "memory"); }
 
 // Warp-specialised: 16 compute warps reduce chunk i and write chunk i - L; warp 16
@@ -448,13 +524,7 @@ __global__ void __launch_bounds__(T + 64, 1)
         S = S * ex2((M - Mn) * LOG2E) + p.y * ex2((p.x - Mn) * LOG2E);
         M = Mn;
       }
-#pragma unroll
-      for (int o = 16; o; o >>= 1) {
-        float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
-        float Mn = fmaxf(M, Mo);
-        S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
-        M = Mn;
-      }
+      combine_xor<16>(M, S);
       if (lane == 0) {
         rM[sk] = M * LOG2E;
         rI[sk] = 1.f / S;
@@ -546,7 +616,6 @@ template <int CHUNK, int ST, int L, int HINT, int CP, int D = ST>
 __global__ void __launch_bounds__(T + 96, 1)
     smx_w(const float* __restrict__ x, float* __restrict__ y, int n, int splits, uint4* pairs, uint32_t epoch) {
   constexpr int V = CHUNK / 4 / T;
-  constexpr uint32_t BYTES = CHUNK * 4;
   static_assert(L >= 1 && L <= ST - 1, "lag");
   extern __shared__ __align__(128) unsigned char sm[];
   float4* stage = reinterpret_cast<float4*>(sm);
@@ -566,85 +635,15 @@ __global__ void __launch_bounds__(T + 96, 1)
   __syncthreads();
   const int mine = (n - b + G - 1) / G;
   if (warp == 17) {
-    if (lane == 0) {
-      for (int j = 0; j < mine; j++) {
-        const int s = j % ST;
-        if (j >= ST) mbar_wait(&empty[s], ((j / ST) - 1) & 1);
-        if (j == D && D < ST) mbar_wait(&full[0], 0);  // shallow start (as smx_w3)
-        mbar_expect(&full[s], BYTES);
-        bulk_load<HINT>(stage + s * (CHUNK / 4), x + (size_t)(b + j * G) * CHUNK, BYTES, &full[s]);
-      }
-    }
+    if (lane == 0) produce<CHUNK, ST, HINT, D>(x, stage, full, empty, mine, b, G);
     return;
   }
   if (warp == 16) {
-    if (CP) return;
-    for (int j = 0; j < mine; j++) {
-      const int s = j % ST;
-      mbar_wait(&sdone[s], (j / ST) & 1);
-      float2 p = lane < 16 ? pw[s][lane] : make_float2(-INFINITY, 0.f);
-      float M = p.x, S = p.y;
-#pragma unroll
-      for (int o = 8; o; o >>= 1) {
-        float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
-        float Mn = fmaxf(M, Mo);
-        S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
-        M = Mn;
-      }
-      if (lane == 0) ll_put(pairs + b + j * G, M, S, epoch);
-    }
+    if (!CP) publish<ST, 16>(pw, sdone, pairs, mine, b, G, epoch, lane);
     return;
   }
   if (warp == 18) {
-    if (CP) return;
-    for (int j = 0; j < mine; j++) {
-      const int s = j % ST, row = (b + j * G) / splits;
-      mbar_wait(&sdone[s], (j / ST) & 1);
-      const uint4* base = pairs + (size_t)row * splits;
-      float M = -INFINITY, S = 0.f;
-      for (int q0 = 0; q0 < splits; q0 += 128) {
-        uint4 v[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-          const int q = q0 + u * 32 + lane;
-          if (q < splits) v[u] = ll_get(base + q);
-        }
-        for (;;) {
-          bool ok = true;
-#pragma unroll
-          for (int u = 0; u < 4; u++) {
-            const int q = q0 + u * 32 + lane;
-            if (q < splits && (v[u].y != epoch || v[u].w != epoch)) {
-              ok = false;
-              v[u] = ll_get(base + q);
-            }
-          }
-          if (ok) break;
-        }
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-          const int q = q0 + u * 32 + lane;
-          if (q < splits) {
-            const float pm = __uint_as_float(v[u].x), psum = __uint_as_float(v[u].z);
-            const float Mn = fmaxf(M, pm);
-            S = S * ex2((M - Mn) * LOG2E) + psum * ex2((pm - Mn) * LOG2E);
-            M = Mn;
-          }
-        }
-      }
-#pragma unroll
-      for (int o = 16; o; o >>= 1) {
-        float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
-        float Mn = fmaxf(M, Mo);
-        S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
-        M = Mn;
-      }
-      if (lane == 0) {
-        rM[s] = M * LOG2E;
-        rI[s] = 1.f / S;
-        mbar_arrive(&rdy[s]);
-      }
-    }
+    if (!CP) resolve<ST>(sdone, rdy, rM, rI, pairs, mine, b, G, splits, epoch, lane);
     return;
   }
   // compute warps: warp w owns float4s [w·32·V, (w+1)·32·V) of every chunk
@@ -719,7 +718,6 @@ __global__ void __launch_bounds__(T + 96, 1)
 template <int CHUNK, int ST, int HINT, int NS, int D>
 __global__ void __launch_bounds__(T + 96, 1)
     smx_w3(const float* __restrict__ x, float* __restrict__ y, int n, int splits, uint4* pairs, uint32_t epoch) {
-  constexpr uint32_t BYTES = CHUNK * 4;
   extern __shared__ __align__(128) unsigned char sm[];
   float4* stage = reinterpret_cast<float4*>(sm);
   __shared__ uint64_t full[ST], empty[ST], sdone[ST], rdy[ST];
@@ -738,85 +736,15 @@ __global__ void __launch_bounds__(T + 96, 1)
   __syncthreads();
   const int mine = (n - b + G - 1) / G;
   if (warp == 17) {
-    if (lane == 0) {
-      for (int j = 0; j < mine; j++) {
-        const int s = j % ST;
-        if (j >= ST) mbar_wait(&empty[s], ((j / ST) - 1) & 1);
-        // W3: only D chunks in flight until the first one landed, so the first rows'
-        // chunks are not queued behind the whole ring's fill.
-        if (j == D && D < ST) mbar_wait(&full[0], 0);
-        mbar_expect(&full[s], BYTES);
-        bulk_load<HINT>(stage + s * (CHUNK / 4), x + (size_t)(b + j * G) * CHUNK, BYTES, &full[s]);
-      }
-    }
+    if (lane == 0) produce<CHUNK, ST, HINT, D>(x, stage, full, empty, mine, b, G);
     return;
   }
   if (warp == 16) {
-    for (int j = 0; j < mine; j++) {
-      const int s = j % ST;
-      mbar_wait(&sdone[s], (j / ST) & 1);
-      float2 p = lane < NS ? pw[s][lane] : make_float2(-INFINITY, 0.f);
-      float M = p.x, S = p.y;
-#pragma unroll
-      for (int o = 8; o; o >>= 1) {
-        float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
-        float Mn = fmaxf(M, Mo);
-        S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
-        M = Mn;
-      }
-      if (lane == 0) ll_put(pairs + b + j * G, M, S, epoch);
-    }
+    publish<ST, NS>(pw, sdone, pairs, mine, b, G, epoch, lane);
     return;
   }
   if (warp == 18) {
-    for (int j = 0; j < mine; j++) {
-      const int s = j % ST, row = (b + j * G) / splits;
-      mbar_wait(&sdone[s], (j / ST) & 1);
-      const uint4* base = pairs + (size_t)row * splits;
-      float M = -INFINITY, S = 0.f;
-      for (int q0 = 0; q0 < splits; q0 += 128) {
-        uint4 v[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-          const int q = q0 + u * 32 + lane;
-          if (q < splits) v[u] = ll_get(base + q);
-        }
-        for (;;) {
-          bool ok = true;
-#pragma unroll
-          for (int u = 0; u < 4; u++) {
-            const int q = q0 + u * 32 + lane;
-            if (q < splits && (v[u].y != epoch || v[u].w != epoch)) {
-              ok = false;
-              v[u] = ll_get(base + q);
-            }
-          }
-          if (ok) break;
-        }
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-          const int q = q0 + u * 32 + lane;
-          if (q < splits) {
-            const float pm = __uint_as_float(v[u].x), psum = __uint_as_float(v[u].z);
-            const float Mn = fmaxf(M, pm);
-            S = S * ex2((M - Mn) * LOG2E) + psum * ex2((pm - Mn) * LOG2E);
-            M = Mn;
-          }
-        }
-      }
-#pragma unroll
-      for (int o = 16; o; o >>= 1) {
-        float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
-        float Mn = fmaxf(M, Mo);
-        S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
-        M = Mn;
-      }
-      if (lane == 0) {
-        rM[s] = M * LOG2E;
-        rI[s] = 1.f / S;
-        mbar_arrive(&rdy[s]);
-      }
-    }
+    resolve<ST>(sdone, rdy, rM, rI, pairs, mine, b, G, splits, epoch, lane);
     return;
   }
   // stats warps 0..NS-1 own 1/NS of every chunk each; output warps NS..15 likewise
@@ -939,13 +867,7 @@ __global__ void __launch_bounds__(T + 96, 1)
       mbar_wait(&sdone[s], (j / ST) & 1);
       float2 p = lane < NS ? pw[s][lane] : make_float2(-INFINITY, 0.f);
       float M = p.x, S = p.y;
-#pragma unroll
-      for (int o = 16; o; o >>= 1) {
-        float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
-        float Mn = fmaxf(M, Mo);
-        S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
-        M = Mn;
-      }
+      combine_xor<16>(M, S);
       if (lane < C) {
         const uint32_t slot = mapa(sa(&xp[q][rank]), lane), bar = mapa(sa(&rowbar[q]), lane);
         asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(slot), "f"(M), "f"(S) : "memory");
@@ -960,13 +882,7 @@ __global__ void __launch_bounds__(T + 96, 1)
       mbar_wait_cluster(&rowbar[q], (j / (2 * ST)) & 1);
       float2 p = lane < C ? xp[q][lane] : make_float2(-INFINITY, 0.f);
       float M = p.x, S = p.y;
-#pragma unroll
-      for (int o = 16; o; o >>= 1) {
-        float Mo = __shfl_xor_sync(~0u, M, o), So = __shfl_xor_sync(~0u, S, o);
-        float Mn = fmaxf(M, Mo);
-        S = (Mn == -INFINITY) ? 0.f : S * ex2((M - Mn) * LOG2E) + So * ex2((Mo - Mn) * LOG2E);
-        M = Mn;
-      }
+      combine_xor<16>(M, S);
       if (lane == 0) {
         rM[s] = M * LOG2E;
         rI[s] = 1.f / S;

@@ -409,6 +409,19 @@ pub fn auto_kernel(gpu: &Gpu, rows: usize, cols: usize, aligned: bool) -> Result
     })
 }
 
+/// The chunks of a persistent long-row kernel (`rows · splits` of `chunk` columns),
+/// which its kernels count in 31 bits; more is a `TooLarge` error.
+fn chunk_count(rows: u32, splits: usize, chunk: u32) -> Result<usize> {
+    let items = rows as usize * splits;
+    if items >= 1 << 31 {
+        return Err(SimtError::TooLarge {
+            op: "softmax",
+            detail: format!("{items} chunks of {chunk} columns (at most 2^31-1); split the rows into several calls"),
+        });
+    }
+    Ok(items)
+}
+
 /// Launches a softmax kernel of the register and cluster families (parameters
 /// `x, y, rows, cols, ld_x, ld_y`) on `grid` blocks of its own block.
 ///
@@ -685,13 +698,7 @@ pub fn softmax_with(
         }
         SoftmaxKernel::Stream => {
             let splits = wide_cols(n, aligned).div_ceil(SOFTMAX_STREAM_CHUNK as usize);
-            let items = rows as usize * splits;
-            if items >= 1 << 31 {
-                return Err(SimtError::TooLarge {
-                    op,
-                    detail: format!("{items} chunks of {SOFTMAX_STREAM_CHUNK} columns (at most 2^31-1); split the rows into several calls"),
-                });
-            }
+            let items = chunk_count(rows, splits, SOFTMAX_STREAM_CHUNK)?;
             let grid = stream_blocks(gpu)?.min(items as u32).max(1);
             let pairs = gpu.scratch_f32(SCRATCH_SOFTMAX_PAIRS, 2 * items)?;
             let (flags, epoch) = gpu.flags(items)?;
@@ -729,17 +736,11 @@ pub fn softmax_with(
                 return Err(too_long(
                     limit,
                     "bulk",
-                    "a row's chunks must number at most 7 per resident block; use SoftmaxKernel::Auto or Online",
+                    &format!("a row's chunks must number at most {SOFTMAX_BULK_STAGES} per resident block; use SoftmaxKernel::Auto or Online"),
                 ));
             }
             let splits = n.div_ceil(SOFTMAX_BULK_CHUNK as usize);
-            let items = rows as usize * splits;
-            if items >= 1 << 31 {
-                return Err(SimtError::TooLarge {
-                    op,
-                    detail: format!("{items} chunks of {SOFTMAX_BULK_CHUNK} columns (at most 2^31-1); split the rows into several calls"),
-                });
-            }
+            let items = chunk_count(rows, splits, SOFTMAX_BULK_CHUNK)?;
             let grid = bulk_blocks(gpu)?.min(items as u32).max(1);
             let (pairs, epoch) = gpu.pair_slots(items)?;
             let p = SoftmaxBulkParams {
