@@ -24,7 +24,7 @@
 //! | 1 publisher | combine the 8 pairs; publish the chunk's pair to global memory, tagged with the launch's epoch |
 //! | 1 resolver | load the pairs of chunk `j`'s row (4 a lane in flight) until all carry the epoch; combine them into `(M, 1/S)`; arrive on `rdy[j]` |
 //! | 8 write warps | wait for `rdy[j]`; write `exp(x - M) / S` from the stage, streaming stores; arrive on `empty[j]` |
-//! | 1 producer | wait for `empty[j - STAGES]` (the write warps and the publisher done with the stage); copy chunk `j` into its stage (the first [`SOFTMAX_BULK_START`] at once, the rest of the first ring once chunk 0 landed) |
+//! | 1 producer | wait for `empty[j - STAGES]` (the write warps and the publisher done with the stage) and for chunk `j -` [`SOFTMAX_BULK_IN_FLIGHT`] to land; copy chunk `j` into its stage |
 //!
 //! The stats warps run as far ahead of the writes as the ring allows, so the
 //! round trips of the row exchange (a store to L2 and the other blocks' loads of
@@ -51,7 +51,7 @@
 //! end are never read or written. A chunk of only `-inf` contributes `(-inf, 0)`;
 //! a row of only `-inf` gives NaN, as `torch.softmax` does.
 use crate::config::{
-    SOFTMAX_BULK_CHUNK, SOFTMAX_BULK_SMEM_BYTES, SOFTMAX_BULK_STAGES, SOFTMAX_BULK_START,
+    SOFTMAX_BULK_CHUNK, SOFTMAX_BULK_IN_FLIGHT, SOFTMAX_BULK_SMEM_BYTES, SOFTMAX_BULK_STAGES,
     SOFTMAX_BULK_STATS_WARPS, SOFTMAX_BULK_THREADS, SOFTMAX_BULK_WRITE_WARPS,
 };
 use crate::params::SoftmaxBulkParams;
@@ -87,8 +87,8 @@ const _: () = assert!(
         && VW * 4 * 32 * NW as usize == CHUNK
         && NS <= 32
         && SOFTMAX_BULK_SMEM_BYTES as usize == ST as usize * CHUNK * 4
-        && SOFTMAX_BULK_START >= 1
-        && SOFTMAX_BULK_START < ST
+        && SOFTMAX_BULK_IN_FLIGHT >= 1
+        && SOFTMAX_BULK_IN_FLIGHT <= ST
 );
 
 /// The block's barriers and the slots they guard, in static shared memory; the
@@ -332,11 +332,13 @@ unsafe fn producer(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: us
         if j >= ST {
             // SAFETY: initialised; the write warps arrive once each per chunk.
             unsafe { mbarrier::wait(sh.empty(s), (j / ST - 1) & 1) };
-        } else if j == SOFTMAX_BULK_START {
-            // A shallow start: the rest of the ring only once the first chunk landed
-            // (H200, session 33: 256 x 65536 2.7% faster than filling it at once).
-            // SAFETY: initialised; stage 0's first phase completes when chunk 0 lands.
-            unsafe { mbarrier::wait(sh.full(0), 0) };
+        }
+        if j >= SOFTMAX_BULK_IN_FLIGHT {
+            // At most IN_FLIGHT chunks in flight (its doc says why).
+            let i = j - SOFTMAX_BULK_IN_FLIGHT;
+            // SAFETY: initialised; chunk i's phase of its stage completes when it lands,
+            // and that stage's next phase needs chunk i + ST, not yet copied (i + ST > j).
+            unsafe { mbarrier::wait(sh.full(i % ST), (i / ST) & 1) };
         }
         let (r, start, len) = chunk(p, b + j as usize * g);
         let bytes = 4 * len as u32;
@@ -476,7 +478,7 @@ unsafe fn write(
         };
         let mut k = 0;
         if len == CHUNK {
-            // No branch between the vectors: their shared loads all in flight.
+            // No bounds check between the vectors.
             while k < VW {
                 put(first + 128 * k);
                 k += 1;

@@ -22,13 +22,17 @@
 // Timings: median of 30 CUDA-event timings, L2 flushed by a 256 MiB memset before
 // each (as do_bench). Every variant's output is checked on three rows.
 //
-//   nvcc -O3 -arch=sm_90a -o softmax_bulk softmax_bulk.cu && ./softmax_bulk
+//   nvcc -O3 -arch=sm_90a -o softmax_bulk softmax_bulk.cu -lcuda && ./softmax_bulk
+//   ./softmax_bulk timeline    # smx_w3's timeline (session 34)
+//   ./softmax_bulk rust PTX    # the Rust kernel from a bundle's kernels_sm90a.ptx (-lcuda)
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #define CK(x)                                                                        \
@@ -113,6 +117,26 @@ __device__ __forceinline__ uint4 ll_get(const uint4* p) {
 }
 
 constexpr int T = 512;
+
+// The timeline of TL variants: TLJ chunk slots of TLE stamps per block (issued,
+// landed, published, resolved, written), then 2 stamps per block (start, end); a
+// stamp is {%globaltimer (ns, 32 ns ticks), clock64}.
+constexpr int TLJ = 64, TLE = 5;
+__device__ unsigned long long* g_tl;
+__device__ __forceinline__ void put_stamp(size_t i) {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  g_tl[2 * i] = t;
+  g_tl[2 * i + 1] = clock64();
+}
+template <int TL>
+__device__ __forceinline__ void stamp(int b, int j, int e) {
+  if (TL && j < TLJ) put_stamp(((size_t)b * TLJ + j) * TLE + e);
+}
+template <int TL>
+__device__ __forceinline__ void stamp_block(int b, int G, int e) {
+  if (TL) put_stamp((size_t)G * TLJ * TLE + 2 * b + e);
+}
 constexpr float LOG2E = 1.4426950408889634f;
 
 // Combines the lanes' (M, S) pairs over xor offsets FIRST, FIRST/2, ..., 1 (every lane
@@ -131,35 +155,44 @@ __device__ __forceinline__ void combine_xor(float& M, float& S) {
 // The control warps of smx_w and smx_w3. Producer (one thread): chunk j into stage
 // j % ST once the writes of chunk j - ST are done; only D chunks before the first
 // landed (D = ST: the whole ring at once).
-template <int CHUNK, int ST, int HINT, int D>
+// K < ST (session 34): at most K chunks in flight, chunk j only once chunk j - K landed.
+template <int CHUNK, int ST, int HINT, int D, int TL = 0, int K = ST>
 __device__ void produce(const float* x, float4* stage, uint64_t* full, uint64_t* empty, int mine, int b, int G) {
   for (int j = 0; j < mine; j++) {
     const int s = j % ST;
     if (j >= ST) mbar_wait(&empty[s], ((j / ST) - 1) & 1);
     if (j == D && D < ST) mbar_wait(&full[0], 0);
+    if (K < ST && j >= K) mbar_wait(&full[(j - K) % ST], ((j - K) / ST) & 1);
     mbar_expect(&full[s], CHUNK * 4);
+    stamp<TL>(b, j, 0);
     bulk_load<HINT>(stage + s * (CHUNK / 4), x + (size_t)(b + j * G) * CHUNK, CHUNK * 4, &full[s]);
   }
 }
-// Publisher warp: each chunk's NP per-warp pairs combined and published as LL words.
-template <int ST, int NP>
+// Publisher warp: each chunk's NP per-warp pairs combined and published as LL words;
+// with `empty`, an arrival there once the pairs are read (as kernels/src/softmax_bulk.rs).
+template <int ST, int NP, int TL = 0>
 __device__ void publish(float2 (*pw)[NP], uint64_t* sdone, uint4* pairs, int mine, int b, int G, uint32_t epoch,
-                        int lane) {
+                        int lane, uint64_t* empty = nullptr) {
   for (int j = 0; j < mine; j++) {
     const int s = j % ST;
     mbar_wait(&sdone[s], (j / ST) & 1);
     float2 p = lane < NP ? pw[s][lane] : make_float2(-INFINITY, 0.f);
     float M = p.x, S = p.y;
     combine_xor<8>(M, S);
-    if (lane == 0) ll_put(pairs + b + j * G, M, S, epoch);
+    if (lane == 0) {
+      ll_put(pairs + b + j * G, M, S, epoch);
+      if (empty) mbar_arrive(&empty[s]);
+      stamp<TL>(b, j, 2);
+    }
   }
 }
 // Resolver warp: each chunk's row from its published pairs (4 a lane in flight), posted
-// as (M·log2 e, 1/S) with an arrival on rdy.
-template <int ST>
+// as (M·log2 e, 1/S) with an arrival on rdy. Chunks j0, j0 + step, ... (session 34:
+// several resolver warps, so their round trips overlap).
+template <int ST, int TL = 0>
 __device__ void resolve(uint64_t* sdone, uint64_t* rdy, float* rM, float* rI, const uint4* pairs, int mine, int b,
-                        int G, int splits, uint32_t epoch, int lane) {
-  for (int j = 0; j < mine; j++) {
+                        int G, int splits, uint32_t epoch, int lane, int j0 = 0, int step = 1) {
+  for (int j = j0; j < mine; j += step) {
     const int s = j % ST, row = (b + j * G) / splits;
     mbar_wait(&sdone[s], (j / ST) & 1);
     const uint4* base = pairs + (size_t)row * splits;
@@ -199,6 +232,7 @@ __device__ void resolve(uint64_t* sdone, uint64_t* rdy, float* rM, float* rI, co
       rM[s] = M * LOG2E;
       rI[s] = 1.f / S;
       mbar_arrive(&rdy[s]);
+      stamp<TL>(b, j, 3);
     }
   }
 }
@@ -715,8 +749,12 @@ __global__ void __launch_bounds__(T + 96, 1)
 // W2/W3: NS stats warps and 16 - NS output warps, no fixed lag: stats run as far ahead
 // as the ring allows. The producer copies D chunks, then waits for the first to land
 // before the rest of the first ring (D = ST: the whole ring at once, call 8's "W2").
-template <int CHUNK, int ST, int HINT, int NS, int D>
-__global__ void __launch_bounds__(T + 96, 1)
+//
+// TL = 1 records a timeline: %globaltimer stamps (ns) per block and chunk into g_tl
+// (issued, landed, resolved, written; then the block's start and end). NOWAIT = 1
+// writes without waiting for the row (wrong output: the same pipeline as a copy).
+template <int CHUNK, int ST, int HINT, int NS, int D, int TL = 0, int NOWAIT = 0, int K = ST, int R = 1>
+__global__ void __launch_bounds__(T + 64 + 32 * R, 1)
     smx_w3(const float* __restrict__ x, float* __restrict__ y, int n, int splits, uint4* pairs, uint32_t epoch) {
   extern __shared__ __align__(128) unsigned char sm[];
   float4* stage = reinterpret_cast<float4*>(sm);
@@ -727,24 +765,25 @@ __global__ void __launch_bounds__(T + 96, 1)
   if (t == 0) {
     for (int s = 0; s < ST; s++) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 16 - NS);
+      mbar_init(&empty[s], 16 - NS + 1);
       mbar_init(&sdone[s], NS);
       mbar_init(&rdy[s], 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  if (t == 0) stamp_block<TL>(b, G, 0);
   const int mine = (n - b + G - 1) / G;
   if (warp == 17) {
-    if (lane == 0) produce<CHUNK, ST, HINT, D>(x, stage, full, empty, mine, b, G);
+    if (lane == 0) produce<CHUNK, ST, HINT, D, TL, K>(x, stage, full, empty, mine, b, G);
     return;
   }
   if (warp == 16) {
-    publish<ST, NS>(pw, sdone, pairs, mine, b, G, epoch, lane);
+    publish<ST, NS, TL>(pw, sdone, pairs, mine, b, G, epoch, lane, empty);
     return;
   }
-  if (warp == 18) {
-    resolve<ST>(sdone, rdy, rM, rI, pairs, mine, b, G, splits, epoch, lane);
+  if (warp >= 18) {
+    if (!NOWAIT) resolve<ST, TL>(sdone, rdy, rM, rI, pairs, mine, b, G, splits, epoch, lane, warp - 18, R);
     return;
   }
   // stats warps 0..NS-1 own 1/NS of every chunk each; output warps NS..15 likewise
@@ -754,6 +793,7 @@ __global__ void __launch_bounds__(T + 96, 1)
     for (int i = 0; i < mine; i++) {
       const int s = i % ST;
       mbar_wait(&full[s], (i / ST) & 1);
+      if (warp == 0 && lane == 0) stamp<TL>(b, i, 1);
       const float4* src = stage + s * (CHUNK / 4) + off;
       float4 v[VS];
 #pragma unroll
@@ -782,8 +822,8 @@ __global__ void __launch_bounds__(T + 96, 1)
   for (int j = 0; j < mine; j++) {
     const int sj = j % ST;
     mbar_wait(&full[sj], (j / ST) & 1);
-    mbar_wait(&rdy[sj], (j / ST) & 1);
-    const float Ml = rM[sj], inv = rI[sj];
+    if (!NOWAIT) mbar_wait(&rdy[sj], (j / ST) & 1);
+    const float Ml = NOWAIT ? 0.f : rM[sj], inv = NOWAIT ? 1.f : rI[sj];
     const float4* src = stage + sj * (CHUNK / 4) + off;
     float4* dst = reinterpret_cast<float4*>(y + (size_t)(b + j * G) * CHUNK) + off;
 #pragma unroll
@@ -797,7 +837,9 @@ __global__ void __launch_bounds__(T + 96, 1)
     }
     __syncwarp();
     if (lane == 0) mbar_arrive(&empty[sj]);
+    if (warp == 15 && lane == 0) stamp<TL>(b, j, 4);
   }
+  if (warp == 15 && lane == 0) stamp_block<TL>(b, G, 1);
 }
 
 // CW3 (session 33, a lead): W3 with each row on one thread-block cluster of C = splits
@@ -1106,6 +1148,193 @@ static void run_w3(Ctx& cx, int rows, int cols, const float* x, float* y, float2
   check_time(cx, name, rows, cols, y, hx, false, [&] { coop(k, grid, threads, smem, x, y, n, splits, pairs, ++g_epoch); });
 }
 
+// The timeline of smx_w3 (TL = 1): five flushed launches; of the one of median span,
+// the median stamps per chunk index relative to the first block's start and 1 us bins
+// of the bytes landed and written. NOWAIT = 1: the same pipeline as a copy.
+template <int CHUNK, int ST, int NS, int D, int NOWAIT, int K, int R = 1>
+static void timeline_w3(Ctx& cx, int rows, int cols, const float* x, float* y, float2* pairs2) {
+  uint4* pairs = reinterpret_cast<uint4*>(pairs2);
+  int splits = cols / CHUNK, n = rows * splits, threads = T + 64 + 32 * R;
+  size_t smem = (size_t)ST * CHUNK * 4;
+  auto k = smx_w3<CHUNK, ST, 0, NS, D, 1, NOWAIT, K, R>;
+  int grid = grid_for(cx, k, threads, smem, n, splits, false);
+  if (!grid) return;
+  const size_t stamps = (size_t)grid * TLJ * TLE + 2 * grid, words = 2 * stamps, blk = (size_t)grid * TLJ * TLE;
+  unsigned long long* tl;
+  CK(cudaMalloc(&tl, words * 8));
+  CK(cudaMemcpyToSymbol(g_tl, &tl, sizeof tl));
+  // Each block's clock64 stamps put on the global timer (ns from the earliest stamp):
+  // the clock's rate from the block's start and end, its offset the mean of
+  // (globaltimer - clock / rate) over all its stamps. -1: not stamped.
+  auto align = [&](const std::vector<unsigned long long>& h) {
+    unsigned long long g_min = ~0ull;
+    for (size_t i = 0; i < stamps; i++)
+      if (h[2 * i]) g_min = std::min(g_min, h[2 * i]);
+    std::vector<double> out(stamps, -1);
+    for (int b = 0; b < grid; b++) {
+      std::vector<size_t> idx = {blk + 2 * b, blk + 2 * b + 1};
+      for (int j = 0; j < TLJ; j++)
+        for (int e = 0; e < TLE; e++)
+          if (h[2 * (((size_t)b * TLJ + j) * TLE + e)]) idx.push_back(((size_t)b * TLJ + j) * TLE + e);
+      const unsigned long long c0 = h[2 * idx[0] + 1];
+      const double ghz = (double)(h[2 * idx[1] + 1] - c0) / (double)(h[2 * idx[1]] - h[2 * idx[0]]);
+      double off = 0;
+      for (size_t i : idx) off += (double)(h[2 * i] - g_min) - (double)(h[2 * i + 1] - c0) / ghz;
+      off /= idx.size();
+      for (size_t i : idx) out[i] = off + (double)(h[2 * i + 1] - c0) / ghz;
+    }
+    double t0 = 1e30;
+    for (int b = 0; b < grid; b++) t0 = std::min(t0, out[blk + 2 * b]);
+    for (double& v : out)
+      if (v >= -0.5) v = (v - t0) / 1e3;  // us from the first block's start
+    return out;
+  };
+  auto span = [&](const std::vector<double>& h) {
+    double z = 0;
+    for (int b = 0; b < grid; b++) z = std::max(z, h[blk + 2 * b + 1]);
+    return z;
+  };
+  std::vector<std::vector<double>> runs;
+  for (int r = 0; r < 5; r++) {
+    CK(cudaMemset(tl, 0, words * 8));
+    CK(cudaMemsetAsync(cx.flush, r & 0xff, cx.flush_bytes));
+    coop(k, grid, threads, smem, x, y, n, splits, pairs, ++g_epoch);
+    CK(cudaDeviceSynchronize());
+    std::vector<unsigned long long> h(words);
+    CK(cudaMemcpy(h.data(), tl, words * 8, cudaMemcpyDeviceToHost));
+    runs.push_back(align(h));
+  }
+  CK(cudaFree(tl));
+  std::sort(runs.begin(), runs.end(), [&](auto& p, auto& q) { return span(p) < span(q); });
+  printf("timeline %dx%d %s K%d R%d, spans (us):", rows, cols, NOWAIT ? "NOWAIT" : "softmax", K, R);
+  for (auto& h : runs) printf(" %.2f", span(h));
+  printf("\n");
+  const auto& h = runs[2];
+  auto at = [&](int b, int j, int e) { return h[((size_t)b * TLJ + j) * TLE + e]; };
+  auto med = [](std::vector<double> v) {
+    if (v.empty()) return -1.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<double> st, en;
+  for (int b = 0; b < grid; b++) {
+    st.push_back(h[blk + 2 * b]);
+    en.push_back(h[blk + 2 * b + 1]);
+  }
+  std::sort(st.begin(), st.end());
+  std::sort(en.begin(), en.end());
+  printf("  block start max %.2f; block end min %.2f med %.2f max %.2f\n", st.back(), en[0], en[en.size() / 2], en.back());
+  // When chunk c's row was all published: the latest publish stamp of its chunks.
+  auto row_pub = [&](int c) {
+    const int r = c / splits;
+    double z = -1;
+    for (int q = r * splits; q < (r + 1) * splits; q++) {
+      const int qb = q % grid, qj = q / grid;
+      if (qj >= TLJ || at(qb, qj, 2) < 0) return -1.0;
+      z = std::max(z, at(qb, qj, 2));
+    }
+    return z;
+  };
+  printf("  median stamps (us) per chunk index j; max of resolved and written; the row's last\n"
+         "  publish (median) and the median wait from it to this block's resolve\n");
+  printf("    j  issued  landed publish resolve written | res.max  wr.max | row.pub    wait\n");
+  const int maxmine = std::min((n + grid - 1) / grid, TLJ);
+  for (int j = 0; j < maxmine; j++) {
+    std::vector<double> v[TLE], rp, wait;
+    double rmax = -1, wmax = -1;
+    for (int b = 0; b < grid; b++) {
+      if (b + j * grid >= n) continue;
+      for (int e = 0; e < TLE; e++)
+        if (at(b, j, e) >= 0) v[e].push_back(at(b, j, e));
+      rmax = std::max(rmax, at(b, j, 3));
+      wmax = std::max(wmax, at(b, j, 4));
+      const double z = row_pub(b + j * grid);
+      if (z >= 0 && at(b, j, 3) >= 0) {
+        rp.push_back(z);
+        wait.push_back(at(b, j, 3) - z);
+      }
+    }
+    printf("   %2d %7.2f %7.2f %7.2f %7.2f %7.2f | %7.2f %7.2f | %7.2f %7.2f\n", j, med(v[0]), med(v[1]), med(v[2]),
+           med(v[3]), med(v[4]), rmax, wmax, med(rp), med(wait));
+  }
+  const int nb = (int)span(h) + 1;
+  std::vector<double> land(nb, 0), wr(nb, 0);
+  for (int b = 0; b < grid; b++)
+    for (int j = 0; j < maxmine; j++) {
+      if (b + j * grid >= n) continue;
+      const int bl = (int)at(b, j, 1), bw = (int)at(b, j, 4);
+      if (at(b, j, 1) >= 0 && bl < nb) land[bl] += CHUNK * 4.0;
+      if (at(b, j, 4) >= 0 && bw < nb) wr[bw] += CHUNK * 4.0;
+    }
+  printf("  us: GB/s landed, written (stores issued)\n");
+  for (int i = 0; i < nb; i++) printf("   %3d %6.0f %6.0f\n", i, land[i] / 1e3, wr[i] / 1e3);
+}
+
+// smx_w3 with at most K chunks in flight per block (K = ST: no limit, as ported) and R
+// resolver warps, timed.
+template <int K, int R = 1>
+static void time_k(Ctx& cx, int rows, int cols, const float* x, float* y, float2* pairs2, std::vector<float>& hx,
+                   int max_grid = 1 << 30) {
+  uint4* pairs = reinterpret_cast<uint4*>(pairs2);
+  int splits = cols / 8192, n = rows * splits, threads = T + 64 + 32 * R;
+  size_t smem = (size_t)7 * 8192 * 4;
+  auto k = smx_w3<8192, 7, 0, 8, 2, 0, 0, K, R>;
+  int grid = std::min(max_grid, grid_for(cx, k, threads, smem, n, splits, false));
+  if (!grid) return;
+  char name[160];
+  snprintf(name, sizeof name, "%dx%d W3 K%d R%d g%d", rows, cols, K, R, grid);
+  check_time(cx, name, rows, cols, y, hx, false, [&] { coop(k, grid, threads, smem, x, y, n, splits, pairs, ++g_epoch); });
+}
+
+// The Rust kernel (kernels/src/softmax_bulk.rs) from a bundle's PTX, launched in this
+// harness (session 34: is the difference from smx_w3 the kernel or the harness?).
+struct MatC {
+  const float* ptr;
+  uint32_t rows, cols, ld;
+};
+struct BulkParamsC {  // kernels::params::SoftmaxBulkParams (repr(C), 80 bytes)
+  MatC x, y;
+  uint32_t splits;
+  uint64_t* pairs;
+  uint32_t epoch, evict_first, in_flight;
+};
+static_assert(sizeof(BulkParamsC) == 80, "SoftmaxBulkParams is 80 bytes");
+#define CU(x)                                                       \
+  do {                                                              \
+    CUresult e = (x);                                               \
+    if (e != CUDA_SUCCESS) {                                        \
+      printf("driver error %d at line %d: %s\n", e, __LINE__, #x); \
+      exit(1);                                                      \
+    }                                                               \
+  } while (0)
+static uint64_t* g_rust_pairs = nullptr;
+static CUfunction rust_load(const char* ptx) {
+  CUmodule m;
+  CUfunction f;
+  CU(cuModuleLoad(&m, ptx));
+  CU(cuModuleGetFunction(&f, m, "softmax_bulk"));
+  CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 7 * 8192 * 4));
+  if (!g_rust_pairs) {
+    CK(cudaMalloc(&g_rust_pairs, (1 << 18) * 8));
+    CK(cudaMemset(g_rust_pairs, 0, (1 << 18) * 8));
+  }
+  return f;
+}
+static void time_rust(Ctx& cx, CUfunction g_rust, const char* tag, int rows, int cols, const float* x, float* y,
+                      std::vector<float>& hx, int in_flight) {
+  const int splits = cols / 8192, n = rows * splits, grid = std::min(n, cx.sms);
+  BulkParamsC p = {{x, (uint32_t)rows, (uint32_t)cols, (uint32_t)cols},
+                   {y, (uint32_t)rows, (uint32_t)cols, (uint32_t)cols},
+                   (uint32_t)splits, g_rust_pairs, 0, 0, (uint32_t)in_flight};
+  char name[160];
+  snprintf(name, sizeof name, "%dx%d RUST%s in_flight%d g%d", rows, cols, tag, in_flight, grid);
+  check_time(cx, name, rows, cols, y, hx, false, [&] {
+    p.epoch = ++g_epoch;
+    void* args[] = {&p};
+    CU(cuLaunchCooperativeKernel(g_rust, grid, 1, 1, 608, 1, 1, 7 * 8192 * 4, 0, args));
+  });
+}
+
 // CW3: clusters of C = splits blocks, as many clusters as the device holds at once.
 template <int CHUNK, int ST, int NS, int D, int C>
 static void run_cw3(Ctx& cx, int rows, int cols, const float* x, float* y, std::vector<float>& hx) {
@@ -1134,7 +1363,10 @@ static void run_cw3(Ctx& cx, int rows, int cols, const float* x, float* y, std::
   check_time(cx, name, rows, cols, y, hx, false, [&] { CK(cudaLaunchKernelEx(&cfg, k, x, y, rows)); });
 }
 
-int main() {
+int main(int argc, char** argv) {
+  const bool tl = argc > 1 && std::string(argv[1]) == "timeline";
+  const bool rust = argc > 2 && std::string(argv[1]) == "rust";
+  setvbuf(stdout, nullptr, _IOLBF, 0);
   Ctx cx;
   CK(cudaDeviceGetAttribute(&cx.sms, cudaDevAttrMultiProcessorCount, 0));
   CK(cudaMalloc(&cx.flush, cx.flush_bytes));
@@ -1160,6 +1392,40 @@ int main() {
   {
     size_t n4 = (64ull << 20) / 16;
     timeit(cx, "copy4 64 MiB (1056 x 512)", 128.0 * (1 << 20), [&] { copy4<<<cx.sms * 8, 512>>>((float4*)x, (float4*)y, n4); });
+  }
+  if (rust) {
+    // argv[2..]: a bundle's kernels_sm90a.ptx and variants of it, tagged 0, 1, ...
+    std::vector<CUfunction> fs;
+    for (int a = 2; a < argc; a++) fs.push_back(rust_load(argv[a]));
+    run_smx<16384, 3, 2, 0>(cx, 256, 65536, x, y, pairs, flags, hx);  // the copy ceiling
+    for (int rep = 0; rep < 3; rep++)
+      for (int c : {65536, 262144}) {
+        const int r = (64 << 20) / 4 / c;
+        time_k<2>(cx, r, c, x, y, pairs, hx);
+        for (size_t i = 0; i < fs.size(); i++) {
+          const std::string tag = "#" + std::to_string(i);
+          time_rust(cx, fs[i], tag.c_str(), r, c, x, y, hx, 2);
+        }
+      }
+    return 0;
+  }
+  if (tl) {
+    run_smx<16384, 3, 2, 0>(cx, 256, 65536, x, y, pairs, flags, hx);  // the copy ceiling
+    for (int c : {65536, 262144}) {
+      const int r = (64 << 20) / 4 / c;
+      timeline_w3<8192, 7, 8, 2, 0, 7>(cx, r, c, x, y, pairs);
+      timeline_w3<8192, 7, 8, 2, 0, 3>(cx, r, c, x, y, pairs);
+    }
+    for (int rep = 0; rep < 2; rep++)
+      for (int c : {65536, 262144, 131072}) {
+        const int r = (64 << 20) / 4 / c;
+        time_k<7>(cx, r, c, x, y, pairs, hx);
+        time_k<3>(cx, r, c, x, y, pairs, hx);
+        time_k<2>(cx, r, c, x, y, pairs, hx);
+        time_k<3>(cx, r, c, x, y, pairs, hx, 128);
+        time_k<2>(cx, r, c, x, y, pairs, hx, 128);
+      }
+    return 0;
   }
   const int shapes[][2] = {{256, 65536}, {512, 32768}, {1024, 65536}, {64, 262144}};
   for (auto& sh : shapes) {

@@ -42,7 +42,8 @@ pub(crate) enum State {
 /// A block's shared memory.
 pub(crate) struct BlockMem {
     statics: RefCell<Vec<(usize, usize, Box<[u128]>)>>,
-    dynamic: Box<[u128]>,
+    /// 128-byte aligned, as the device's (`simt_std::shared::dynamic_shared`).
+    dynamic: Box<[Line]>,
     dynamic_bytes: usize,
     /// mbarriers and their TMA copies.
     pub(crate) hopper: super::hopper::Hopper,
@@ -50,11 +51,16 @@ pub(crate) struct BlockMem {
 
 const POISON: u128 = u128::MAX; // 0xFF bytes: NaN as f32
 
+/// 128 bytes of dynamic shared memory, aligned as the device aligns the array.
+#[derive(Clone, Copy)]
+#[repr(C, align(128))]
+struct Line([u128; 8]);
+
 impl BlockMem {
     pub(crate) fn new(dynamic_bytes: usize) -> Self {
         BlockMem {
             statics: RefCell::new(Vec::new()),
-            dynamic: vec![POISON; dynamic_bytes.div_ceil(16)].into_boxed_slice(),
+            dynamic: vec![Line([POISON; 8]); dynamic_bytes.div_ceil(128)].into_boxed_slice(),
             dynamic_bytes,
             hopper: Default::default(),
         }
