@@ -478,16 +478,23 @@ pub(crate) fn mask_tail(a: F32x4, valid: u32) -> F32x4 {
 #[inline(always)]
 pub(crate) fn combine(m1: f32, s1: f32, m2: f32, s2: f32) -> (f32, f32) {
     let m = max_nan(m1, m2);
-    if m == f32::NEG_INFINITY {
-        return (m, 0.0);
-    }
-    (m, s1 * exp(m1 - m) + s2 * exp(m2 - m))
+    // Computed either way and selected: no branch between the shuffles of a warp's
+    // combine (with m = -inf the sum is NaN, and the pair is the identity).
+    let s = s1 * exp(m1 - m) + s2 * exp(m2 - m);
+    (m, if m == f32::NEG_INFINITY { 0.0 } else { s })
 }
 
 /// Combines the pairs of the 32 lanes of a warp (every lane gets the result).
 #[inline(always)]
-pub(crate) fn warp_combine(mut m: f32, mut s: f32) -> (f32, f32) {
-    let mut off = 16;
+pub(crate) fn warp_combine(m: f32, s: f32) -> (f32, f32) {
+    warp_combine_lanes(m, s, 32)
+}
+
+/// Combines the pairs of each group of `lanes` consecutive lanes (a power of two
+/// up to 32; every lane gets its group's result).
+#[inline(always)]
+pub(crate) fn warp_combine_lanes(mut m: f32, mut s: f32, lanes: u32) -> (f32, f32) {
+    let mut off = lanes / 2;
     while off >= 1 {
         let (mo, so) = (shfl_xor_f32(m, off), shfl_xor_f32(s, off));
         (m, s) = combine(m, s, mo, so);
