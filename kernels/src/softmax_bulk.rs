@@ -161,7 +161,11 @@ impl Walk {
     #[inline(always)]
     fn chunk(&self) -> (usize, usize, usize) {
         let start = self.part as usize * CHUNK;
-        (self.row as usize, start, (self.cols as usize - start).min(CHUNK))
+        (
+            self.row as usize,
+            start,
+            (self.cols as usize - start).min(CHUNK),
+        )
     }
 
     /// On to the block's next chunk (`c + g`).
