@@ -478,10 +478,10 @@ pub(crate) fn mask_tail(a: F32x4, valid: u32) -> F32x4 {
 #[inline(always)]
 pub(crate) fn combine(m1: f32, s1: f32, m2: f32, s2: f32) -> (f32, f32) {
     let m = max_nan(m1, m2);
-    // Computed either way and selected: no branch between the shuffles of a warp's
-    // combine (with m = -inf the sum is NaN, and the pair is the identity).
-    let s = s1 * exp(m1 - m) + s2 * exp(m2 - m);
-    (m, if m == f32::NEG_INFINITY { 0.0 } else { s })
+    if m == f32::NEG_INFINITY {
+        return (m, 0.0);
+    }
+    (m, s1 * exp(m1 - m) + s2 * exp(m2 - m))
 }
 
 /// Combines the pairs of the 32 lanes of a warp (every lane gets the result).

@@ -1399,8 +1399,9 @@ int main(int argc, char** argv) {
     for (int a = 2; a < argc; a++) fs.push_back(rust_load(argv[a]));
     run_smx<16384, 3, 2, 0>(cx, 256, 65536, x, y, pairs, flags, hx);  // the copy ceiling
     for (int rep = 0; rep < 3; rep++)
-      for (int c : {65536, 262144}) {
-        const int r = (64 << 20) / 4 / c;
+      for (auto rc : {std::make_pair(256, 65536), std::make_pair(64, 262144), std::make_pair(128, 131072),
+                      std::make_pair(8, 1 << 20)}) {
+        const int r = rc.first, c = rc.second;
         time_k<2>(cx, r, c, x, y, pairs, hx);
         for (size_t i = 0; i < fs.size(); i++) {
           const std::string tag = "#" + std::to_string(i);
