@@ -33,18 +33,23 @@
 //! carry the epoch ([`simt_std::flag::publish_pair`]): no release fence, and a reader needs
 //! one load, not a flag and then the data.
 //!
-//! The H200's numbers (docs/PERFORMANCE.md, session 33; L2 flushed by a write
-//! before each run): at 64 x 262144 and 256 x 65536 (64 MiB in, 64 MiB out) the same
-//! pipeline as a plain copy runs 0.0373 ms, this kernel 0.0410-0.0420, the earlier
-//! kernels' best 0.0437-0.0490. What is left is a fixed cost of about 4 us per launch:
-//! the first writes wait for the first rows' pairs, the last writes for the last.
+//! The H200's numbers (docs/PERFORMANCE.md, sessions 33 and 34; L2 flushed by a
+//! write before each run): at 64 x 262144 and 256 x 65536 (64 MiB in, 64 MiB out)
+//! this kernel runs 0.0379-0.0398 ms, 79-83% of the 1 GiB copy rate and 89-93% of
+//! `torch`'s copy of the same 64 MiB; the earlier kernels' best 0.0437-0.0490. A
+//! timeline of the CUDA probe of this design (`scripts/probes/softmax_bulk.cu`) shows
+//! each chunk 8-10 us in shared memory between landing and its write, 2.5-7 of them
+//! waiting for its row's pairs behind the grid's loads: hence at most
+//! [`SOFTMAX_BULK_IN_FLIGHT`] chunks in flight, and every role working out its next
+//! chunk before it waits (`Walk`).
 //!
 //! **Why this cannot deadlock.** The launch is cooperative (every block resident).
 //! Chunk `u` is published once its block's stats warps reach it, which needs its
 //! stage, freed by the write of chunk `u - STAGES·grid`, which needs that chunk's
 //! row published. With `splits <= STAGES·grid` every chunk of that row has an index
 //! below `u`; so the chunk of smallest index not yet published can always be, and
-//! all are. The host keeps to that bound.
+//! all are. The host keeps to that bound. The producer's other wait, for a chunk
+//! of its own to land, needs nothing from another block.
 //!
 //! Rows start 16-byte aligned and have a multiple of 4 columns (the bulk copies
 //! move 16-byte units); the last chunk of a row may be short. Columns past a row's
