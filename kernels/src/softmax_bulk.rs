@@ -36,9 +36,9 @@
 //! The H200's numbers (docs/PERFORMANCE.md, sessions 33 and 34; L2 flushed by a
 //! write before each run): at 64 x 262144 and 256 x 65536 (64 MiB in, 64 MiB out)
 //! this kernel runs 0.0379-0.0398 ms, 79-83% of the 1 GiB copy rate and 89-93% of
-//! `torch`'s copy of the same 64 MiB; the earlier kernels' best 0.0437-0.0490. A
+//! `torch`'s copy of the same 64 MiB in the same call; the earlier kernels' best 0.0437-0.0490. A
 //! timeline of the CUDA probe of this design (`scripts/probes/softmax_bulk.cu`) shows
-//! each chunk 8-10 us in shared memory between landing and its write, 2.5-7 of them
+//! each chunk 6-11 us in shared memory between landing and its write, 2.5-7 of them
 //! waiting for its row's pairs behind the grid's loads: hence at most
 //! [`SOFTMAX_BULK_IN_FLIGHT`] chunks in flight, and every role working out its next
 //! chunk before it waits (`Walk`).

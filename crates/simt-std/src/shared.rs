@@ -313,7 +313,7 @@ macro_rules! shared_array {
 
 #[cfg(target_arch = "nvptx64")]
 // 128-byte aligned: bulk copies into a ring of stages that start off a 128-byte line
-// ran 3-4% slower (H200, session 34: `softmax_bulk` with the array at byte 736 of
+// ran 2-5% slower (H200, session 34: `softmax_bulk` with the array at byte 736 of
 // the block's window against 768).
 core::arch::global_asm!(".extern .shared .align 128 .b8 simt_dynamic_smem[];");
 
