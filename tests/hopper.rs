@@ -246,7 +246,7 @@ fn tma_3d_blocks_interleave_each_rows_blocks() {
 }
 
 #[test]
-fn emulator_wrong_parity_reads_poison_and_missing_bytes_hang() {
+fn emulator_wrong_parity_reads_poison_and_byte_mismatches_are_caught() {
     let g = emulator(Order::InOrder);
     let m = ints(64, 64, 0);
     let mb = g.upload(&m).unwrap();
@@ -284,6 +284,20 @@ fn emulator_wrong_parity_reads_poison_and_missing_bytes_hang() {
         }
         other => panic!("expected a hang report, got {other:?}"),
     }
+    // Announcing 16 bytes fewer than the box delivers: a named error when it lands.
+    // SAFETY: as above (out holds the 2044 words read back, were the launch to finish).
+    let e = unsafe {
+        g.launch::<probe_tma>(
+            two_warpgroups(),
+            (map.ptr(), 0, 0, -1, 8192 - 16, 0, out.ptr_mut()),
+        )
+    };
+    expect_panic(
+        e,
+        "probe_tma",
+        &["delivered 16 bytes more than its arrivals announced"],
+        "copies past the announced bytes",
+    );
 }
 
 /// A 1-D bulk copy lands the bytes it was given, a wrong-parity wait reads the poison,

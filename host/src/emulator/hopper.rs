@@ -19,9 +19,11 @@
 //!   accumulator fragment.
 //!
 //! Misuse is an error naming the kernel, block and thread (or warpgroup): a barrier
-//! used before `init`, an arrival past the expected count, a TMA destination that
-//! is misaligned or outside shared memory, a descriptor pointing outside it, a
-//! wgmma not reached by the whole warpgroup, and a wait that can never complete.
+//! used before `init`, an arrival past the expected count, copies that deliver more
+//! bytes than their phase's arrivals announced, a TMA destination that is misaligned
+//! or outside shared memory, a descriptor pointing outside it, a wgmma not reached
+//! by the whole warpgroup, and a wait that can never complete (fewer bytes than
+//! announced: the report names the bytes outstanding).
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -83,8 +85,9 @@ impl Mbar {
             self.pending = self.expected;
         }
     }
-    /// Lands the phase's copies (their bytes count against the transactions).
-    fn land(&mut self) {
+    /// Lands the phase's copies (their bytes count against the transactions) of the
+    /// barrier at `key`.
+    fn land(&mut self, key: usize) {
         for (dst, bytes, src) in self.copies.drain(..) {
             if let Some(src) = src {
                 // SAFETY: the source was readable for these bytes when the copy was
@@ -102,6 +105,16 @@ impl Mbar {
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst as *mut u8, bytes.len()) };
             self.tx -= bytes.len() as i64;
         }
+        // Every arrival of the phase is in, so no announcement is still to come: bytes
+        // past the announced ones are a mismatch (on a GPU the phase's count goes
+        // negative and it may complete before every copy landed, or never).
+        assert!(
+            !(self.pending == 0 && self.tx < 0),
+            "the copies of phase {} of the mbarrier at {key:#x} delivered {} bytes more than its arrivals announced; \
+             announce exactly the bytes the phase's copies move (mbarrier::arrive_expect_tx)",
+            self.phase,
+            -self.tx
+        );
         self.try_complete();
     }
 }
@@ -125,7 +138,7 @@ impl Hopper {
             return true; // reported at the wait itself
         };
         if b.phase % 2 == parity {
-            b.land();
+            b.land(bar);
         }
         let done = b.phase % 2 != parity;
         if done {
