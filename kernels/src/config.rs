@@ -86,8 +86,8 @@ pub const SOFTMAX_BULK_STAGES: u32 = 7;
 /// `j` is copied only once chunk `j - IN_FLIGHT` landed, though the ring has room for
 /// more. The grid's loads queue ahead of the row exchange's loads and stores, so the
 /// fewer bytes in flight, the sooner a row's pairs come back; two chunks a block
-/// still keep DRAM busy (H200, session 34: 2-4% faster than the whole ring at the
-/// 64 MiB shapes, 7% at 8 x 2^20).
+/// still keep DRAM busy (H200, session 34's sweeps of the Rust kernel: 1-6% faster
+/// than the whole ring at 64 x 262144, up to 3% at 256 x 65536, 5-10% at 8 x 2^20).
 pub const SOFTMAX_BULK_IN_FLIGHT: u32 = 2;
 /// Warps of a `softmax_bulk` block that reduce chunks to `(max, sum)` pairs.
 pub const SOFTMAX_BULK_STATS_WARPS: u32 = 8;

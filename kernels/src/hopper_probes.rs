@@ -91,20 +91,10 @@ unsafe fn copy_probe(
     issue: impl FnOnce(Smem<u8>, Smem<u64>),
 ) {
     let bar = tile.add(32768).cast::<u64>();
-    let t = thread_idx().x;
-    if t == 0 {
-        // SAFETY: an aligned slot of this block's shared memory, used after the barrier.
-        unsafe { mbarrier::init(bar, 1) };
-        mbarrier::fence_init();
-    }
-    sync_threads();
-    if t < 128 {
-        if t == 0 {
-            issue(tile, bar);
-        }
+    // SAFETY: an aligned slot of this block's shared memory, 256 threads (the contract).
+    let Some(t) = (unsafe { hand_off(bar, || issue(tile, bar)) }) else {
         return;
-    }
-    let t = t - 128;
+    };
     // SAFETY: an initialised barrier.
     unsafe { mbarrier::wait(bar, parity) };
     let words = tile.cast::<u32>();
@@ -114,6 +104,32 @@ unsafe fn copy_probe(
         unsafe { *out.add(i as usize) = words.add(i as usize).cast::<f32>().read().to_bits() };
         i += 128;
     }
+}
+
+/// The probes' hand-off, as in `matmul_wgmma` (`mbarrier`'s rule 4): thread 0
+/// initialises `bar` for one arrival; after a block barrier thread 0 calls `issue`
+/// and warpgroup 0 (the producer) leaves with `None`; each thread of warpgroup 1 (the
+/// consumer) gets its index in it.
+///
+/// # Safety
+/// 256 threads; `bar` is an 8-byte aligned slot of this block's shared memory that
+/// nothing else uses.
+#[inline(always)]
+unsafe fn hand_off(bar: Smem<u64>, issue: impl FnOnce()) -> Option<u32> {
+    let t = thread_idx().x;
+    if t == 0 {
+        // SAFETY: the contract; used only after the block barrier below.
+        unsafe { mbarrier::init(bar, 1) };
+        mbarrier::fence_init();
+    }
+    sync_threads();
+    if t < 128 {
+        if t == 0 {
+            issue();
+        }
+        return None;
+    }
+    Some(t - 128)
 }
 
 /// The body of [`probe_wgmma`] and [`probe_wgmma_misuse`].
@@ -133,35 +149,27 @@ unsafe fn wgmma_probe(
         let a_tile = raw.add(((1024 - raw.window_addr() % 1024) % 1024) as usize);
         let b_tile = a_tile.add(8192);
         let bar = a_tile.add(32768).cast::<u64>();
-        let t = thread_idx().x;
-        if t == 0 {
-            // SAFETY: an aligned slot of this block's shared memory, used after the barrier.
-            unsafe { mbarrier::init(bar, 1) };
-            mbarrier::fence_init();
-        }
-        sync_threads();
-        // Warpgroup 0 is the producer (thread 0 issues, the others leave), warpgroup 1
-        // the consumer, as in `matmul_wgmma` (`mbarrier`'s rule 4).
-        if t < 128 {
-            if t == 0 {
-                // SAFETY: the maps (caller): A's box is 64 x 64 bf16 (8 KiB); B's two boxes
-                // (N-major) or one 128 x 64 box (K-major) are 16 KiB; 1024-byte aligned.
-                unsafe {
-                    tma::prefetch(a_map);
-                    tma::prefetch(b_map);
-                    mbarrier::arrive_expect_tx(bar, 8192 + 16384);
-                    tma::load_2d(a_tile, a_map, 0, 0, bar);
-                    if trans_b != 0 {
-                        tma::load_2d(b_tile, b_map, 0, 0, bar);
-                        tma::load_2d(b_tile.add(8192), b_map, 64, 0, bar);
-                    } else {
-                        tma::load_2d(b_tile, b_map, 0, 0, bar);
-                    }
+        let issue = || {
+            // SAFETY: the maps (caller): A's box is 64 x 64 bf16 (8 KiB); B's two boxes
+            // (N-major) or one 128 x 64 box (K-major) are 16 KiB; 1024-byte aligned.
+            unsafe {
+                tma::prefetch(a_map);
+                tma::prefetch(b_map);
+                mbarrier::arrive_expect_tx(bar, 8192 + 16384);
+                tma::load_2d(a_tile, a_map, 0, 0, bar);
+                if trans_b != 0 {
+                    tma::load_2d(b_tile, b_map, 0, 0, bar);
+                    tma::load_2d(b_tile.add(8192), b_map, 64, 0, bar);
+                } else {
+                    tma::load_2d(b_tile, b_map, 0, 0, bar);
                 }
             }
+        };
+        // SAFETY: an aligned slot of this block's shared memory, 256 threads (the contract).
+        let issued = unsafe { hand_off(bar, issue) };
+        let Some(t) = issued else {
             return;
-        }
-        let t = t - 128;
+        };
         // SAFETY: an initialised barrier; phase 0 carries the copies.
         unsafe { mbarrier::wait(bar, 0) };
         let da = [0, 1, 2, 3].map(|i| desc_k_major(a_tile, 32 * i));
