@@ -1296,7 +1296,8 @@ struct BulkParamsC {  // kernels::params::SoftmaxBulkParams (repr(C), 80 bytes)
   MatC x, y;
   uint32_t splits;
   uint64_t* pairs;
-  uint32_t epoch, evict_first, in_flight;
+  uint32_t epoch, evict_first;
+  uint32_t* claims;  // two counts at zero, left at zero (PTX without the field ignores it)
 };
 static_assert(sizeof(BulkParamsC) == 80, "SoftmaxBulkParams is 80 bytes");
 #define CU(x)                                                       \
@@ -1308,6 +1309,7 @@ static_assert(sizeof(BulkParamsC) == 80, "SoftmaxBulkParams is 80 bytes");
     }                                                               \
   } while (0)
 static uint64_t* g_rust_pairs = nullptr;
+static uint32_t* g_rust_claims = nullptr;
 static CUfunction rust_load(const char* ptx) {
   CUmodule m;
   CUfunction f;
@@ -1317,6 +1319,8 @@ static CUfunction rust_load(const char* ptx) {
   if (!g_rust_pairs) {
     CK(cudaMalloc(&g_rust_pairs, (1 << 18) * 8));
     CK(cudaMemset(g_rust_pairs, 0, (1 << 18) * 8));
+    CK(cudaMalloc(&g_rust_claims, 8));
+    CK(cudaMemset(g_rust_claims, 0, 8));
   }
   return f;
 }
@@ -1325,14 +1329,21 @@ static void time_rust(Ctx& cx, CUfunction g_rust, const char* tag, int rows, int
   const int splits = cols / 8192, n = rows * splits, grid = std::min(n, cx.sms);
   BulkParamsC p = {{x, (uint32_t)rows, (uint32_t)cols, (uint32_t)cols},
                    {y, (uint32_t)rows, (uint32_t)cols, (uint32_t)cols},
-                   (uint32_t)splits, g_rust_pairs, 0, 0, (uint32_t)in_flight};
+                   (uint32_t)splits, g_rust_pairs, 0, 0, g_rust_claims};
   char name[160];
   snprintf(name, sizeof name, "%dx%d RUST%s in_flight%d g%d", rows, cols, tag, in_flight, grid);
-  check_time(cx, name, rows, cols, y, hx, false, [&] {
+  auto launch = [&] {
     p.epoch = ++g_epoch;
     void* args[] = {&p};
     CU(cuLaunchCooperativeKernel(g_rust, grid, 1, 1, 608, 1, 1, 7 * 8192 * 4, 0, args));
-  });
+  };
+  check_time(cx, name, rows, cols, y, hx, false, launch);
+  // Checked again after the 31 launches of the timing: each must leave its claims
+  // at zero for the next.
+  check_time(cx, name, rows, cols, y, hx, false, launch);
+  uint32_t c[2];
+  CK(cudaMemcpy(c, g_rust_claims, 8, cudaMemcpyDeviceToHost));
+  if (c[0] || c[1]) printf("  claims left at %u, %u: BAD\n", c[0], c[1]);
 }
 
 // CW3: clusters of C = splits blocks, as many clusters as the device holds at once.
