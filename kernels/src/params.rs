@@ -56,17 +56,8 @@ kernel_params! {
     /// `splits` chunks of `SOFTMAX_BULK_CHUNK` columns; chunk `i = r·splits + j`
     /// publishes its `(max, sum)` at `pairs[2i..2i+2]` tagged with `epoch`
     /// ([`simt_std::flag::publish_pair`]). `evict_first` (0 or 1): the bulk copies
-    /// carry an L2 evict-first policy. `claims`: two counts, zero at the launch and
-    /// left zero by it: the next chunk to claim and the blocks finished.
-    pub struct SoftmaxBulkParams {
-        pub x: MatRef,
-        pub y: MatMut,
-        pub splits: u32,
-        pub pairs: *mut u64,
-        pub epoch: u32,
-        pub evict_first: u32,
-        pub claims: *mut u32,
-    }
+    /// carry an L2 evict-first policy.
+    pub struct SoftmaxBulkParams { pub x: MatRef, pub y: MatMut, pub splits: u32, pub pairs: *mut u64, pub epoch: u32, pub evict_first: u32 }
 
     /// Two-pass online softmax ([`crate::softmax_online`]): row `r` is `splits`
     /// chunks of `chunk` columns (a multiple of 4); chunk `i = r·splits + j` writes

@@ -68,8 +68,7 @@ use simt_std::mbarrier;
 use simt_std::memory::{is_aligned16, store4_cs, F32x4};
 use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::shared_array;
-use simt_std::atomic::{atomic_add_acq_rel_u32, atomic_add_relaxed_u32, atomic_store_relaxed_u32};
-use simt_std::thread::{grid_dim, sync_threads, thread_idx};
+use simt_std::thread::{block_idx, grid_dim, sync_threads, thread_idx};
 use simt_std::tma;
 use simt_std::warp::{lane_id, max_nan, sync as warp_sync, warp_max, warp_sum};
 
@@ -107,24 +106,7 @@ struct Shared {
     parts: Smem<f32>,
     /// 2 floats per stage: the row's `M` and `1/S`.
     row: Smem<f32>,
-    /// 4 words per stage, written by the producer before the stage's copy: the chunk
-    /// ([`END`] once the claims ran out), its row, first column and length.
-    meta: Smem<u32>,
     ring: Smem<f32>,
-}
-
-/// A stage's chunk when there is none left: every role stops at it.
-const END: u32 = u32::MAX;
-
-/// A stage's chunk, as the producer claimed it.
-#[derive(Clone, Copy)]
-struct Chunk {
-    /// The chunk's index (`row · splits + part`), or [`END`].
-    c: u32,
-    row: u32,
-    /// First column and length in columns (a positive multiple of 4, at most [`CHUNK`]).
-    start: u32,
-    len: u32,
 }
 
 impl Shared {
@@ -148,22 +130,57 @@ impl Shared {
     fn stage(self, s: u32) -> Smem<f32> {
         self.ring.add(s as usize * CHUNK)
     }
-    /// Stage `s`'s chunk.
-    ///
-    /// # Safety
-    /// After a wait that follows the producer's arrival on `full(s)` for this use of
-    /// the stage (directly, or through `sdone(s)`), and before this role's own
-    /// arrival that lets the producer refill the stage.
-    unsafe fn chunk(self, s: u32) -> Chunk {
-        let m = self.meta.add(4 * s as usize);
-        // SAFETY: the caller's; written by the producer before its arrival.
-        unsafe {
-            Chunk {
-                c: m.read(),
-                row: m.add(1).read(),
-                start: m.add(2).read(),
-                len: m.add(3).read(),
-            }
+}
+
+/// A role's walk over its block's chunks `b, b + g, …`: chunk `c` is part
+/// `c % splits` of row `c / splits`, stepped without a division, so that a role
+/// works out its next chunk before it waits for it and nothing but the wait lies
+/// between two hand-offs (H200, session 34: the divisions after each wait cost the
+/// kernel about 3% against the CUDA probe of the same design).
+#[derive(Clone, Copy)]
+struct Walk {
+    row: u32,
+    part: u32,
+    row_step: u32,
+    part_step: u32,
+    splits: u32,
+    cols: u32,
+}
+
+impl Walk {
+    #[inline(always)]
+    fn new(p: &SoftmaxBulkParams, b: usize, g: usize) -> Self {
+        let (b, g, splits) = (b as u32, g as u32, p.splits);
+        Walk {
+            row: b / splits,
+            part: b % splits,
+            row_step: g / splits,
+            part_step: g % splits,
+            splits,
+            cols: p.x.cols,
+        }
+    }
+
+    /// The chunk's row, first column and length in columns (a positive multiple of 4,
+    /// at most [`CHUNK`]).
+    #[inline(always)]
+    fn chunk(&self) -> (usize, usize, usize) {
+        let start = self.part as usize * CHUNK;
+        (
+            self.row as usize,
+            start,
+            (self.cols as usize - start).min(CHUNK),
+        )
+    }
+
+    /// On to the block's next chunk (`c + g`).
+    #[inline(always)]
+    fn next(&mut self) {
+        self.part += self.part_step;
+        self.row += self.row_step;
+        if self.part >= self.splits {
+            self.part -= self.splits;
+            self.row += 1;
         }
     }
 }
@@ -178,30 +195,27 @@ kernel! {
     /// does not overlap it); `x`'s rows start 16-byte aligned (`x.ptr` and `x.ld`) and
     /// `cols` is a positive multiple of 4; `splits = ceil(cols / SOFTMAX_BULK_CHUNK)`;
     /// `rows · splits < 2^31`; `p.pairs` is 16-byte aligned and holds `2·rows·splits`
-    /// u64 of which none holds `epoch` in its high half before the launch; `p.claims`
-    /// holds two u32 counts, both zero, that nothing else touches during the launch
-    /// (the launch leaves them zero); the grid is at least
-    /// `ceil(splits / SOFTMAX_BULK_STAGES)` blocks (`splits <= STAGES · grid`);
+    /// u64 of which none holds `epoch` in its high half before the launch; the grid is
+    /// at most `rows · splits` blocks and at least `ceil(splits / SOFTMAX_BULK_STAGES)` (`splits <= STAGES · grid`);
     /// the launch is cooperative (every block resident) with
     /// [`SOFTMAX_BULK_SMEM_BYTES`] of dynamic shared memory.
     ///
     /// # Parameters
     /// One [`SoftmaxBulkParams`]: `x`, `y`: `[rows, cols]`; `splits`; `pairs`; `epoch`;
-    /// `evict_first`; `claims`.
+    /// `evict_first`.
     ///
     /// # Thread Mapping
     /// [`SOFTMAX_BULK_THREADS`] = 19 warps: 8 stats warps (warp `w` reduces the
     /// 16-byte vectors `w·256 + 32·k + lane` of each chunk, `k < 8`), 8 write warps
-    /// (likewise), the publisher, the producer (lane 0) and the resolver. One block
-    /// per SM; the producers claim chunks `0, 1, …` from `claims[0]` as their stages
-    /// free (chunk `i` is row `i / splits`, columns `(i % splits)·8192 ..`).
+    /// (likewise), the publisher, the producer (lane 0) and the resolver. Block `b` of
+    /// `grid` (one per SM) takes chunks `b, b + grid, …` (chunk `i` is row
+    /// `i / splits`, columns `(i % splits)·8192 ..`).
     #[launch(threads = SOFTMAX_BULK_THREADS, min_blocks = 1, shared = SOFTMAX_BULK_SMEM_BYTES, cooperative = true, target = "sm_90a")]
     pub unsafe fn softmax_bulk(p: SoftmaxBulkParams) {
         let sh = Shared {
             bars: shared_array!(SMX_BULK_BARS, u64, 4 * ST as usize),
             parts: shared_array!(SMX_BULK_PARTS, f32, 2 * (ST * NS) as usize),
             row: shared_array!(SMX_BULK_ROW, f32, 2 * ST as usize),
-            meta: shared_array!(SMX_BULK_META, u32, 4 * ST as usize),
             ring: dynamic_shared::<f32>(),
         };
         let t = thread_idx().x;
@@ -221,36 +235,26 @@ kernel! {
             mbarrier::fence_init();
         }
         sync_threads();
+        let (g, b) = (grid_dim().x as usize, block_idx().x as usize);
+        let n = p.x.rows as usize * p.splits as usize;
+        // This block's chunks: b < n (the grid is at most n blocks).
+        let mine = (n - b).div_ceil(g) as u32;
         let (w, lane) = (t / 32, lane_id());
-        // SAFETY (each role): the contract; every role walks the stages in order, up
-        // to the producer's END, and meets the others only at the barriers above.
+        // SAFETY (each role): the contract; every role walks the block's chunks in
+        // order and meets the others only at the barriers initialised above.
         unsafe {
             if w < NS {
-                stats(sh, w, lane);
+                stats(&p, sh, mine, b, g, w, lane);
             } else if w < NS + NW {
-                write(&p, sh, w - NS, lane);
+                write(&p, sh, mine, b, g, w - NS, lane);
             } else if w == PUBLISHER {
-                publisher(&p, sh, lane);
+                publisher(&p, sh, mine, b, g, lane);
             } else if w == PRODUCER {
                 if lane == 0 {
-                    producer(&p, sh);
+                    producer(&p, sh, mine, b, g);
                 }
             } else {
-                resolver(&p, sh, lane);
-            }
-        }
-        // Every role is past its last chunk, the producer past its last claim: the
-        // block that finishes last sets both counts back to zero for the next launch.
-        sync_threads();
-        if t == 0 {
-            // SAFETY: claims[0..2] (the contract); the acquire-release count orders
-            // every block's claims (made before its barrier above) before the reset.
-            unsafe {
-                let done = atomic_add_acq_rel_u32(p.claims.add(1), 1) + 1;
-                if done == grid_dim().x {
-                    atomic_store_relaxed_u32(p.claims, 0);
-                    atomic_store_relaxed_u32(p.claims.add(1), 0);
-                }
+                resolver(&p, sh, mine, b, g, lane);
             }
         }
     }
@@ -262,26 +266,25 @@ kernel! {
 /// # Safety
 /// The kernel's contract; called by the whole warp.
 #[inline(always)]
-unsafe fn stats(sh: Shared, w: u32, lane: u32) {
+unsafe fn stats(
+    p: &SoftmaxBulkParams,
+    sh: Shared,
+    mine: u32,
+    b: usize,
+    g: usize,
+    w: u32,
+    lane: u32,
+) {
     let first = 4 * (w as usize * 32 * VS + lane as usize);
+    let mut walk = Walk::new(p, b, g);
     let mut j = 0;
-    loop {
+    while j < mine {
         let s = j % ST;
+        let (_, _, len) = walk.chunk();
         let stage = sh.stage(s);
-        // SAFETY: initialised; the producer copies chunk j into stage s (or marks it
-        // END) and its phase (j / ST) completes when the bytes land.
+        // SAFETY: initialised; the producer copies chunk j into stage s and its phase
+        // (j / ST) completes when the bytes land.
         unsafe { mbarrier::wait(sh.full(s), (j / ST) & 1) };
-        // SAFETY: after the producer's arrival, before this warp's on `sdone`.
-        let ch = unsafe { sh.chunk(s) };
-        if ch.c == END {
-            // The publisher and the resolver learn it after `sdone`.
-            if lane == 0 {
-                // SAFETY: initialised; one arrival per stats warp per use of the stage.
-                unsafe { mbarrier::arrive(sh.sdone(s)) };
-            }
-            return;
-        }
-        let len = ch.len as usize;
         let mut v = [F32x4::splat(f32::NEG_INFINITY); VS];
         if len == CHUNK {
             let mut k = 0;
@@ -330,6 +333,7 @@ unsafe fn stats(sh: Shared, w: u32, lane: u32) {
                 mbarrier::arrive(sh.sdone(s));
             }
         }
+        walk.next();
         j += 1;
     }
 }
@@ -339,18 +343,13 @@ unsafe fn stats(sh: Shared, w: u32, lane: u32) {
 /// # Safety
 /// The kernel's contract; called by the whole warp.
 #[inline(always)]
-unsafe fn publisher(p: &SoftmaxBulkParams, sh: Shared, lane: u32) {
+unsafe fn publisher(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: usize, lane: u32) {
     let mut j = 0;
-    loop {
+    while j < mine {
         let s = j % ST;
-        // SAFETY: initialised; the stats warps arrive once each per use of the stage.
+        let c = b + j as usize * g;
+        // SAFETY: initialised; the stats warps arrive once each per chunk.
         unsafe { mbarrier::wait(sh.sdone(s), (j / ST) & 1) };
-        // SAFETY: `sdone` follows the stats warps' waits on `full`; before this warp's
-        // arrival on `empty`.
-        let c = unsafe { sh.chunk(s) }.c;
-        if c == END {
-            return;
-        }
         let (m, sum) = if lane < NS {
             let slot = sh.parts.add(2 * (s * NS + lane) as usize);
             // SAFETY: written by stats warp `lane` before its arrival.
@@ -365,7 +364,7 @@ unsafe fn publisher(p: &SoftmaxBulkParams, sh: Shared, lane: u32) {
             // stage's `parts` were read above (the shuffles consumed them), so the
             // arrival may free them for chunk j + ST.
             unsafe {
-                publish_pair(p.pairs.add(2 * c as usize), m, sum, p.epoch);
+                publish_pair(p.pairs.add(2 * c), m, sum, p.epoch);
                 mbarrier::arrive(sh.empty(s));
             }
         }
@@ -373,29 +372,25 @@ unsafe fn publisher(p: &SoftmaxBulkParams, sh: Shared, lane: u32) {
     }
 }
 
-/// The producer (one thread): claims the next chunk once a stage is free (the
-/// writes of its chunk `j - ST` done), and copies it in once its chunk
-/// `j -` [`SOFTMAX_BULK_IN_FLIGHT`] has landed; marks the stage [`END`] when the
-/// claims run out.
+/// The producer (one thread): chunk `j` into stage `j % ST` once the writes of
+/// chunk `j - ST` are done.
 ///
 /// # Safety
 /// The kernel's contract.
 #[inline(always)]
-unsafe fn producer(p: &SoftmaxBulkParams, sh: Shared) {
-    let (splits, cols) = (p.splits, p.x.cols);
-    let n = p.x.rows * splits;
+unsafe fn producer(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: usize) {
+    let mut walk = Walk::new(p, b, g);
     let mut j = 0;
-    loop {
+    while j < mine {
         let s = j % ST;
+        let (r, start, len) = walk.chunk();
+        let bytes = 4 * len as u32;
+        // In bounds: the row's columns start..start+len (the contract).
+        let src = p.x.ptr.wrapping_add(r * p.x.ld as usize + start);
         if j >= ST {
-            // SAFETY: initialised; the write warps and the publisher arrive once each
-            // per use of the stage.
+            // SAFETY: initialised; the write warps arrive once each per chunk.
             unsafe { mbarrier::wait(sh.empty(s), (j / ST - 1) & 1) };
         }
-        // Claimed only with a free stage in hand (the module doc's argument); its
-        // answer is needed after the wait below, which it overlaps.
-        // SAFETY: claims[0] (the contract).
-        let c = unsafe { atomic_add_relaxed_u32(p.claims, 1) };
         if j >= SOFTMAX_BULK_IN_FLIGHT {
             // At most IN_FLIGHT chunks in flight (its doc says why).
             let i = j - SOFTMAX_BULK_IN_FLIGHT;
@@ -403,37 +398,14 @@ unsafe fn producer(p: &SoftmaxBulkParams, sh: Shared) {
             // and that stage's next phase needs chunk i + ST, not yet copied (i + ST > j).
             unsafe { mbarrier::wait(sh.full(i % ST), (i / ST) & 1) };
         }
-        let m = sh.meta.add(4 * s as usize);
-        if c >= n {
-            // SAFETY: the stage is free (above): no role reads its slots until the
-            // arrival, which completes the phase with no bytes.
-            unsafe {
-                m.write(END);
-                mbarrier::arrive(sh.full(s));
-            }
-            return;
-        }
-        let (row, part) = (c / splits, c % splits);
-        let start = part * CHUNK as u32;
-        let len = (cols - start).min(CHUNK as u32);
-        let bytes = 4 * len;
-        // In bounds: the row's columns start..start+len (the contract).
-        let src = p
-            .x
-            .ptr
-            .wrapping_add(row as usize * p.x.ld as usize + start as usize);
-        // SAFETY: the stage's slots are free (above) and read after the arrival; the
-        // row's columns start..start+len, 16-byte aligned (aligned rows, start % 4 ==
-        // 0), a multiple of 16 bytes; the stage holds CHUNK floats; the arrival
-        // announces exactly these bytes.
+        // SAFETY: the row's columns start..start+len, 16-byte aligned (aligned rows,
+        // start % 4 == 0), a multiple of 16 bytes; the stage is free (above) and holds
+        // CHUNK floats; the arrival announces exactly these bytes.
         unsafe {
-            m.write(c);
-            m.add(1).write(row);
-            m.add(2).write(start);
-            m.add(3).write(len);
             mbarrier::arrive_expect_tx(sh.full(s), bytes);
             tma::bulk_load(sh.stage(s), src, bytes, sh.full(s), p.evict_first != 0);
         }
+        walk.next();
         j += 1;
     }
 }
@@ -444,26 +416,21 @@ unsafe fn producer(p: &SoftmaxBulkParams, sh: Shared) {
 /// # Safety
 /// The kernel's contract; called by the whole warp.
 #[inline(always)]
-unsafe fn resolver(p: &SoftmaxBulkParams, sh: Shared, lane: u32) {
+unsafe fn resolver(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: usize, lane: u32) {
     let splits = p.splits as usize;
-    // The last row resolved and its (M, 1/S): a block's consecutive chunks can share
-    // a row.
-    let (mut last, mut row_m, mut row_inv) = (END, 0.0f32, 0.0f32);
+    // The last row resolved and its (M, 1/S): a block's consecutive chunks share a
+    // row when rows are longer than the grid's chunks (splits > grid).
+    let (mut last, mut row_m, mut row_inv) = (usize::MAX, 0.0f32, 0.0f32);
+    let mut walk = Walk::new(p, b, g);
     let mut j = 0;
-    loop {
+    while j < mine {
         let s = j % ST;
+        let r = walk.row as usize;
         // Not before this block's own pair of the chunk is under way: the row's other
         // blocks reach it at about the same time.
-        // SAFETY: initialised; the stats warps arrive once each per use of the stage.
+        // SAFETY: initialised; the stats warps arrive once each per chunk.
         unsafe { mbarrier::wait(sh.sdone(s), (j / ST) & 1) };
-        // SAFETY: `sdone` follows the stats warps' waits on `full`; before this warp's
-        // arrival on `rdy`, which the write warps wait for before freeing the stage.
-        let ch = unsafe { sh.chunk(s) };
-        if ch.c == END {
-            return;
-        }
-        if ch.row != last {
-            let r = ch.row as usize;
+        if r != last {
             // SAFETY: row r's pair slots are inside p.pairs (the contract).
             let base = unsafe { p.pairs.add(2 * r * splits) };
             let (mut m, mut sum) = (f32::NEG_INFINITY, 0.0f32);
@@ -487,8 +454,8 @@ unsafe fn resolver(p: &SoftmaxBulkParams, sh: Shared, lane: u32) {
                         let (pm, ps) = if pair_ready(words[u], p.epoch) {
                             pair_values(words[u])
                         } else {
-                            // SAFETY: slot q of row r; its chunk is claimed or will be,
-                            // and its block publishes it (the module doc's argument).
+                            // SAFETY: slot q of row r; its block is resident and
+                            // publishes it (the module doc's argument).
                             unsafe { wait_pair(base.add(2 * q), p.epoch) }
                         };
                         (m, sum) = combine(m, sum, pm, ps);
@@ -498,7 +465,7 @@ unsafe fn resolver(p: &SoftmaxBulkParams, sh: Shared, lane: u32) {
                 q0 += 128;
             }
             let (m, sum) = warp_combine(m, sum);
-            (last, row_m, row_inv) = (ch.row, m, rcp(sum));
+            (last, row_m, row_inv) = (r, m, rcp(sum));
         }
         if lane == 0 {
             // SAFETY: the row slots of stage s; the write warps read their previous use
@@ -509,6 +476,7 @@ unsafe fn resolver(p: &SoftmaxBulkParams, sh: Shared, lane: u32) {
                 mbarrier::arrive(sh.rdy(s));
             }
         }
+        walk.next();
         j += 1;
     }
 }
@@ -519,29 +487,31 @@ unsafe fn resolver(p: &SoftmaxBulkParams, sh: Shared, lane: u32) {
 /// # Safety
 /// The kernel's contract; called by the whole warp.
 #[inline(always)]
-unsafe fn write(p: &SoftmaxBulkParams, sh: Shared, w: u32, lane: u32) {
+unsafe fn write(
+    p: &SoftmaxBulkParams,
+    sh: Shared,
+    mine: u32,
+    b: usize,
+    g: usize,
+    w: u32,
+    lane: u32,
+) {
     let first = 4 * (w as usize * 32 * VW + lane as usize);
     let vec = is_aligned16(p.y.ptr) && p.y.ld % 4 == 0;
+    let mut walk = Walk::new(p, b, g);
     let mut j = 0;
-    loop {
+    while j < mine {
         let s = j % ST;
         let phase = (j / ST) & 1;
+        let (r, start, len) = walk.chunk();
         let stage = sh.stage(s);
-        // SAFETY: initialised; the stage landed (or was marked END).
-        unsafe { mbarrier::wait(sh.full(s), phase) };
-        // SAFETY: after the producer's arrival, before this warp's on `empty`.
-        let ch = unsafe { sh.chunk(s) };
-        if ch.c == END {
-            return;
-        }
-        let len = ch.len as usize;
         // In bounds: row r of y, columns start.. (the contract).
-        let dst = p
-            .y
-            .ptr
-            .wrapping_add(ch.row as usize * p.y.ld as usize + ch.start as usize);
-        // SAFETY: initialised; the chunk's row is resolved (rdy).
-        unsafe { mbarrier::wait(sh.rdy(s), phase) };
+        let dst = p.y.ptr.wrapping_add(r * p.y.ld as usize + start);
+        // SAFETY: initialised; the stage landed (full) and its row is resolved (rdy).
+        unsafe {
+            mbarrier::wait(sh.full(s), phase);
+            mbarrier::wait(sh.rdy(s), phase);
+        }
         // SAFETY: written by the resolver before its arrival.
         let (m, inv) = unsafe {
             (
@@ -587,6 +557,7 @@ unsafe fn write(p: &SoftmaxBulkParams, sh: Shared, w: u32, lane: u32) {
             // SAFETY: initialised; one arrival per write warp per chunk.
             unsafe { mbarrier::arrive(sh.empty(s)) };
         }
+        walk.next();
         j += 1;
     }
 }

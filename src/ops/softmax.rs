@@ -168,7 +168,6 @@ pub fn bulk_blocks(gpu: &Gpu) -> Result<u32> {
         pairs: std::ptr::null_mut(),
         epoch: 0,
         evict_first: 0,
-        claims: std::ptr::null_mut(),
     };
     gpu.max_resident_blocks::<kb::softmax_bulk>(&(p,))
 }
@@ -744,7 +743,6 @@ pub fn softmax_with(
             let items = chunk_count(rows, splits, SOFTMAX_BULK_CHUNK)?;
             let grid = bulk_blocks(gpu)?.min(items as u32).max(1);
             let (pairs, epoch) = gpu.pair_slots(items)?;
-            let claims = gpu.zero_counts(2)?;
             let p = SoftmaxBulkParams {
                 x: xm,
                 y: ym,
@@ -754,22 +752,15 @@ pub fn softmax_with(
                 // Inputs of up to 32 MiB read their copies evict-first (H200, session
                 // 33: 8 x 2^20 and 32 x 262144 4-7% faster; 64 MiB and more 3-5% slower).
                 evict_first: (rows as usize * n * 4 <= BULK_EVICT_FIRST_MAX_BYTES) as u32,
-                claims: claims.ptr() as *mut u32,
             };
             let cfg = LaunchConfig::for_kernel::<kb::softmax_bulk>(dim3(grid, 1, 1));
             // SAFETY: views checked on this Gpu; x's rows 16-byte aligned with a multiple
             // of 4 columns (checked above; x's buffer, a device allocation, starts 16-byte
             // aligned); splits = ceil(cols / chunk) <= STAGES · grid (bulk_max_cols);
             // items < 2^31; 2·items pair words, 16-byte aligned, none holding `epoch`
-            // (Gpu::pair_slots); two counts at zero that no other launch in flight
-            // touches (Gpu::zero_counts; the kernel leaves them at zero); grid at most
-            // what is resident (checked again by the cooperative launch).
-            let r = unsafe { gpu.launch::<kb::softmax_bulk>(cfg, (p,)) };
-            if r.is_err() {
-                // It may have stopped with its claims not back at zero.
-                gpu.discard_counts();
-            }
-            r
+            // (Gpu::pair_slots); grid at most items and what is resident (checked again
+            // by the cooperative launch).
+            unsafe { gpu.launch::<kb::softmax_bulk>(cfg, (p,)) }
         }
         SoftmaxKernel::Online => {
             // Enough chunks for about 4 blocks per SM in total, none shorter than 16

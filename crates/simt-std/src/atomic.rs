@@ -62,34 +62,6 @@ pub unsafe fn atomic_add_acq_rel_u32(p: *mut u32, v: u32) -> u32 {
     }
 }
 
-/// `*p += v` atomically at GPU scope, relaxed (`atom.relaxed.gpu.global.add.u32`);
-/// returns the old value. Hands out unique tickets (work items claimed in order)
-/// where nothing else needs ordering: the result register is needed only when it
-/// is read, so a claim issued early overlaps whatever the thread waits for next.
-///
-/// # Safety
-/// `p` is a valid, 4-byte aligned location in global memory, and every concurrent
-/// access to it is atomic.
-#[inline(always)]
-pub unsafe fn atomic_add_relaxed_u32(p: *mut u32, v: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let old: u32;
-        // SAFETY: caller guarantees `p` is a valid global u32 location.
-        unsafe {
-            core::arch::asm!("atom.relaxed.gpu.global.add.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v, options(nostack))
-        };
-        old
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        assert!(p as usize % 4 == 0, "misaligned atomic at {p:p}");
-        // SAFETY: caller guarantees validity, alignment and atomic-only access.
-        unsafe { std::sync::atomic::AtomicU32::from_ptr(p) }
-            .fetch_add(v, std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
 /// `*p = v` atomically at GPU scope, relaxed (`st.relaxed.gpu.u32`): resets a
 /// count that no other thread touches any more during the launch.
 ///

@@ -142,33 +142,6 @@ impl<T> Smem<T> {
 }
 
 impl Smem<u32> {
-    /// Reads one `u32` (`ld.shared.b32`).
-    ///
-    /// # Safety
-    /// In bounds and 4-byte aligned, and ordered after the write that produced it
-    /// (module rules).
-    #[inline(always)]
-    pub unsafe fn read(self) -> u32 {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let v: u32;
-            // SAFETY: caller's contract; a shared-window address.
-            unsafe {
-                core::arch::asm!("ld.shared.b32 {v}, [{a}];", v = out(reg32) v, a = in(reg32) self.addr, options(pure, readonly, nostack))
-            };
-            v
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        // SAFETY: caller's contract.
-        unsafe {
-            assert!(
-                self.ptr as usize % 4 == 0,
-                "Smem::<u32>::read at {:p}, which is not 4-byte aligned",
-                self.ptr
-            );
-            *self.ptr
-        }
-    }
     /// Writes one `u32` (`st.shared.b32`), e.g. two packed 16-bit values.
     ///
     /// # Safety
