@@ -24,6 +24,7 @@
 //
 //   nvcc -O3 -arch=sm_90a -o softmax_bulk softmax_bulk.cu -lcuda && ./softmax_bulk
 //   ./softmax_bulk timeline    # smx_w3's timeline (session 34)
+//   ./softmax_bulk chunks      # smx_w3 with chunks of 4096 and 16384 columns (session 35)
 //   ./softmax_bulk rust PTX    # the Rust kernel from a bundle's kernels_sm90a.ptx (-lcuda)
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -1272,17 +1273,20 @@ static void timeline_w3(Ctx& cx, int rows, int cols, const float* x, float* y, f
 
 // smx_w3 with at most K chunks in flight per block (K = ST: no limit, as ported) and R
 // resolver warps, timed.
-template <int K, int R = 1>
+template <int K, int R = 1, int CHUNK = 8192, int ST = 7>
 static void time_k(Ctx& cx, int rows, int cols, const float* x, float* y, float2* pairs2, std::vector<float>& hx,
                    int max_grid = 1 << 30) {
   uint4* pairs = reinterpret_cast<uint4*>(pairs2);
-  int splits = cols / 8192, n = rows * splits, threads = T + 64 + 32 * R;
-  size_t smem = (size_t)7 * 8192 * 4;
-  auto k = smx_w3<8192, 7, 0, 8, 2, 0, 0, K, R>;
+  int splits = cols / CHUNK, n = rows * splits, threads = T + 64 + 32 * R;
+  size_t smem = (size_t)ST * CHUNK * 4;
+  auto k = smx_w3<CHUNK, ST, 0, 8, 2, 0, 0, K, R>;
   int grid = std::min(max_grid, grid_for(cx, k, threads, smem, n, splits, false));
   if (!grid) return;
   char name[160];
-  snprintf(name, sizeof name, "%dx%d W3 K%d R%d g%d", rows, cols, K, R, grid);
+  if (CHUNK == 8192 && ST == 7)
+    snprintf(name, sizeof name, "%dx%d W3 K%d R%d g%d", rows, cols, K, R, grid);
+  else
+    snprintf(name, sizeof name, "%dx%d W3 chunk%d st%d K%d R%d g%d", rows, cols, CHUNK, ST, K, R, grid);
   check_time(cx, name, rows, cols, y, hx, false, [&] { coop(k, grid, threads, smem, x, y, n, splits, pairs, ++g_epoch); });
 }
 
@@ -1407,6 +1411,23 @@ int main(int argc, char** argv) {
           const std::string tag = "#" + std::to_string(i);
           time_rust(cx, fs[i], tag.c_str(), r, c, x, y, hx, 2);
         }
+      }
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "chunks") {
+    // Session 35: chunks of 4096 and 16384 columns against 8192 (the ring kept at
+    // about 224 KiB), each with a few in-flight limits.
+    run_smx<16384, 3, 2, 0>(cx, 256, 65536, x, y, pairs, flags, hx);  // the copy ceiling
+    for (int rep = 0; rep < 3; rep++)
+      for (auto rc : {std::make_pair(256, 65536), std::make_pair(64, 262144), std::make_pair(128, 131072),
+                      std::make_pair(8, 1 << 20)}) {
+        const int r = rc.first, c = rc.second;
+        time_k<2>(cx, r, c, x, y, pairs, hx);
+        time_k<2, 1, 4096, 14>(cx, r, c, x, y, pairs, hx);
+        time_k<3, 1, 4096, 14>(cx, r, c, x, y, pairs, hx);
+        time_k<4, 1, 4096, 14>(cx, r, c, x, y, pairs, hx);
+        time_k<1, 1, 16384, 3>(cx, r, c, x, y, pairs, hx);
+        time_k<2, 1, 16384, 3>(cx, r, c, x, y, pairs, hx);
       }
     return 0;
   }
