@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Issue 12's "done when" for the memory-bound ops, read from sweep folders.
+
+Each folder is one `bin/benchmarking --sweep --ops gelu,softmax,row_sum --peers CSV
+--out DIR` (its merged.csv holds our timings and the peers', its summary.md the
+copy rate it measured). For each folder this prints the least margin of every
+target and whether it holds:
+
+  * GeLU (`rust-simt fused`) >= 1.0x the best peer at every size 2^16 .. 2^27;
+  * the fused softmax >= 1.0x the best peer at 4096 x N, N = 128 .. 16384;
+  * softmax `Auto` at 64 x 262144 and 8 x 2^20 >= 2x `torch.softmax` and `torch.compile`;
+  * softmax `Auto` at 256 x 65536 and 64 x 262144 >= 80% of the copy rate;
+  * row sums >= 1.0x the best peer on every shape of the sweep.
+
+    python3 scripts/memory_targets.py results/r1 results/r2 ...
+"""
+import csv
+import re
+import sys
+
+PEERS = ("torch builtin", "triton", "torch.compile")
+
+
+def load(folder):
+    t = {}
+    with open(f"{folder}/merged.csv") as f:
+        for r in csv.DictReader(f):
+            t[(r["op"], r["variant"], r["shape"])] = float(r["ms"])
+    with open(f"{folder}/summary.md") as f:
+        copy = float(re.search(r"copy (\d+) GB/s", f.read()).group(1))
+    return t, copy
+
+
+def best_peer(t, op, shape):
+    return min((t[(op, p, shape)], p) for p in PEERS if (op, p, shape) in t)
+
+
+def check(folder):
+    t, copy = load(folder)
+    rows = []  # (target, least margin, where, holds)
+
+    def ratio_target(name, op, variant, shapes):
+        worst = None
+        for s in shapes:
+            ours = t.get((op, variant, s))
+            if ours is None or not any((op, p, s) in t for p in PEERS):
+                continue
+            peer, who = best_peer(t, op, s)
+            r = (peer / ours, f"{s}: {ours:.4f} against {who} {peer:.4f}")
+            worst = r if worst is None or r[0] < worst[0] else worst
+        if worst:
+            rows.append((name, f"{worst[0]:.3f}x", worst[1], worst[0] >= 1.0))
+
+    ratio_target("GeLU >= 1.0x", "gelu", "rust-simt fused", [str(2**k) for k in range(16, 28)])
+    ratio_target("fused softmax >= 1.0x", "softmax", "rust-simt fused",
+                 [f"4096x{n}" for n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384)])
+    worst = None
+    for s in ("64x262144", "8x1048576"):
+        ours = t[("softmax", "rust-simt auto", s)]
+        for p in ("torch builtin", "torch.compile"):
+            if ("softmax", p, s) in t:
+                r = (t[("softmax", p, s)] / ours, f"{s}: {ours:.4f} against {p} {t[('softmax', p, s)]:.4f}")
+                worst = r if worst is None or r[0] < worst[0] else worst
+    rows.append(("long rows >= 2x torch", f"{worst[0]:.2f}x", worst[1], worst[0] >= 2.0))
+    # 64 MiB in and 64 MiB out at the measured copy rate (read + write).
+    floor = 2 * 64 * 2**20 / (copy * 1e9) * 1e3
+    worst = min((100 * floor / t[("softmax", "rust-simt auto", s)], s) for s in ("256x65536", "64x262144"))
+    ms = t[("softmax", "rust-simt auto", worst[1])]
+    rows.append(("long rows >= 80% of copy", f"{worst[0]:.1f}%", f"{worst[1]}: {ms:.4f} (80% is {floor / 0.8:.4f})", worst[0] >= 80.0))
+    shapes = sorted({k[2] for k in t if k[0] == "row_sum"})
+    ratio_target("row sums >= 1.0x", "row_sum", "rust-simt", shapes)
+    return copy, rows
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    met = 0
+    for folder in sys.argv[1:]:
+        copy, rows = check(folder)
+        ok = all(r[3] for r in rows)
+        met += ok
+        print(f"{folder} (copy {copy:.0f} GB/s): {'every target met' if ok else 'missed: ' + ', '.join(r[0] for r in rows if not r[3])}")
+        for name, margin, where, holds in rows:
+            print(f"  {'ok  ' if holds else 'MISS'} {name:26s} least {margin:8s} {where}")
+    print(f"{met} of {len(sys.argv) - 1} sweeps meet every target")
+
+
+if __name__ == "__main__":
+    main()

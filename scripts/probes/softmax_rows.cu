@@ -1,0 +1,173 @@
+// Probe: the register-resident softmax (kernels/src/softmax_regs.rs) at 4096 x N in
+// other block shapes, beside a copy of the same bytes, under the sweep's write flush.
+//
+// Session 35 found our fused GeLU at cudaMemcpy's speed at 64 MiB, and the fused
+// softmax at 4096 x 4096 3-5% slower than both, level with Triton's (the same
+// design: Triton's tutorial kernel with 8 warps a row). Which of the block's
+// shape, its two barriers and the wave count cost the difference?
+//
+// ROWS(T, V, R): blocks of T threads, V 16-byte vectors a thread, R rows a block
+// (R rows loaded before the first reduction; the R maxima share one barrier, as do
+// the R sums). `softmax_row_4k` is ROWS(256, 4, 1).
+//
+// Build and run on the GPU machine: nvcc -O3 -arch=sm_90a -o softmax_rows softmax_rows.cu && ./softmax_rows
+#include <cstdio>
+#include <cstdint>
+#include <cmath>
+#include <vector>
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <cuda_runtime.h>
+
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1);} } while (0)
+
+__device__ __forceinline__ float ex2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+__device__ __forceinline__ float rcpf(float x) { float y; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+constexpr float LOG2E = 1.4426950408889634f;
+
+template <int T, int V, int R>
+__global__ void __launch_bounds__(T) rows(const float4* __restrict__ x, float4* __restrict__ y, int nrows, int cols4) {
+    constexpr int W = T / 32;
+    __shared__ float red[2][R][W];
+    const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+    const int r0 = blockIdx.x * R;
+    float4 v[R][V];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            int c = t + T * k;
+            v[r][k] = (r0 + r < nrows && c < cols4) ? x[(size_t)(r0 + r) * cols4 + c] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+        }
+    float m[R], s[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float a = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < V; k++) a = fmaxf(a, fmaxf(fmaxf(v[r][k].x, v[r][k].y), fmaxf(v[r][k].z, v[r][k].w)));
+#pragma unroll
+        for (int o = 16; o; o >>= 1) a = fmaxf(a, __shfl_xor_sync(~0u, a, o));
+        if (lane == 0) red[0][r][w] = a;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float a = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < W; i++) a = fmaxf(a, red[0][r][i]);
+        m[r] = a * LOG2E;
+        float b = 0.f;
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            b += ex2(fmaf(v[r][k].x, LOG2E, -m[r])) + ex2(fmaf(v[r][k].y, LOG2E, -m[r])) + ex2(fmaf(v[r][k].z, LOG2E, -m[r])) +
+                 ex2(fmaf(v[r][k].w, LOG2E, -m[r]));
+#pragma unroll
+        for (int o = 16; o; o >>= 1) b += __shfl_xor_sync(~0u, b, o);
+        if (lane == 0) red[1][r][w] = b;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float b = 0.f;
+#pragma unroll
+        for (int i = 0; i < W; i++) b += red[1][r][i];
+        s[r] = rcpf(b);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            int c = t + T * k;
+            if (r0 + r < nrows && c < cols4) {
+                float4 q = v[r][k];
+                y[(size_t)(r0 + r) * cols4 + c] = make_float4(ex2(fmaf(q.x, LOG2E, -m[r])) * s[r], ex2(fmaf(q.y, LOG2E, -m[r])) * s[r],
+                                                              ex2(fmaf(q.z, LOG2E, -m[r])) * s[r], ex2(fmaf(q.w, LOG2E, -m[r])) * s[r]);
+            }
+        }
+    }
+}
+
+__global__ void fill(float* p, size_t n, float v) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) p[i] = v;
+}
+
+int main(int argc, char** argv) {
+    cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
+    int sms = prop.multiProcessorCount;
+    printf("device %s, %d SMs, L2 %d MiB\n", prop.name, sms, prop.l2CacheSize >> 20);
+    size_t flush_n = (size_t)prop.l2CacheSize / 2;  // floats: twice L2, as the sweep
+    float* flush; CK(cudaMalloc(&flush, flush_n * 4));
+    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+    int rounds = argc > 1 ? atoi(argv[1]) : 3;
+    const int M = 4096;
+    for (int N : {2048, 4096, 8192}) {
+        size_t n = (size_t)M * N; int c4 = N / 4;
+        for (int round = 0; round < rounds; round++) {
+            void* spacer = nullptr;
+            if (round) CK(cudaMalloc(&spacer, (size_t)round * 37 << 20));
+            float *x, *y; CK(cudaMalloc(&x, n * 4)); CK(cudaMalloc(&y, n * 4));
+            std::vector<float> h(n);
+            uint64_t st = 12345 + round;
+            for (size_t i = 0; i < n; i++) { st = st * 6364136223846793005ull + 1442695040888963407ull; h[i] = ((st >> 40) / (float)(1 << 24)) * 8.f - 4.f; }
+            CK(cudaMemcpy(x, h.data(), n * 4, cudaMemcpyHostToDevice));
+            const float4* X = (const float4*)x; float4* Y = (float4*)y;
+            struct Var { std::string name; std::function<void()> f; };
+            std::vector<Var> vs;
+            auto add = [&](int T, int V, int R, std::function<void()> f) {
+                if (4 * T * V >= N && 4 * T * V < 2 * N) vs.push_back({"rows T" + std::to_string(T) + " V" + std::to_string(V) + " R" + std::to_string(R), f});
+            };
+            add(128, 4, 1, [&] { rows<128, 4, 1><<<M, 128>>>(X, Y, M, c4); });
+            add(256, 2, 1, [&] { rows<256, 2, 1><<<M, 256>>>(X, Y, M, c4); });
+            add(64, 8, 1, [&] { rows<64, 8, 1><<<M, 64>>>(X, Y, M, c4); });
+            add(128, 4, 2, [&] { rows<128, 4, 2><<<M / 2, 128>>>(X, Y, M, c4); });
+            add(256, 4, 1, [&] { rows<256, 4, 1><<<M, 256>>>(X, Y, M, c4); });
+            add(128, 8, 1, [&] { rows<128, 8, 1><<<M, 128>>>(X, Y, M, c4); });
+            add(512, 2, 1, [&] { rows<512, 2, 1><<<M, 512>>>(X, Y, M, c4); });
+            add(1024, 1, 1, [&] { rows<1024, 1, 1><<<M, 1024>>>(X, Y, M, c4); });
+            add(256, 4, 2, [&] { rows<256, 4, 2><<<M / 2, 256>>>(X, Y, M, c4); });
+            add(512, 4, 1, [&] { rows<512, 4, 1><<<M, 512>>>(X, Y, M, c4); });
+            add(256, 8, 1, [&] { rows<256, 8, 1><<<M, 256>>>(X, Y, M, c4); });
+            add(1024, 2, 1, [&] { rows<1024, 2, 1><<<M, 1024>>>(X, Y, M, c4); });
+            vs.push_back({"cudaMemcpyAsync (copy)", [&] { CK(cudaMemcpyAsync(y, x, n * 4, cudaMemcpyDeviceToDevice)); }});
+            // Every variant checked against float64 on three rows, y poisoned first.
+            for (auto& v : vs) {
+                if (v.name[0] == 'c') continue;
+                CK(cudaMemset(y, 0xff, n * 4));
+                v.f();
+                CK(cudaDeviceSynchronize());
+                double worst = 0;
+                std::vector<float> o(N);
+                for (int r : {0, M / 2 + 1, M - 1}) {
+                    CK(cudaMemcpy(o.data(), y + (size_t)r * N, N * 4, cudaMemcpyDeviceToHost));
+                    double mx = -INFINITY, sum = 0;
+                    for (int j = 0; j < N; j++) mx = std::max(mx, (double)h[(size_t)r * N + j]);
+                    for (int j = 0; j < N; j++) sum += std::exp(h[(size_t)r * N + j] - mx);
+                    for (int j = 0; j < N; j++) {
+                        double ref = std::exp(h[(size_t)r * N + j] - mx) / sum, e = std::fabs(o[j] - ref) / ref;
+                        worst = std::max(worst, e == e ? e : 1e9);
+                    }
+                }
+                if (worst > 1e-4) printf("  %s: worst rel err %.1e BAD\n", v.name.c_str(), worst);
+            }
+            std::vector<std::vector<float>> t(vs.size());
+            for (auto& v : vs) for (int w = 0; w < 20; w++) v.f();
+            CK(cudaDeviceSynchronize());
+            for (int r = 0; r < 30; r++)
+                for (size_t k = 0; k < vs.size(); k++) {
+                    fill<<<sms * 8, 512>>>(flush, flush_n, (float)r);
+                    CK(cudaEventRecord(a));
+                    vs[k].f();
+                    CK(cudaEventRecord(b));
+                    CK(cudaEventSynchronize(b));
+                    float ms; CK(cudaEventElapsedTime(&ms, a, b));
+                    t[k].push_back(ms);
+                }
+            printf("4096x%d round %d (x at %p)\n", N, round, (void*)x);
+            for (size_t k = 0; k < vs.size(); k++) {
+                std::sort(t[k].begin(), t[k].end());
+                printf("  %-28s median %.4f  p10 %.4f  p90 %.4f ms\n", vs[k].name.c_str(), t[k][15], t[k][3], t[k][26]);
+            }
+            CK(cudaFree(x)); CK(cudaFree(y));
+            if (spacer) CK(cudaFree(spacer));
+        }
+    }
+    return 0;
+}
