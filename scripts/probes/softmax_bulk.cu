@@ -25,6 +25,7 @@
 //   nvcc -O3 -arch=sm_90a -o softmax_bulk softmax_bulk.cu -lcuda && ./softmax_bulk
 //   ./softmax_bulk timeline    # smx_w3's timeline (session 34)
 //   ./softmax_bulk chunks      # smx_w3 with chunks of 4096 and 16384 columns (session 35)
+//   ./softmax_bulk launch PTX  # cooperative against ordinary launches (session 35)
 //   ./softmax_bulk rust PTX    # the Rust kernel from a bundle's kernels_sm90a.ptx (-lcuda)
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -1078,10 +1079,14 @@ static int grid_for(Ctx& cx, K k, int threads, size_t smem, int n, int splits, b
   return grid;
 }
 
+static bool g_plain = false;  // `launch` mode: an ordinary launch instead (every block fits anyway)
 template <typename K, typename... A>
 static void coop(K k, int grid, int threads, size_t smem, A... a) {
   void* args[] = {(void*)&a...};
-  CK(cudaLaunchCooperativeKernel((void*)k, grid, threads, args, smem));
+  if (g_plain)
+    CK(cudaLaunchKernel((void*)k, grid, threads, args, smem, 0));
+  else
+    CK(cudaLaunchCooperativeKernel((void*)k, grid, threads, args, smem));
 }
 
 template <int CHUNK, int ST, int MODE, int HINT>
@@ -1335,7 +1340,10 @@ static void time_rust(Ctx& cx, CUfunction g_rust, const char* tag, int rows, int
   check_time(cx, name, rows, cols, y, hx, false, [&] {
     p.epoch = ++g_epoch;
     void* args[] = {&p};
-    CU(cuLaunchCooperativeKernel(g_rust, grid, 1, 1, 608, 1, 1, 7 * 8192 * 4, 0, args));
+    if (g_plain)
+      CU(cuLaunchKernel(g_rust, grid, 1, 1, 608, 1, 1, 7 * 8192 * 4, 0, args, nullptr));
+    else
+      CU(cuLaunchCooperativeKernel(g_rust, grid, 1, 1, 608, 1, 1, 7 * 8192 * 4, 0, args));
   });
 }
 
@@ -1370,6 +1378,7 @@ static void run_cw3(Ctx& cx, int rows, int cols, const float* x, float* y, std::
 int main(int argc, char** argv) {
   const bool tl = argc > 1 && std::string(argv[1]) == "timeline";
   const bool rust = argc > 2 && std::string(argv[1]) == "rust";
+  const bool launch = argc > 2 && std::string(argv[1]) == "launch";
   setvbuf(stdout, nullptr, _IOLBF, 0);
   Ctx cx;
   CK(cudaDeviceGetAttribute(&cx.sms, cudaDevAttrMultiProcessorCount, 0));
@@ -1412,6 +1421,26 @@ int main(int argc, char** argv) {
           time_rust(cx, fs[i], tag.c_str(), r, c, x, y, hx, 2);
         }
       }
+    return 0;
+  }
+  if (launch) {
+    // Session 35: does the cooperative launch itself cost time? The probe's design and
+    // the Rust kernel (argv[2], a bundle's kernels_sm90a.ptx), each launched
+    // cooperatively and plainly, alternating (one block per SM: every block is
+    // resident either way on an otherwise idle GPU).
+    CUfunction f = rust_load(argv[2]);
+    for (int rep = 0; rep < 3; rep++)
+      for (auto rc : {std::make_pair(256, 65536), std::make_pair(64, 262144), std::make_pair(8, 1 << 20)}) {
+        const int r = rc.first, c = rc.second;
+        for (int plain = 0; plain < 2; plain++) {
+          g_plain = plain;
+          const std::string tag = plain ? " plain" : " coop";
+          printf("launch:%s\n", tag.c_str());
+          time_k<2>(cx, r, c, x, y, pairs, hx);
+          time_rust(cx, f, tag.c_str(), r, c, x, y, hx, 2);
+        }
+      }
+    g_plain = false;
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "chunks") {
