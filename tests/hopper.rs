@@ -506,6 +506,7 @@ fn asynchronous_wgmma_groups_chain_and_misuse_is_caught() {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // a product's shape, strides and epilogue
 fn check_wgmma<T: TcInput>(
     g: &Gpu,
     stage: TcKernel,
@@ -758,10 +759,10 @@ fn sixteen_bit_output_is_the_f32_result_rounded() {
     }
     // An empty sum writes zeros, and the mma.sync stages refuse a 16-bit C.
     let (a, b) = (
-        g.upload(&vec![bf16::ONE; 8]).unwrap(),
-        g.upload(&vec![bf16::ONE; 8]).unwrap(),
+        g.upload(&[bf16::ONE; 8]).unwrap(),
+        g.upload(&[bf16::ONE; 8]).unwrap(),
     );
-    let mut c = g.upload(&vec![bf16::NAN; 12]).unwrap();
+    let mut c = g.upload(&[bf16::NAN; 12]).unwrap();
     let lay = Layout::strided(3, 3, 4);
     matmul_tc(
         &g,
@@ -1255,12 +1256,12 @@ fn every_tf32_stage_rounds_ties_as_it_says() {
     let g = gpu_two_sms();
     let (m, n, k) = (40usize, 48usize, 36usize);
     let tie = |i: usize| {
-        let v = if i % 3 == 0 {
+        let v = if i.is_multiple_of(3) {
             1.0 + 3.0 / 2048.0
         } else {
             1.0 + 1.0 / 2048.0
         };
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             -v
         } else {
             v
@@ -1473,7 +1474,7 @@ fn emulator_catches_cluster_misuse() {
         "a bad rank",
     );
     // A grid that is not whole clusters.
-    let mut out = g.upload(&vec![0f32; 48]).unwrap();
+    let mut out = g.upload(&[0f32; 48]).unwrap();
     let cfg = LaunchConfig::new(dim3(6, 1, 1), dim3(PROBE_CLUSTER_THREADS, 1, 1));
     // SAFETY: refused before launching.
     match unsafe { g.launch::<probe_cluster>(cfg, (out.ptr_mut(), 0)) } {

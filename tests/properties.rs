@@ -115,7 +115,7 @@ fn run_cases<S>(
     cases: u32,
     seed: u64,
     strategy: S,
-    check: &dyn Fn(&Gpu, &S::Value) -> Result<(), String>,
+    check: &Check<S::Value>,
 ) -> Result<(), String>
 where
     S: Strategy,
@@ -135,13 +135,13 @@ where
         .map_err(|e| format!("{op} on {}: {e}", dev.name))
 }
 
+/// A property's check of one generated case.
+type Check<V> = dyn Fn(&Gpu, &V) -> Result<(), String>;
+
 /// One property: `cases` in total over the devices; panics with the minimal failing
 /// case and the seed.
-fn property<S>(
-    op: &str,
-    strategy: impl Fn(&Gpu) -> S,
-    check: &dyn Fn(&Gpu, &S::Value) -> Result<(), String>,
-) where
+fn property<S>(op: &str, strategy: impl Fn(&Gpu) -> S, check: &Check<S::Value>)
+where
     S: Strategy,
     S::Value: Debug,
 {
@@ -438,7 +438,9 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
             cols + if x_aligned { 0 } else { 3 } <= split_wide_max_cols(g).unwrap()
         }
         // 16-byte units: aligned rows of a multiple of 4 columns (else a Shape error).
-        SoftmaxKernel::Bulk => x_aligned && cols % 4 == 0 && cols <= bulk_max_cols(g).unwrap(),
+        SoftmaxKernel::Bulk => {
+            x_aligned && cols.is_multiple_of(4) && cols <= bulk_max_cols(g).unwrap()
+        }
     }
 }
 
@@ -477,7 +479,7 @@ fn check_softmax(g: &Gpu, &(ki, xv, yv, vals, seed): &SoftmaxCase) -> Result<(),
     let xb = g.upload(&x).map_err(err)?;
     let mut yb = poison_buf(g, yv.buffer_len())?;
     let x_view = xb.matrix_at(xv.offset, xv.layout()).map_err(err)?;
-    let aligned = x_view.ptr() as usize % 16 == 0 && xv.ld() % 4 == 0;
+    let aligned = (x_view.ptr() as usize).is_multiple_of(16) && xv.ld() % 4 == 0;
     let r = softmax_with(
         g,
         k,
@@ -601,7 +603,10 @@ fn check_row_sum(g: &Gpu, &(xv, vals, seed): &(View, Values, u64)) -> Result<(),
         let mag: f64 = row.iter().map(|&v| (v as f64).abs()).sum();
         // f32 partial sums: a few ulps of the sum of magnitudes.
         let tol = 1e-6 * mag + 1e-30;
-        if got[r].to_bits() == POISON || !((got[r] as f64 - want).abs() <= tol) {
+        // `!(err <= tol)`, not `err > tol`: a NaN fails.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        let off = !((got[r] as f64 - want).abs() <= tol);
+        if got[r].to_bits() == POISON || off {
             return Err(format!(
                 "row {r} of {}x{}: got {} want {want} (tolerance {tol:e})",
                 xv.rows, xv.cols, got[r]
@@ -821,12 +826,15 @@ const TC_STAGES: [TcKernel; 5] = TcKernel::ALL;
 /// Whether a view's rows all start 16-byte aligned in a buffer of `eb`-byte elements
 /// (as the ops decide it: the start and the row stride, whatever the row count).
 fn rows_aligned(buf_ptr: usize, v: &View, eb: usize) -> bool {
-    (buf_ptr + v.offset * eb) % 16 == 0 && v.ld() * eb % 16 == 0
+    (buf_ptr + v.offset * eb).is_multiple_of(16) && (v.ld() * eb).is_multiple_of(16)
 }
 
 /// C in the inputs' 16-bit type, as `torch.relu(A @ B)` on bf16 tensors: the poison
 /// of its padding (a NaN in both formats, which no finite product rounds to).
 const POISON16: u16 = 0x7fe5;
+
+/// A run's A and B as rounded to the 16-bit type, and C, all as f32.
+type Rounded = (Vec<f32>, Vec<f32>, Vec<f32>);
 
 /// Runs `matmul_tc` on the case with f32 C, or with C in `T` when `out16`; returns
 /// the rounded inputs and C as f32 (a 16-bit C's untouched poison read back as the
@@ -841,7 +849,7 @@ fn run_tc<T: TcInput + TcOutput + Copy + Default>(
     to: fn(f32) -> T,
     back: fn(T) -> f32,
     out16: bool,
-) -> Result<Option<(Vec<f32>, Vec<f32>, Vec<f32>)>, String> {
+) -> Result<Option<Rounded>, String> {
     let (a16, b16): (Vec<T>, Vec<T>) = (
         a.iter().map(|&v| to(v)).collect(),
         b.iter().map(|&v| to(v)).collect(),

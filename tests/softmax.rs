@@ -35,15 +35,15 @@ fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
         v.push(SoftmaxKernel::Split);
     }
     // Contiguous rows from an aligned buffer: 16-byte aligned when cols % 4 == 0.
-    if cols % 4 == 0 && cols <= split_async_max_cols(g).unwrap() {
+    if cols.is_multiple_of(4) && cols <= split_async_max_cols(g).unwrap() {
         v.push(SoftmaxKernel::SplitAsync);
     }
     // Any rows: those not 16-byte aligned count a head of up to 3 floats.
-    if cols + if cols % 4 == 0 { 0 } else { 3 } <= split_wide_max_cols(g).unwrap() {
+    if cols + if cols.is_multiple_of(4) { 0 } else { 3 } <= split_wide_max_cols(g).unwrap() {
         v.push(SoftmaxKernel::SplitWide);
     }
     // Rows 16-byte aligned with a multiple of 4 columns, on Hopper and the emulator.
-    if cols % 4 == 0 && cols <= bulk_max_cols(g).unwrap() {
+    if cols.is_multiple_of(4) && cols <= bulk_max_cols(g).unwrap() {
         v.push(SoftmaxKernel::Bulk);
     }
     v
@@ -463,13 +463,12 @@ fn stream_order_is_a_permutation_and_writes_follow_their_rows() {
                 *slot = pos;
                 kinds[pos % grid].push(s);
             }
-            for i in 0..n {
+            for (i, &w) in write_at.iter().enumerate().take(n) {
                 let row = i / splits * splits..(i / splits + 1) * splits;
                 let last_stats = row.map(|k| stats_at[k]).max().unwrap();
                 assert!(
-                    last_stats < write_at[i],
-                    "rows {rows}, splits {splits}, grid {grid}: W({i}) at {} before its row's stats at {last_stats}",
-                    write_at[i]
+                    last_stats < w,
+                    "rows {rows}, splits {splits}, grid {grid}: W({i}) at {w} before its row's stats at {last_stats}"
                 );
             }
             // Past the first lag, an even grid's blocks alternate reads and writes.

@@ -101,7 +101,7 @@ fn run_mma(g: &Gpu, kind: u32, a: &[f32], b: &[f32]) -> Vec<f32> {
                 .unwrap(),
         )
     };
-    let mut d = poisoned(&g, 128);
+    let mut d = poisoned(g, 128);
     // SAFETY: A 16 x K, B K x 8, D 16 x 8, one warp.
     unsafe {
         g.launch::<p::probe_mma>(warp(), (ab.ptr(), bb.ptr(), d.ptr_mut(), kind))
@@ -343,14 +343,20 @@ fn check_tc<T: TcInput>(stage: TcKernel, m: usize, n: usize, k: usize, pad: usiz
     let (lda, ldb, ldc) = (k + pad, n + pad, n + 2 * pad);
     let a = uniform(&mut r, (m - 1) * lda + k, -1.0, 1.0);
     let b = uniform(&mut r, (k - 1) * ldb + n, -1.0, 1.0);
-    let (to, back): (fn(f32) -> T, fn(T) -> f32) = if T::NAME == "bf16" {
+    // f32 to T and back (T is bf16 or f16: `TcInput` is sealed to those two).
+    type Conv<T> = (fn(f32) -> T, fn(T) -> f32);
+    let (to, back): Conv<T> = if T::NAME == "bf16" {
         (
+            // SAFETY: T is bf16 here (same size and bits).
             |v| unsafe { std::mem::transmute_copy(&bf16::from_f32(v)) },
+            // SAFETY: as above.
             |v| unsafe { std::mem::transmute_copy::<T, bf16>(&v) }.to_f32(),
         )
     } else {
         (
+            // SAFETY: T is f16 here.
             |v| unsafe { std::mem::transmute_copy(&f16::from_f32(v)) },
+            // SAFETY: as above.
             |v| unsafe { std::mem::transmute_copy::<T, f16>(&v) }.to_f32(),
         )
     };
@@ -595,7 +601,7 @@ fn zero_sized_and_bad_shapes() {
         vec![0.0; 6],
         "k = 0: the empty sum"
     );
-    let a = g.upload(&vec![bf16::ONE; 6]).unwrap();
+    let a = g.upload(&[bf16::ONE; 6]).unwrap();
     let e = matmul_tc(
         &g,
         TcKernel::Mma,

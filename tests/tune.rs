@@ -380,7 +380,7 @@ fn heuristic_picks_by_shape() {
     assert_ne!(auto_key(&g80, split), auto_key(&g80, lone));
     // Stage 4k is timed where its stream-K tail applies (two resident blocks per SM):
     // a partial last wave, not whole waves.
-    let wave = 2 * sms as u32;
+    let wave = 2 * sms;
     let sk = MatmulKernel::WarpTiledStreamK;
     assert!(auto_candidates(&g, shape(128 * (wave + 1), 128, 64)).contains(&sk));
     assert!(!auto_candidates(&g, shape(128 * wave, 128, 64)).contains(&sk));

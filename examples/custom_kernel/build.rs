@@ -1,3 +1,5 @@
 fn main() {
-    simt_builder::Builder::new("kernels").build().unwrap_or_else(|e| panic!("\n{e}\n"));
+    simt_builder::Builder::new("kernels")
+        .build()
+        .unwrap_or_else(|e| panic!("\n{e}\n"));
 }

@@ -177,13 +177,13 @@ impl<T: TmaElement> TensorMap<T> {
         let l = m.layout();
         let bad = |detail: String| Err(SimtError::Shape { op, detail });
         let global = m.ptr() as u64;
-        if global % 16 != 0 {
+        if !global.is_multiple_of(16) {
             return bad(format!(
                 "the matrix starts at {global:#x}, which is not 16-byte aligned (TMA needs it)"
             ));
         }
         let stride = l.ld as u64 * eb;
-        if l.rows > 1 && stride % 16 != 0 {
+        if l.rows > 1 && !stride.is_multiple_of(16) {
             return bad(format!("a row stride of {} elements ({stride} bytes) is not a multiple of 16 bytes: pad the rows to a multiple of {} elements", l.ld, 16 / eb));
         }
         if l.rows == 0
@@ -212,7 +212,7 @@ impl<T: TmaElement> TensorMap<T> {
                 block_cols,
                 box_blocks,
             } => {
-                if block_cols == 0 || l.cols % block_cols as usize != 0 {
+                if block_cols == 0 || !l.cols.is_multiple_of(block_cols as usize) {
                     return bad(format!("{} columns are not whole blocks of {block_cols}: pad the rows to a multiple of {block_cols} columns (or copy the matrix into such rows)", l.cols));
                 }
                 let blocks = (l.cols / block_cols as usize) as u64;
@@ -227,7 +227,7 @@ impl<T: TmaElement> TensorMap<T> {
         if boxdim[..rank as usize]
             .iter()
             .any(|b| !(1..=256).contains(b))
-            || (boxdim[0] as u64 * eb) % 16 != 0
+            || !(boxdim[0] as u64 * eb).is_multiple_of(16)
         {
             return bad(format!("a box of {:?} elements (contiguous side first): each side is 1 to 256 elements and its rows a multiple of 16 bytes", &boxdim[..rank as usize]));
         }

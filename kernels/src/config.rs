@@ -95,7 +95,8 @@ pub const SOFTMAX_BULK_STATS_WARPS: u32 = 8;
 pub const SOFTMAX_BULK_WRITE_WARPS: u32 = 8;
 /// Threads of a `softmax_bulk` block: the stats and write warps, then one warp each
 /// that publishes pairs, keeps the ring full, and resolves rows.
-pub const SOFTMAX_BULK_THREADS: u32 = 32 * (SOFTMAX_BULK_STATS_WARPS + SOFTMAX_BULK_WRITE_WARPS + 3);
+pub const SOFTMAX_BULK_THREADS: u32 =
+    32 * (SOFTMAX_BULK_STATS_WARPS + SOFTMAX_BULK_WRITE_WARPS + 3);
 /// Dynamic shared memory of a `softmax_bulk` block: the ring.
 pub const SOFTMAX_BULK_SMEM_BYTES: u32 = SOFTMAX_BULK_STAGES * SOFTMAX_BULK_CHUNK * 4;
 

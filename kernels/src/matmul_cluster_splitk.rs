@@ -31,10 +31,10 @@ use crate::matmul_tiles::{tile_main, Place, Sums};
 use crate::matmul_tiles_async::async_main;
 use crate::params::MatmulSplitParams;
 use simt_std::cluster;
+use simt_std::kernel;
 use simt_std::memory::{is_aligned16, store4, store4_first, F32x4};
 use simt_std::shared::dynamic_shared;
 use simt_std::thread::{block_idx, sync_threads, thread_idx};
-use simt_std::kernel;
 
 /// This block's tile and K slice: tile column `blockIdx.x / S`, row `blockIdx.y`,
 /// slice `rank` of `p.k_chunk` (empty when past K).
@@ -42,8 +42,17 @@ use simt_std::kernel;
 fn cluster_place<const BM: u32, const BN: u32, const S: u32>(p: &MatmulSplitParams) -> Place {
     let k = p.mm.a.cols;
     let k_begin = (cluster::rank() * p.k_chunk).min(k);
-    let k_end = if k - k_begin > p.k_chunk { k_begin + p.k_chunk } else { k };
-    Place { row0: block_idx().y * BM, col0: (block_idx().x / S) * BN, k_begin, k_end }
+    let k_end = if k - k_begin > p.k_chunk {
+        k_begin + p.k_chunk
+    } else {
+        k
+    };
+    Place {
+        row0: block_idx().y * BM,
+        col0: (block_idx().x / S) * BN,
+        k_begin,
+        k_end,
+    }
 }
 
 /// Steps 1 to 3 of the module docs: the block's sums to its shared memory, the
@@ -54,7 +63,14 @@ fn cluster_place<const BM: u32, const BN: u32, const S: u32>(p: &MatmulSplitPara
 /// The kernel's contract; `BM · BN` floats of dynamic shared memory; every thread of
 /// every block of the cluster calls it once, after its K loop.
 #[inline(always)]
-unsafe fn reduce_store<const BM: u32, const BN: u32, const TM: usize, const TN: usize, const S: u32, const T: u32>(
+unsafe fn reduce_store<
+    const BM: u32,
+    const BN: u32,
+    const TM: usize,
+    const TN: usize,
+    const S: u32,
+    const T: u32,
+>(
     p: &MatmulSplitParams,
     place: Place,
     s: &Sums<TM, TN>,
@@ -69,7 +85,12 @@ unsafe fn reduce_store<const BM: u32, const BN: u32, const TM: usize, const TN: 
             let row = s.rm + 16 * gi as u32 + r as u32;
             for gj in 0..TN / 4 {
                 let col = s.cn + 32 * gj as u32;
-                let v = F32x4 { x: s.acc[i][4 * gj], y: s.acc[i][4 * gj + 1], z: s.acc[i][4 * gj + 2], w: s.acc[i][4 * gj + 3] };
+                let v = F32x4 {
+                    x: s.acc[i][4 * gj],
+                    y: s.acc[i][4 * gj + 1],
+                    z: s.acc[i][4 * gj + 2],
+                    w: s.acc[i][4 * gj + 3],
+                };
                 // SAFETY: row < BM, col + 4 <= BN: inside the BM x BN sums, aligned.
                 unsafe { smem.add((row * BN + col) as usize).store4(v) };
             }
@@ -92,7 +113,12 @@ unsafe fn reduce_store<const BM: u32, const BN: u32, const TM: usize, const TN: 
             // same layout), written before the cluster barrier above; no block exits
             // before the barrier below. (`mapa` is pure: LLVM hoists the S maps.)
             let x = unsafe { cluster::map(smem, q).add(off).read4() };
-            v = F32x4 { x: v.x + x.x, y: v.y + x.y, z: v.z + x.z, w: v.w + x.w };
+            v = F32x4 {
+                x: v.x + x.x,
+                y: v.y + x.y,
+                z: v.z + x.z,
+                w: v.w + x.w,
+            };
         }
         if relu {
             v = v.map(|x| if x > 0.0 { x } else { 0.0 });

@@ -18,7 +18,9 @@
 //!
 //! Every sum runs in a fixed order (per lane, then the fixed shared-memory or
 //! butterfly tree), so results are bit-identical run to run.
-use crate::config::{GEMV_COL_ROWS, GEMV_COL_THREADS, GEMV_ROW_COLS, GEMV_ROW_KGROUPS, GEMV_ROW_THREADS, WARP_SIZE};
+use crate::config::{
+    GEMV_COL_ROWS, GEMV_COL_THREADS, GEMV_ROW_COLS, GEMV_ROW_KGROUPS, GEMV_ROW_THREADS, WARP_SIZE,
+};
 use crate::params::MatmulSplitParams;
 use simt_std::memory::{is_aligned16, load4, load4_first, store4_first, F32x4};
 use simt_std::thread::{block_idx, sync_threads, thread_idx};
@@ -29,7 +31,12 @@ use simt_std::{kernel, shared_array};
 #[inline(always)]
 fn axpy4(acc: F32x4, x: f32, v: F32x4) -> F32x4 {
     use simt_std::math::fma;
-    F32x4 { x: fma(x, v.x, acc.x), y: fma(x, v.y, acc.y), z: fma(x, v.z, acc.z), w: fma(x, v.w, acc.w) }
+    F32x4 {
+        x: fma(x, v.x, acc.x),
+        y: fma(x, v.y, acc.y),
+        z: fma(x, v.z, acc.z),
+        w: fma(x, v.w, acc.w),
+    }
 }
 
 /// The end of slice `z` of `k` in slices of `chunk`.

@@ -204,7 +204,13 @@ pub(crate) fn pack16<const OUT: u32>(v0: f32, v1: f32) -> u32 {
 /// # Safety
 /// As [`store_tile`].
 #[inline(always)]
-unsafe fn store_tile_as<const OUT: u32>(acc: &Acc, p: &MatmulParamsTma, row0: u32, col0: u32, t: u32) {
+unsafe fn store_tile_as<const OUT: u32>(
+    acc: &Acc,
+    p: &MatmulParamsTma,
+    row0: u32,
+    col0: u32,
+    t: u32,
+) {
     let relu = p.epilogue as u32 != 0;
     let ldc = p.c.ld;
     let (c32, c16) = (p.c.ptr, p.c.ptr as *mut u16);

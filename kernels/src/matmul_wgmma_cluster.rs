@@ -59,8 +59,8 @@
 //! block still loads (A from row 0, so the copy stays inside the matrix), multiplies
 //! and multicasts its half of B for its partner, and stores nothing.
 use crate::config::{
-    WG8_SMEM_BYTES, WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_CLUSTER, WG_C_BOX_COLS,
-    WG_C_BOX_ROWS, WG_C_STAGE_BYTES, WG_STAGES, WG_STAGE_BYTES, WG_THREADS,
+    WG8_SMEM_BYTES, WG_BK, WG_BM, WG_BN, WG_B_BOX_COLS, WG_CLUSTER, WG_C_BOX_COLS, WG_C_BOX_ROWS,
+    WG_C_STAGE_BYTES, WG_STAGES, WG_STAGE_BYTES, WG_THREADS,
 };
 use crate::matmul_wgmma::{
     multiply_stage, pack16, store_tile, Acc, WgRing, A_BYTES, BF16, B_BOX_BYTES, F16, GROUP_M, TF32,
@@ -110,7 +110,14 @@ const _: () = assert!(
 /// of each warp; `bufs` is this warpgroup's 16 KiB of 1024-byte aligned staging
 /// boxes, used by nothing else.
 #[inline(always)]
-unsafe fn store_tile_tma(acc: &Acc, p: &MatmulParamsTma, bufs: Smem<u8>, row0: u32, col0: u32, t: u32) {
+unsafe fn store_tile_tma(
+    acc: &Acc,
+    p: &MatmulParamsTma,
+    bufs: Smem<u8>,
+    row0: u32,
+    col0: u32,
+    t: u32,
+) {
     // SAFETY (all three): forwarded.
     unsafe {
         match p.c_type as u32 {

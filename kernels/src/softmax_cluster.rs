@@ -35,13 +35,13 @@ use crate::config::{SOFTMAX_CLUSTER_CONFIGS, SOFTMAX_CLUSTER_THREADS, SOFTMAX_CL
 use crate::softmax_parts::warp_combine;
 use crate::softmax_parts::Slice;
 use simt_std::cluster;
+use simt_std::kernel;
 use simt_std::math::{exp, rcp};
 use simt_std::memory::is_aligned16;
 use simt_std::shared::Smem;
 use simt_std::shared_array;
 use simt_std::thread::{block_dim, block_idx, thread_idx};
 use simt_std::warp::{block_reduce_once, lane_id, max_nan};
-use simt_std::kernel;
 
 /// 16-byte vectors per thread of one [`Slice`]: 16384 columns per 512-thread block.
 const V: usize = SOFTMAX_CLUSTER_VECS as usize;
@@ -59,12 +59,28 @@ trait Chunk: Sized {
     ///
     /// # Safety
     /// `row[0..n]` readable.
-    unsafe fn load(row: *const f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool) -> Self;
+    unsafe fn load(
+        row: *const f32,
+        first: usize,
+        n: usize,
+        t: usize,
+        lanes: usize,
+        vec: bool,
+    ) -> Self;
     fn max(&self) -> f32;
     fn exp_sum(&mut self, m: f32) -> f32;
     /// # Safety
     /// `row[0..n]` writable.
-    unsafe fn store_scaled(&self, row: *mut f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool, f: f32);
+    unsafe fn store_scaled(
+        &self,
+        row: *mut f32,
+        first: usize,
+        n: usize,
+        t: usize,
+        lanes: usize,
+        vec: bool,
+        f: f32,
+    );
 }
 
 /// `[first + 16384·h, +16384)` clipped to `n`.
@@ -77,7 +93,14 @@ fn bounds(first: usize, h: usize, n: usize, lanes: usize) -> (usize, usize) {
 impl Chunk for Slice<V> {
     const SLICES: usize = 1;
     #[inline(always)]
-    unsafe fn load(row: *const f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool) -> Self {
+    unsafe fn load(
+        row: *const f32,
+        first: usize,
+        n: usize,
+        t: usize,
+        lanes: usize,
+        vec: bool,
+    ) -> Self {
         let (s, e) = bounds(first, 0, n, lanes);
         // SAFETY: [s, e) inside row[0..n] (caller).
         unsafe { Slice::<V>::load(row, s, e, t, lanes, vec) }
@@ -91,7 +114,16 @@ impl Chunk for Slice<V> {
         Slice::<V>::exp_sum(self, m)
     }
     #[inline(always)]
-    unsafe fn store_scaled(&self, row: *mut f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool, f: f32) {
+    unsafe fn store_scaled(
+        &self,
+        row: *mut f32,
+        first: usize,
+        n: usize,
+        t: usize,
+        lanes: usize,
+        vec: bool,
+        f: f32,
+    ) {
         let (s, e) = bounds(first, 0, n, lanes);
         // SAFETY: as the load.
         unsafe { Slice::<V>::store_scaled(self, row, s, e, t, lanes, vec, f) }
@@ -101,10 +133,22 @@ impl Chunk for Slice<V> {
 impl Chunk for (Slice<V>, Slice<V>) {
     const SLICES: usize = 2;
     #[inline(always)]
-    unsafe fn load(row: *const f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool) -> Self {
+    unsafe fn load(
+        row: *const f32,
+        first: usize,
+        n: usize,
+        t: usize,
+        lanes: usize,
+        vec: bool,
+    ) -> Self {
         let ((s0, e0), (s1, e1)) = (bounds(first, 0, n, lanes), bounds(first, 1, n, lanes));
         // SAFETY: both inside row[0..n] (caller).
-        unsafe { (Slice::<V>::load(row, s0, e0, t, lanes, vec), Slice::<V>::load(row, s1, e1, t, lanes, vec)) }
+        unsafe {
+            (
+                Slice::<V>::load(row, s0, e0, t, lanes, vec),
+                Slice::<V>::load(row, s1, e1, t, lanes, vec),
+            )
+        }
     }
     #[inline(always)]
     fn max(&self) -> f32 {
@@ -115,7 +159,16 @@ impl Chunk for (Slice<V>, Slice<V>) {
         self.0.exp_sum(m) + self.1.exp_sum(m)
     }
     #[inline(always)]
-    unsafe fn store_scaled(&self, row: *mut f32, first: usize, n: usize, t: usize, lanes: usize, vec: bool, f: f32) {
+    unsafe fn store_scaled(
+        &self,
+        row: *mut f32,
+        first: usize,
+        n: usize,
+        t: usize,
+        lanes: usize,
+        vec: bool,
+        f: f32,
+    ) {
         let ((s0, e0), (s1, e1)) = (bounds(first, 0, n, lanes), bounds(first, 1, n, lanes));
         // SAFETY: as the load.
         unsafe {
@@ -149,7 +202,10 @@ unsafe fn cluster_row<K: Chunk, const C: usize>(
     debug_assert!(cluster::size() as usize == C && block_dim().x as usize == T);
     let c = C;
     let r = block_idx().x as usize / c;
-    debug_assert!(r < rows as usize, "softmax_cluster: grid.x must be rows · cluster size");
+    debug_assert!(
+        r < rows as usize,
+        "softmax_cluster: grid.x must be rows · cluster size"
+    );
     let (t, lanes, n) = (thread_idx().x as usize, T, cols as usize);
     let first = (cluster::rank() as usize * 4 * lanes * V * K::SLICES).min(n);
     // SAFETY: r < rows (grid.x = rows · C).
@@ -231,10 +287,46 @@ macro_rules! cluster_kernel {
     };
 }
 
-cluster_kernel!(softmax_cluster_32k, 0, Slice<V>, "32768", 2, SMC_32K_SCRATCH, SMC_32K_PAIR, SMC_32K_ROW);
-cluster_kernel!(softmax_cluster_64k, 1, Slice<V>, "65536", 2, SMC_64K_SCRATCH, SMC_64K_PAIR, SMC_64K_ROW);
-cluster_kernel!(softmax_cluster_128k, 2, Slice<V>, "131072", 2, SMC_128K_SCRATCH, SMC_128K_PAIR, SMC_128K_ROW);
-cluster_kernel!(softmax_cluster_256k, 3, (Slice<V>, Slice<V>), "262144", 1, SMC_256K_SCRATCH, SMC_256K_PAIR, SMC_256K_ROW);
+cluster_kernel!(
+    softmax_cluster_32k,
+    0,
+    Slice<V>,
+    "32768",
+    2,
+    SMC_32K_SCRATCH,
+    SMC_32K_PAIR,
+    SMC_32K_ROW
+);
+cluster_kernel!(
+    softmax_cluster_64k,
+    1,
+    Slice<V>,
+    "65536",
+    2,
+    SMC_64K_SCRATCH,
+    SMC_64K_PAIR,
+    SMC_64K_ROW
+);
+cluster_kernel!(
+    softmax_cluster_128k,
+    2,
+    Slice<V>,
+    "131072",
+    2,
+    SMC_128K_SCRATCH,
+    SMC_128K_PAIR,
+    SMC_128K_ROW
+);
+cluster_kernel!(
+    softmax_cluster_256k,
+    3,
+    (Slice<V>, Slice<V>),
+    "262144",
+    1,
+    SMC_256K_SCRATCH,
+    SMC_256K_PAIR,
+    SMC_256K_ROW
+);
 
 const _: () = {
     assert!(SOFTMAX_CLUSTER_CONFIGS[0].1 as usize == <Slice<V> as Chunk>::SLICES);

@@ -26,15 +26,15 @@
 //! `torch.softmax` gives.
 use crate::config::SOFTMAX_ONLINE_THREADS;
 use crate::params::SoftmaxOnlineParams;
-use simt_std::{kernel, unroll};
+use crate::softmax_parts::{combine, warp_combine};
 use simt_std::math::{exp, rcp};
 use simt_std::memory::{is_aligned16, load4, load4_first, store4, store4_first, F32x4};
 use simt_std::shared::Smem;
 use simt_std::shared_array;
-use crate::softmax_parts::{combine, warp_combine};
-use simt_std::thread::{block_dim, block_idx, thread_idx};
 use simt_std::thread::sync_threads;
+use simt_std::thread::{block_dim, block_idx, thread_idx};
 use simt_std::warp::{lane_id, max_nan, warp_id};
+use simt_std::{kernel, unroll};
 
 /// 16-byte vectors a thread loads before using the first (the `unroll!`s below
 /// spell out 4).
@@ -62,7 +62,12 @@ pub(crate) unsafe fn block_combine(m: f32, s: f32, scratch: Smem<f32>) -> (f32, 
     let (mut m, mut s) = (f32::NEG_INFINITY, 0.0);
     if l < warps {
         // SAFETY: written above before the barrier.
-        unsafe { (m, s) = (scratch.add(2 * l as usize).read(), scratch.add(2 * l as usize + 1).read()) };
+        unsafe {
+            (m, s) = (
+                scratch.add(2 * l as usize).read(),
+                scratch.add(2 * l as usize + 1).read(),
+            )
+        };
     }
     let r = warp_combine(m, s);
     // Nobody overwrites `scratch` (a next call) before everyone has read it.
@@ -85,7 +90,12 @@ pub(crate) unsafe fn row_pair(partials: *const f32, r: usize, splits: usize) -> 
         let i = 2 * (r * splits + j);
         // SAFETY: caller: the pair exists. Volatile: written during this launch by
         // another block in the split kernel, so never cached as read-only data.
-        let (pm, ps) = unsafe { (partials.add(i).read_volatile(), partials.add(i + 1).read_volatile()) };
+        let (pm, ps) = unsafe {
+            (
+                partials.add(i).read_volatile(),
+                partials.add(i + 1).read_volatile(),
+            )
+        };
         (m, s) = combine(m, s, pm, ps);
         j += 32;
     }

@@ -81,7 +81,13 @@ impl<const V: usize> Slice<V> {
                 // a head vector's columns before lo are readable (the contract).
                 let p = unsafe { row.add(Self::col(start, lane, lanes, k)) };
                 // SAFETY: as above; global memory (the contract) for the hinted load.
-                v[k] = unsafe { if LAST { load4_cs(p) } else { load4(p) } };
+                v[k] = unsafe {
+                    if LAST {
+                        load4_cs(p)
+                    } else {
+                        load4(p)
+                    }
+                };
                 k += 1;
             }
         } else {
@@ -173,7 +179,9 @@ impl<const V: usize> Slice<V> {
         factor: f32,
     ) {
         // SAFETY: forwarded (no head: lo = start).
-        unsafe { self.store_scaled_from::<false, false>(row, start, start, end, lane, lanes, vec, factor) }
+        unsafe {
+            self.store_scaled_from::<false, false>(row, start, start, end, lane, lanes, vec, factor)
+        }
     }
 
     /// As [`store_scaled`](Self::store_scaled), for the columns `[lo, end)`: with
@@ -206,7 +214,10 @@ impl<const V: usize> Slice<V> {
             while k < V {
                 // SAFETY: as `load`'s whole-vector path; global memory for the hinted store.
                 unsafe {
-                    let (p, e) = (row.add(Self::col(start, lane, lanes, k)), self.v[k].map(|e| e * factor));
+                    let (p, e) = (
+                        row.add(Self::col(start, lane, lanes, k)),
+                        self.v[k].map(|e| e * factor),
+                    );
                     if STREAM {
                         store4_cs(p, e)
                     } else {

@@ -22,14 +22,14 @@
 //! `exp(-inf - m) = 0` to the sum) and are never stored. A row of only `-inf` gives
 //! NaN, as `torch.softmax` does; so does a row holding a NaN.
 use crate::config::{SOFTMAX_ROW_CONFIGS, SOFTMAX_WARP_VECS, WARP_ROWS_THREADS, WARP_SIZE};
+use crate::softmax_parts::Slice;
+use simt_std::kernel;
 use simt_std::math::rcp;
 use simt_std::memory::is_aligned16;
 use simt_std::shared::Smem;
 use simt_std::shared_array;
-use crate::softmax_parts::Slice;
 use simt_std::thread::{block_dim, block_idx, thread_idx};
 use simt_std::warp::{block_reduce_once, lane_id, max_nan, warp_id, warp_max, warp_sum};
-use simt_std::kernel;
 
 /// A warp per row, `V` vectors per lane: the body of `softmax_warp_*`.
 ///
@@ -37,7 +37,14 @@ use simt_std::kernel;
 /// As the kernels': rows `r < rows` of `x` readable and of `y` writable for `cols`
 /// columns, `cols <= 128·V`, blocks of `WARP_ROWS_THREADS` threads.
 #[inline(always)]
-unsafe fn warp_row<const V: usize>(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32) {
+unsafe fn warp_row<const V: usize>(
+    x: *const f32,
+    y: *mut f32,
+    rows: u32,
+    cols: u32,
+    ld_x: u32,
+    ld_y: u32,
+) {
     let r = block_idx().x as usize * (block_dim().x / WARP_SIZE) as usize + warp_id() as usize;
     if r >= rows as usize {
         return; // the whole warp (same r): no shuffle is left half-reached
@@ -62,10 +69,21 @@ unsafe fn warp_row<const V: usize>(x: *const f32, y: *mut f32, rows: u32, cols: 
 /// `cols <= 4·blockDim.x·V` columns; `scratch` is 64 floats of this kernel's shared
 /// memory.
 #[inline(always)]
-unsafe fn block_row<const T: usize, const V: usize>(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32, scratch: Smem<f32>) {
+unsafe fn block_row<const T: usize, const V: usize>(
+    x: *const f32,
+    y: *mut f32,
+    rows: u32,
+    cols: u32,
+    ld_x: u32,
+    ld_y: u32,
+    scratch: Smem<f32>,
+) {
     let r = block_idx().x as usize;
     debug_assert!(r < rows as usize, "softmax_row: grid.x must be rows");
-    debug_assert!(block_dim().x as usize == T, "softmax_row: the block is the kernel's contract");
+    debug_assert!(
+        block_dim().x as usize == T,
+        "softmax_row: the block is the kernel's contract"
+    );
     let (t, lanes, n) = (thread_idx().x as usize, T, cols as usize);
     // SAFETY: r < rows (grid.x = rows).
     let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };

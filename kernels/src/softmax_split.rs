@@ -34,14 +34,14 @@ use crate::params::SoftmaxSplitParams;
 use crate::softmax_online::row_pair;
 use crate::softmax_parts::Slice;
 use simt_std::flag::{publish, wait_eq};
+use simt_std::kernel;
 use simt_std::math::{exp, rcp};
 use simt_std::memory::{is_aligned16, F32x4};
 use simt_std::shared::Smem;
 use simt_std::shared_array;
-use simt_std::thread::{block_dim, block_idx, grid_dim, thread_idx};
 use simt_std::thread::sync_threads;
+use simt_std::thread::{block_dim, block_idx, grid_dim, thread_idx};
 use simt_std::warp::{block_max, block_sum, lane_id};
-use simt_std::kernel;
 
 /// 16-byte vectors per thread of a chunk.
 const V: usize = SOFTMAX_ROW_CONFIGS[2].1 as usize;
@@ -127,7 +127,11 @@ fn chunk_cols(p: &SoftmaxSplitParams, i: usize) -> (usize, usize, usize) {
     let splits = p.splits as usize;
     let (r, j) = (i / splits, i % splits);
     let start = j * SOFTMAX_SPLIT_CHUNK as usize;
-    (r, start, (start + SOFTMAX_SPLIT_CHUNK as usize).min(p.x.cols as usize))
+    (
+        r,
+        start,
+        (start + SOFTMAX_SPLIT_CHUNK as usize).min(p.x.cols as usize),
+    )
 }
 
 /// Loads item `i`'s chunk into registers (nothing past the last item).
@@ -137,7 +141,9 @@ fn chunk_cols(p: &SoftmaxSplitParams, i: usize) -> (usize, usize, usize) {
 #[inline(always)]
 unsafe fn load_chunk(p: &SoftmaxSplitParams, i: usize, t: usize, lanes: usize) -> Slice<V> {
     if i >= p.x.rows as usize * p.splits as usize {
-        return Slice { v: [F32x4::splat(0.0); V] };
+        return Slice {
+            v: [F32x4::splat(0.0); V],
+        };
     }
     let (r, start, end) = chunk_cols(p, i);
     // SAFETY: r < rows; [start, end) is inside row r.
@@ -187,7 +193,12 @@ pub(crate) unsafe fn publish_pair(p: &SoftmaxSplitParams, i: usize, m: f32, sum:
 /// `row_mm` is 2 floats of this block's shared memory that no thread reads from an
 /// earlier call after this one starts (a barrier between them).
 #[inline(always)]
-pub(crate) unsafe fn wait_row(p: &SoftmaxSplitParams, r: usize, row_mm: Smem<f32>, t: usize) -> (f32, f32) {
+pub(crate) unsafe fn wait_row(
+    p: &SoftmaxSplitParams,
+    r: usize,
+    row_mm: Smem<f32>,
+    t: usize,
+) -> (f32, f32) {
     let splits = p.splits as usize;
     if t < 32 {
         let mut k = lane_id() as usize;
@@ -218,7 +229,14 @@ pub(crate) unsafe fn wait_row(p: &SoftmaxSplitParams, r: usize, row_mm: Smem<f32
 /// # Safety
 /// As [`load_chunk`]; `w` was published by this block.
 #[inline(always)]
-unsafe fn finish(p: &SoftmaxSplitParams, w: Pending, s: &Slice<V>, row_mm: Smem<f32>, t: usize, lanes: usize) {
+unsafe fn finish(
+    p: &SoftmaxSplitParams,
+    w: Pending,
+    s: &Slice<V>,
+    row_mm: Smem<f32>,
+    t: usize,
+    lanes: usize,
+) {
     let (r, start, end) = chunk_cols(p, w.i);
     // SAFETY: the kernel's contract: whole rows per wave, every block publishes
     // before it waits; row_mm is read again only after the barrier below.

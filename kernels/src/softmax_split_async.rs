@@ -24,10 +24,13 @@
 //! `cp.async` needs 16-byte aligned sources: the host takes this kernel for rows
 //! whose start and stride are multiples of 4 floats, and the register kernel
 //! otherwise.
-use crate::config::{SOFTMAX_ASYNC_CHUNK, SOFTMAX_ASYNC_SMEM_BYTES, SOFTMAX_ASYNC_THREADS, SOFTMAX_ASYNC_VECS};
+use crate::config::{
+    SOFTMAX_ASYNC_CHUNK, SOFTMAX_ASYNC_SMEM_BYTES, SOFTMAX_ASYNC_THREADS, SOFTMAX_ASYNC_VECS,
+};
 use crate::params::SoftmaxSplitParams;
-use crate::softmax_split::{publish_pair, wait_row};
 use crate::softmax_parts::{stage_async, Slice};
+use crate::softmax_split::{publish_pair, wait_row};
+use simt_std::kernel;
 use simt_std::math::{exp, rcp};
 use simt_std::memory::is_aligned16;
 use simt_std::pipeline::{commit, wait};
@@ -35,7 +38,6 @@ use simt_std::shared::{dynamic_shared, Smem};
 use simt_std::shared_array;
 use simt_std::thread::{block_dim, block_idx, grid_dim, sync_threads, thread_idx};
 use simt_std::warp::{block_max, block_sum};
-use simt_std::kernel;
 
 /// 16-byte vectors per thread of a chunk.
 const V: usize = SOFTMAX_ASYNC_VECS as usize;
@@ -115,7 +117,11 @@ fn chunk_cols(p: &SoftmaxSplitParams, i: usize) -> (usize, usize, usize) {
     let splits = p.splits as usize;
     let (r, j) = (i / splits, i % splits);
     let start = j * SOFTMAX_ASYNC_CHUNK as usize;
-    (r, start, (start + SOFTMAX_ASYNC_CHUNK as usize).min(p.x.cols as usize))
+    (
+        r,
+        start,
+        (start + SOFTMAX_ASYNC_CHUNK as usize).min(p.x.cols as usize),
+    )
 }
 
 /// Issues this thread's copies of item `i`'s chunk into `dst` (none past the last

@@ -40,12 +40,12 @@
 //! took before (in the other split kernels and the online passes) ran at half the
 //! speed (docs/PERFORMANCE.md).
 use crate::config::{
-    SOFTMAX_WIDE_CHUNK, SOFTMAX_WIDE_MIN_BLOCKS, SOFTMAX_WIDE_REG_COLS, SOFTMAX_WIDE_REG_VECS, SOFTMAX_WIDE_SMEM_BYTES,
-    SOFTMAX_WIDE_SMEM_VECS, SOFTMAX_WIDE_THREADS,
+    SOFTMAX_WIDE_CHUNK, SOFTMAX_WIDE_MIN_BLOCKS, SOFTMAX_WIDE_REG_COLS, SOFTMAX_WIDE_REG_VECS,
+    SOFTMAX_WIDE_SMEM_BYTES, SOFTMAX_WIDE_SMEM_VECS, SOFTMAX_WIDE_THREADS,
 };
 use crate::params::SoftmaxSplitParams;
-use crate::softmax_split::{publish_pair, wait_row};
 use crate::softmax_parts::{stage_async, staged_exp_sum, staged_max, staged_store_scaled, Slice};
+use crate::softmax_split::{publish_pair, wait_row};
 use simt_std::kernel;
 use simt_std::math::{exp, rcp};
 use simt_std::memory::{compiler_barrier, is_aligned16};

@@ -99,7 +99,14 @@ fn chunk(p: &SoftmaxSplitParams, i: usize) -> (usize, *const f32, usize, usize, 
     let a = (xr as usize % 16) / 4;
     let start = j * CHUNK;
     let end = (start + CHUNK).min(p.x.cols as usize + a).max(start);
-    (r, xr.wrapping_sub(a), a, start, if j == 0 { a } else { start }, end)
+    (
+        r,
+        xr.wrapping_sub(a),
+        a,
+        start,
+        if j == 0 { a } else { start },
+        end,
+    )
 }
 
 /// The kernel. A write piece loads its chunk before it waits for the row's pairs,
@@ -131,7 +138,8 @@ unsafe fn body(p: SoftmaxSplitParams) {
         if stats {
             // SAFETY: [lo, end) is inside row r, [start, lo) the bytes before it in x's
             // 16-byte aligned allocation (contract); xv is aligned.
-            let mut s = unsafe { Slice::<V>::load_from::<true, false>(xv, start, lo, end, t, T, true) };
+            let mut s =
+                unsafe { Slice::<V>::load_from::<true, false>(xv, start, lo, end, t, T, true) };
             // SAFETY: sc[0..32] and [32..64] are each reduced into once per piece; the
             // set alternates before they are written again.
             let m = unsafe { block_reduce_once(s.max(), sc, max_nan, f32::NEG_INFINITY) };
@@ -145,7 +153,8 @@ unsafe fn body(p: SoftmaxSplitParams) {
             // The chunk again, from L2 (its stats piece read it about a grid of pieces
             // ago), as its last use: evict-first, so L2 keeps the chunks still waiting.
             // SAFETY: as the stats load; x is in global memory.
-            let mut s = unsafe { Slice::<V>::load_from::<true, true>(xv, start, lo, end, t, T, true) };
+            let mut s =
+                unsafe { Slice::<V>::load_from::<true, true>(xv, start, lo, end, t, T, true) };
             // SAFETY: every stats piece of row r sits at an earlier position, held by a
             // resident block that publishes without waiting on this one (the module
             // doc); mm_slot is read again only after another piece's barrier.
@@ -158,7 +167,16 @@ unsafe fn body(p: SoftmaxSplitParams) {
             // Streaming stores: y is not read again here.
             unsafe {
                 let yv = p.y.ptr.add(r * p.y.ld as usize).wrapping_sub(a);
-                s.store_scaled_from::<true, true>(yv, start, lo, end, t, T, is_aligned16(yv), rcp(ss));
+                s.store_scaled_from::<true, true>(
+                    yv,
+                    start,
+                    lo,
+                    end,
+                    t,
+                    T,
+                    is_aligned16(yv),
+                    rcp(ss),
+                );
             }
         }
         set ^= 1;

@@ -20,8 +20,8 @@
 //! product; rounding in the product's loop instead lost 8-13% twice (sessions 14
 //! and 16).
 use crate::params::Tf32CopyParams;
-use simt_std::memory::{is_aligned16, load4_first, store4_first_vec, F32x4};
 use simt_std::convert::tf32_rne_bits;
+use simt_std::memory::{is_aligned16, load4_first, store4_first_vec, F32x4};
 use simt_std::thread::{block_idx, sync_threads, thread_idx};
 use simt_std::{kernel, shared_array, unroll};
 

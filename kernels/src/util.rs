@@ -32,7 +32,13 @@ kernel! {
 /// `y` is valid for writes at those places; `f` is safe to call with every dense
 /// index below `rows · cols`.
 #[inline(always)]
-pub(crate) unsafe fn map_strided<T>(y: *mut T, rows: u32, cols: u32, ld: u32, f: impl Fn(usize) -> T) {
+pub(crate) unsafe fn map_strided<T>(
+    y: *mut T,
+    rows: u32,
+    cols: u32,
+    ld: u32,
+    f: impl Fn(usize) -> T,
+) {
     let n = rows as usize * cols as usize;
     let mut i = global_index_x();
     while i < n {

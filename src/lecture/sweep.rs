@@ -407,7 +407,9 @@ pub fn plot_all(
 ) -> std::result::Result<Vec<String>, String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let mut files = Vec::new();
-    let mut by_op: BTreeMap<&str, BTreeMap<String, Vec<(f64, f64)>>> = BTreeMap::new();
+    // Per op, per variant: its (size, ms) points.
+    type ByVariant = BTreeMap<String, Vec<(f64, f64)>>;
+    let mut by_op: BTreeMap<&str, ByVariant> = BTreeMap::new();
     // Other-precision peers ("[tf32] ...") stay in the CSV and tables; plotted next to
     // FP32 kernels they only flatten the comparison.
     // The matmul lines are the squares; the other shapes get a bar plot of their own.

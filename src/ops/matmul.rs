@@ -1337,9 +1337,7 @@ pub fn wide_fits(gpu: &Gpu, s: Shape) -> bool {
     let tiles = stage4_tiles(s);
     // (no tiles: an empty product)
     let waves = tiles.div_ceil(2 * sms).max(1);
-    s.k >= WIDE_MIN_K
-        && wide_rows_fit(s)
-        && tiles > (waves - 1) * 2 * sms + sms
+    s.k >= WIDE_MIN_K && wide_rows_fit(s) && tiles > (waves - 1) * 2 * sms + sms
 }
 
 /// The shortest K at which the heuristic takes stage 4ws ([`wide_tail_fits`]).

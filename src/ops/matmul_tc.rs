@@ -343,7 +343,7 @@ fn grid(op: &'static str, m: u32, n: u32) -> Result<simt::Dim3> {
 /// Whether a view's rows all start 16-byte aligned (what stage 6's copies need).
 fn rows_aligned<T: DeviceCopy>(v: &MatrixRef<'_, T>) -> bool {
     let eb = std::mem::size_of::<T>();
-    v.ptr() as usize % 16 == 0 && (v.ld() * eb) % 16 == 0
+    (v.ptr() as usize).is_multiple_of(16) && (v.ld() * eb).is_multiple_of(16)
 }
 
 /// `C = epilogue(A·B)` on tensor cores with 16-bit inputs (`T` = [`bf16`] or
@@ -909,7 +909,10 @@ pub fn tc_key(gpu: &Gpu, s: TcShape) -> crate::tune::Key {
         .dim("n", s.n as usize)
         .dim("k", s.k as usize)
         .flag("aligned", s.aligned)
-        .flag("ragged", s.m % TC_BM != 0 || s.n % TC_BN != 0)
+        .flag(
+            "ragged",
+            !s.m.is_multiple_of(TC_BM) || !s.n.is_multiple_of(TC_BN),
+        )
 }
 
 /// The stages that run a product on this device: stage 5 always (16-bit inputs, f32
@@ -996,9 +999,9 @@ fn c_map<O: TcOutput>(
     // Rows of whole 16-byte chunks too: a TMA store writes the chunk that holds the
     // last column entirely (simt_std::tma::store_2d), which would touch the padding.
     let eb = O::TYPE.bytes() as usize;
-    let aligned = c.as_ref().ptr() as usize % 16 == 0
-        && (c.rows() == 1 || (c.ld() * eb) % 16 == 0)
-        && (c.cols() * eb) % 16 == 0;
+    let aligned = (c.as_ref().ptr() as usize).is_multiple_of(16)
+        && (c.rows() == 1 || (c.ld() * eb).is_multiple_of(16))
+        && (c.cols() * eb).is_multiple_of(16);
     if stage != TcKernel::WgmmaCluster || !aligned {
         return Ok(None);
     }

@@ -80,7 +80,9 @@ pub const STREAM_MAX_ROWS: usize = 128;
 /// Whether [`RowSumKernel::Tiny`] takes `x`: 1 to 3 columns, contiguous rows, the
 /// matrix 16-byte aligned.
 pub fn tiny_takes(x: &MatrixRef<'_, f32>) -> bool {
-    (1..=3).contains(&x.cols()) && x.layout().ld == x.cols() && x.ptr() as usize % 16 == 0
+    (1..=3).contains(&x.cols())
+        && x.layout().ld == x.cols()
+        && (x.ptr() as usize).is_multiple_of(16)
 }
 
 /// Inputs (bytes read) up to which the row-sum kernels that read on the read-only
@@ -109,7 +111,7 @@ pub const WIDE_MIN_COLS: usize = 4 * WARP_SIZE as usize + 1;
 /// columns, each starting 16-byte aligned.
 pub fn wide_takes(x: &MatrixRef<'_, f32>) -> bool {
     x.cols() <= WARP_ROW_MAX_COLS as usize
-        && x.ptr() as usize % 16 == 0
+        && (x.ptr() as usize).is_multiple_of(16)
         && x.layout().ld.is_multiple_of(4)
 }
 
@@ -133,7 +135,7 @@ pub fn auto_kernel(rows: usize, cols: usize) -> RowSumKernel {
 /// columns where [`wide_takes`] it).
 pub fn auto_kernel_for(x: &MatrixRef<'_, f32>, out: &Buffer<f32>) -> RowSumKernel {
     let (rows, cols) = (x.rows(), x.cols());
-    if rows >= 1 << 16 && tiny_takes(x) && out.ptr() as usize % 16 == 0 {
+    if rows >= 1 << 16 && tiny_takes(x) && (out.ptr() as usize).is_multiple_of(16) {
         RowSumKernel::Tiny
     } else if cols >= WIDE_MIN_COLS
         && auto_kernel(rows, cols) == RowSumKernel::Warp
@@ -211,7 +213,7 @@ pub fn row_sum_with(
         };
     }
     if kernel == RowSumKernel::Tiny {
-        if !tiny_takes(&x) || out.ptr_mut() as usize % 16 != 0 {
+        if !tiny_takes(&x) || !(out.ptr_mut() as usize).is_multiple_of(16) {
             return Err(SimtError::Shape {
                 op,
                 detail: format!(

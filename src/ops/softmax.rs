@@ -153,7 +153,7 @@ pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Re
 /// Whether [`SoftmaxKernel::Bulk`] takes rows of `cols` columns here: rows 16-byte
 /// aligned, a multiple of 4 columns, the sm_90a module, at most [`bulk_max_cols`].
 fn bulk_takes(gpu: &Gpu, cols: usize, aligned: bool) -> Result<bool> {
-    Ok(aligned && cols % 4 == 0 && has_clusters(gpu) && cols <= bulk_max_cols(gpu)?)
+    Ok(aligned && cols.is_multiple_of(4) && has_clusters(gpu) && cols <= bulk_max_cols(gpu)?)
 }
 
 /// How many blocks of [`SoftmaxKernel::Bulk`] the device holds at once (one per SM
@@ -478,7 +478,7 @@ pub fn softmax_with(
     }
     ptx::load(gpu)?;
     let n = cols as usize;
-    let aligned = x.ptr() as usize % 16 == 0 && ld_x % 4 == 0;
+    let aligned = (x.ptr() as usize).is_multiple_of(16) && ld_x % 4 == 0;
     let requested = kernel;
     let kernel = match kernel {
         SoftmaxKernel::Auto => {
@@ -492,7 +492,7 @@ pub fn softmax_with(
                 let key = auto_key(gpu, rows as usize, n, aligned);
                 let valid =
                     |k| k != SoftmaxKernel::Auto && takes(gpu, k, n, aligned).unwrap_or(false);
-                let in_place = x.ptr() as usize == y.ptr_mut() as usize;
+                let in_place = std::ptr::eq(x.ptr(), y.ptr_mut());
                 // The candidates (and their residency queries) only when tuning.
                 if in_place || crate::tune::mode(gpu) != crate::tune::Mode::Tune {
                     crate::tune::lookup(gpu, &key, h, valid)
@@ -725,7 +725,7 @@ pub fn softmax_with(
                     gpu.props().sm()
                 )));
             }
-            if !aligned || n % 4 != 0 {
+            if !aligned || !n.is_multiple_of(4) {
                 return Err(SimtError::Shape {
                     op,
                     detail: format!("SoftmaxKernel::Bulk copies rows as 16-byte units: x needs a 16-byte aligned start, a row stride that is a multiple of 4 and a multiple of 4 columns (rows of {n}); use SoftmaxKernel::Auto"),

@@ -55,7 +55,7 @@ pub unsafe fn atomic_add_acq_rel_u32(p: *mut u32, v: u32) -> u32 {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        assert!(p as usize % 4 == 0, "misaligned atomic at {p:p}");
+        assert!((p as usize).is_multiple_of(4), "misaligned atomic at {p:p}");
         // SAFETY: caller guarantees validity, alignment and atomic-only access.
         unsafe { std::sync::atomic::AtomicU32::from_ptr(p) }
             .fetch_add(v, std::sync::atomic::Ordering::AcqRel)
@@ -76,7 +76,7 @@ pub unsafe fn atomic_store_relaxed_u32(p: *mut u32, v: u32) {
     };
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        assert!(p as usize % 4 == 0, "misaligned atomic at {p:p}");
+        assert!((p as usize).is_multiple_of(4), "misaligned atomic at {p:p}");
         // SAFETY: caller's contract.
         unsafe { std::sync::atomic::AtomicU32::from_ptr(p) }
             .store(v, std::sync::atomic::Ordering::Relaxed)

@@ -143,6 +143,7 @@ pub unsafe fn map<T>(p: Smem<T>, rank: u32) -> Remote<T> {
 impl<T> Remote<T> {
     /// The element `n` places further (no bounds check).
     #[inline(always)]
+    #[allow(clippy::should_implement_trait)] // an offset in elements, as `<*const T>::add`
     pub fn add(self, n: usize) -> Self {
         #[cfg(target_arch = "nvptx64")]
         {

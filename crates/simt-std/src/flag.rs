@@ -46,7 +46,10 @@ pub unsafe fn publish(flag: *mut u32, value: u32) {
     };
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        assert!(flag as usize % 4 == 0, "misaligned flag at {flag:p}");
+        assert!(
+            (flag as usize).is_multiple_of(4),
+            "misaligned flag at {flag:p}"
+        );
         // SAFETY: caller's contract: valid, aligned, accessed atomically by others.
         unsafe { std::sync::atomic::AtomicU32::from_ptr(flag) }
             .store(value, std::sync::atomic::Ordering::Release);
@@ -76,7 +79,10 @@ pub unsafe fn wait_eq(flag: *const u32, value: u32) {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        assert!(flag as usize % 4 == 0, "misaligned flag at {flag:p}");
+        assert!(
+            (flag as usize).is_multiple_of(4),
+            "misaligned flag at {flag:p}"
+        );
         // SAFETY: caller's contract.
         let a = unsafe { std::sync::atomic::AtomicU32::from_ptr(flag as *mut u32) };
         if a.load(std::sync::atomic::Ordering::Acquire) != value {
@@ -118,7 +124,7 @@ pub unsafe fn publish_pair(p: *mut u64, a: f32, b: f32, epoch: u32) {
     };
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        assert!(p as usize % 16 == 0, "misaligned pair at {p:p}");
+        assert!((p as usize).is_multiple_of(16), "misaligned pair at {p:p}");
         // The emulator writes each word's value half, then its epoch half (release),
         // as 32-bit atomics: a reader that acquires the epoch half first
         // ([`load_pair`]) then sees the value, as one 64-bit access would give it,
@@ -155,7 +161,7 @@ pub unsafe fn load_pair(p: *const u64) -> [u64; 2] {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        assert!(p as usize % 16 == 0, "misaligned pair at {p:p}");
+        assert!((p as usize).is_multiple_of(16), "misaligned pair at {p:p}");
         // Each word's epoch half first (acquire), then its value half (see
         // [`publish_pair`]'s emulator path).
         let w = p as *mut u32;

@@ -144,6 +144,7 @@ pub fn tanh(x: f32) -> f32 {
 /// Numerical Recipes' Chebyshev fit `erfcc` (fractional error 1.2e-7 in exact
 /// arithmetic; f32 evaluation adds about as much again).
 #[inline(always)]
+#[allow(clippy::excessive_precision)] // the coefficients as Numerical Recipes prints them
 pub fn erf(x: f32) -> f32 {
     let z = abs(x);
     let t = rcp(1.0 + 0.5 * z);

@@ -201,7 +201,7 @@ pub unsafe fn store2(p: *mut f32, x: f32, y: f32) {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         assert!(
-            p as usize % 8 == 0,
+            (p as usize).is_multiple_of(8),
             "misaligned 8-byte vector store at {p:p}"
         );
         // SAFETY: caller guarantees validity and alignment.
@@ -225,7 +225,10 @@ pub unsafe fn store_u32(p: *mut u32, v: u32) {
     };
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        assert!(p as usize % 4 == 0, "misaligned 4-byte store at {p:p}");
+        assert!(
+            (p as usize).is_multiple_of(4),
+            "misaligned 4-byte store at {p:p}"
+        );
         // SAFETY: caller guarantees validity and alignment.
         unsafe { p.write(v) }
     }

@@ -102,6 +102,7 @@ impl<T> Smem<T> {
     }
     /// The element `n` places further (no bounds check: see the soundness rules).
     #[inline(always)]
+    #[allow(clippy::should_implement_trait)] // an offset in elements, as `<*const T>::add`
     pub fn add(self, n: usize) -> Self {
         #[cfg(target_arch = "nvptx64")]
         {
@@ -158,7 +159,7 @@ impl Smem<u32> {
         // SAFETY: caller's contract.
         unsafe {
             assert!(
-                self.ptr as usize % 4 == 0,
+                (self.ptr as usize).is_multiple_of(4),
                 "Smem::<u32>::write at {:p}, which is not 4-byte aligned",
                 self.ptr
             );
@@ -221,7 +222,7 @@ impl Smem<f32> {
         // SAFETY: caller's contract.
         unsafe {
             assert!(
-                self.ptr as usize % 8 == 0,
+                (self.ptr as usize).is_multiple_of(8),
                 "Smem::store2 at {:p}, which is not 8-byte aligned",
                 self.ptr
             );

@@ -130,7 +130,13 @@ pub unsafe fn load_2d<T>(dst: Smem<T>, map: *const TensorMap, x: i32, y: i32, ba
 /// positive multiple of 16; `bar` is an initialised barrier whose phase announced
 /// these bytes ([`crate::mbarrier::arrive_expect_tx`]).
 #[inline(always)]
-pub unsafe fn bulk_load<T>(dst: Smem<T>, src: *const T, bytes: u32, bar: Smem<u64>, evict_first: bool) {
+pub unsafe fn bulk_load<T>(
+    dst: Smem<T>,
+    src: *const T,
+    bytes: u32,
+    bar: Smem<u64>,
+    evict_first: bool,
+) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: caller's contract.
     unsafe {
@@ -152,7 +158,12 @@ pub unsafe fn bulk_load<T>(dst: Smem<T>, src: *const T, bytes: u32, bar: Smem<u6
     #[cfg(not(target_arch = "nvptx64"))]
     {
         let _ = evict_first;
-        crate::emu::env().bulk_load(dst.ptr() as *mut u8, src as *const u8, bytes as usize, bar.ptr() as *mut u8);
+        crate::emu::env().bulk_load(
+            dst.ptr() as *mut u8,
+            src as *const u8,
+            bytes as usize,
+            bar.ptr() as *mut u8,
+        );
     }
 }
 

@@ -151,6 +151,9 @@ pub const fn acc_coords(t: u32, i: u32) -> (u32, u32) {
 /// registers within the new budget (ptxas plans for it).
 #[inline(always)]
 pub unsafe fn set_max_registers<const REGS: u32, const INC: bool>() {
+    // `%`, not `is_multiple_of` (Rust 1.87): this is device code, built by whichever
+    // device toolchain `scripts/setup.sh` found.
+    #[allow(clippy::manual_is_multiple_of)]
     const {
         assert!(
             REGS % 8 == 0 && REGS >= 24 && REGS <= 256,

@@ -11,26 +11,51 @@ pub mod ptx {
 /// `y = gelu(x + bias)` row-wise, for contiguous `rows x cols` views; `bias` holds
 /// `cols` floats. Checks devices and shapes, then launches [`k::bias_gelu`] with its own
 /// block (from its `#[launch]` contract).
-pub fn bias_gelu(gpu: &Gpu, x: MatrixRef<'_, f32>, bias: &Buffer<f32>, mut y: MatrixMut<'_, f32>) -> Result<()> {
+pub fn bias_gelu(
+    gpu: &Gpu,
+    x: MatrixRef<'_, f32>,
+    bias: &Buffer<f32>,
+    mut y: MatrixMut<'_, f32>,
+) -> Result<()> {
     let op = "bias_gelu";
     gpu.check(op, "x", x.buffer())?;
     gpu.check(op, "bias", bias)?;
     gpu.check(op, "y", y.buffer())?;
     if (x.rows(), x.cols()) != (y.rows(), y.cols()) || bias.len() != x.cols() {
-        return Err(SimtError::Shape { op, detail: format!("x {}x{}, y {}x{}, bias {}", x.rows(), x.cols(), y.rows(), y.cols(), bias.len()) });
+        return Err(SimtError::Shape {
+            op,
+            detail: format!(
+                "x {}x{}, y {}x{}, bias {}",
+                x.rows(),
+                x.cols(),
+                y.rows(),
+                y.cols(),
+                bias.len()
+            ),
+        });
     }
     if !x.layout().is_contiguous() || !y.layout().is_contiguous() {
-        return Err(SimtError::Shape { op, detail: "contiguous rows only (ld = cols)".into() });
+        return Err(SimtError::Shape {
+            op,
+            detail: "contiguous rows only (ld = cols)".into(),
+        });
     }
     let n = x.rows() * x.cols();
     if n == 0 {
         return Ok(());
     }
-    let too_big = |_| SimtError::TooLarge { op, detail: format!("{n} elements; this kernel indexes rows and cols in 32 bits") };
-    let (rows, cols) = (u32::try_from(x.rows()).map_err(too_big)?, u32::try_from(x.cols()).map_err(too_big)?);
+    let too_big = |_| SimtError::TooLarge {
+        op,
+        detail: format!("{n} elements; this kernel indexes rows and cols in 32 bits"),
+    };
+    let (rows, cols) = (
+        u32::try_from(x.rows()).map_err(too_big)?,
+        u32::try_from(x.cols()).map_err(too_big)?,
+    );
     gpu.load(&ptx::MODULE)?;
     // At most 4 blocks per SM's worth of threads; the kernel's grid-stride loop does the rest.
-    let cfg = LaunchConfig::linear::<k::bias_gelu>(n.min(4 * 2048 * gpu.props().sms.max(1) as usize))?;
+    let cfg =
+        LaunchConfig::linear::<k::bias_gelu>(n.min(4 * 2048 * gpu.props().sms.max(1) as usize))?;
     // SAFETY: x and y hold rows·cols floats and bias cols floats, all on this Gpu (checked).
     unsafe { gpu.launch::<k::bias_gelu>(cfg, (x.ptr(), bias.ptr(), y.ptr_mut(), rows, cols)) }
 }

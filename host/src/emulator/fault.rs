@@ -339,6 +339,10 @@ mod imp {
         // Not ours: the previous handler, or the default action (the faulting
         // instruction runs again and the process ends as it would have).
         // SAFETY: written once by `install` before this handler was installed.
+        // Through a raw pointer: a plain `OLD_BUS.assume_init_ref()` would borrow the
+        // `static mut` itself (the `static_mut_refs` lint), which clippy's
+        // `deref_addrof` would otherwise suggest.
+        #[allow(clippy::deref_addrof)]
         let old = unsafe {
             if sig == libc::SIGBUS {
                 (*(&raw const OLD_BUS)).assume_init_ref()

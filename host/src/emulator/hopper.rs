@@ -243,7 +243,7 @@ impl Ctx {
     fn bar_key(&self, bar: *mut u8, what: &str) -> usize {
         let a = bar as usize;
         assert!(
-            a % 8 == 0 && mem(self).contains(a, 8),
+            a.is_multiple_of(8) && mem(self).contains(a, 8),
             "{what}: the mbarrier at {a:#x} is not 8-byte aligned shared memory of this block"
         );
         a
@@ -347,7 +347,7 @@ impl Ctx {
         };
         let need = if b.swizzled { 1024 } else { 128 };
         assert!(
-            b.wa % need == 0,
+            b.wa.is_multiple_of(need),
             "{what}: shared memory at window address {:#x} is not {need}-byte aligned{}",
             b.wa,
             if b.swizzled {
@@ -371,16 +371,16 @@ impl Ctx {
     pub(crate) fn bulk_load_impl(&self, dst: *mut u8, src: *const u8, bytes: usize, bar: *mut u8) {
         let what = "cp.async.bulk (1-D load)";
         assert!(
-            bytes > 0 && bytes % 16 == 0 && bytes < 1 << 32,
+            bytes > 0 && bytes.is_multiple_of(16) && bytes < 1 << 32,
             "{what} of {bytes} bytes: the size must be a positive multiple of 16"
         );
         assert!(
-            src as usize % 16 == 0,
+            (src as usize).is_multiple_of(16),
             "{what} from global address {src:p}, which is not 16-byte aligned"
         );
         let wa = self.window_addr(dst);
         assert!(
-            wa % 16 == 0,
+            wa.is_multiple_of(16),
             "{what} into shared window address {wa:#x}, which is not 16-byte aligned"
         );
         let d = self.window_ptr(wa, bytes).unwrap_or_else(|| {
@@ -462,7 +462,8 @@ impl Ctx {
                 );
             }
             let remote = (r != self.rank).then_some(self.rank);
-            to.hopper.queue_copy(k, d, image.clone(), None, remote, what);
+            to.hopper
+                .queue_copy(k, d, image.clone(), None, remote, what);
         }
     }
 }

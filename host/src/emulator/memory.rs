@@ -39,9 +39,13 @@ pub(crate) enum State {
     Done,
 }
 
+/// A block's static shared arrays: each array's key (its declaration's address),
+/// its size in bytes and its storage.
+type Statics = RefCell<Vec<(usize, usize, Box<[u128]>)>>;
+
 /// A block's shared memory.
 pub(crate) struct BlockMem {
-    statics: RefCell<Vec<(usize, usize, Box<[u128]>)>>,
+    statics: Statics,
     /// 128-byte aligned, as the device's (`simt_std::shared::dynamic_shared`).
     dynamic: Box<[Line]>,
     dynamic_bytes: usize,

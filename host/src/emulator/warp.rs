@@ -215,6 +215,8 @@ fn mma(lanes: &[State]) -> Result<Vec<[u32; 4]>, String> {
         .collect())
 }
 
+// Matrix `i`, row `r` comes from lane `8i + r`: the indices are the hardware's.
+#[allow(clippy::needless_range_loop)]
 fn ldmatrix(lanes: &[State], mem: &BlockMem) -> Result<Vec<[u32; 4]>, String> {
     let State::Warp(WarpMatrixOp::Ldmatrix { num, trans, .. }) = lanes[0] else {
         unreachable!()

@@ -1,5 +1,9 @@
 //! A user's kernels crate: one kernel, written against simt-std only.
-#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    no_std,
+    feature(abi_ptx, asm_experimental_arch)
+)]
 
 use simt_std::kernel;
 use simt_std::math::{exp2, fma, rcp, LOG2_E};
