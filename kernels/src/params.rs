@@ -203,6 +203,27 @@ impl OutType {
 // SAFETY: as `Epilogue`'s.
 unsafe impl KernelParam for OutType {}
 
+impl MatRef {
+    /// An empty view at a null pointer: the arguments of an occupancy query, which
+    /// reads only a kernel's block and shared memory, never its arguments.
+    pub const EMPTY: MatRef = MatRef {
+        ptr: core::ptr::null(),
+        rows: 0,
+        cols: 0,
+        ld: 0,
+    };
+}
+
+impl MatMut {
+    /// As [`MatRef::EMPTY`].
+    pub const EMPTY: MatMut = MatMut {
+        ptr: core::ptr::null_mut(),
+        rows: 0,
+        cols: 0,
+        ld: 0,
+    };
+}
+
 impl MatmulParams {
     /// The fields as the kernels' loops use them:
     /// `(a, b, c, m, n, k, lda, ldb, ldc, relu)`, `relu` 1 for [`Epilogue::Relu`].

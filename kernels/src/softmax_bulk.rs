@@ -185,6 +185,17 @@ impl Walk {
     }
 }
 
+/// What every role of a block starts from: the launch's parameters, the block's
+/// shared memory and its chunks (`mine` of them: `b, b + g, …`).
+#[derive(Clone, Copy)]
+struct Block<'a> {
+    p: &'a SoftmaxBulkParams,
+    sh: Shared,
+    mine: u32,
+    b: usize,
+    g: usize,
+}
+
 kernel! {
     /// Softmax of long rows: chunks of [`SOFTMAX_BULK_CHUNK`] columns copied into a
     /// shared-memory ring by bulk copies, reduced, exchanged and written by
@@ -240,21 +251,28 @@ kernel! {
         // This block's chunks: b < n (the grid is at most n blocks).
         let mine = (n - b).div_ceil(g) as u32;
         let (w, lane) = (t / 32, lane_id());
+        let k = Block {
+            p: &p,
+            sh,
+            mine,
+            b,
+            g,
+        };
         // SAFETY (each role): the contract; every role walks the block's chunks in
         // order and meets the others only at the barriers initialised above.
         unsafe {
             if w < NS {
-                stats(&p, sh, mine, b, g, w, lane);
+                stats(k, w, lane);
             } else if w < NS + NW {
-                write(&p, sh, mine, b, g, w - NS, lane);
+                write(k, w - NS, lane);
             } else if w == PUBLISHER {
-                publisher(&p, sh, mine, b, g, lane);
+                publisher(k, lane);
             } else if w == PRODUCER {
                 if lane == 0 {
-                    producer(&p, sh, mine, b, g);
+                    producer(k);
                 }
             } else {
-                resolver(&p, sh, mine, b, g, lane);
+                resolver(k, lane);
             }
         }
     }
@@ -266,15 +284,8 @@ kernel! {
 /// # Safety
 /// The kernel's contract; called by the whole warp.
 #[inline(always)]
-unsafe fn stats(
-    p: &SoftmaxBulkParams,
-    sh: Shared,
-    mine: u32,
-    b: usize,
-    g: usize,
-    w: u32,
-    lane: u32,
-) {
+unsafe fn stats(k: Block, w: u32, lane: u32) {
+    let Block { p, sh, mine, b, g } = k;
     let first = 4 * (w as usize * 32 * VS + lane as usize);
     let mut walk = Walk::new(p, b, g);
     let mut j = 0;
@@ -343,7 +354,8 @@ unsafe fn stats(
 /// # Safety
 /// The kernel's contract; called by the whole warp.
 #[inline(always)]
-unsafe fn publisher(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: usize, lane: u32) {
+unsafe fn publisher(k: Block, lane: u32) {
+    let Block { p, sh, mine, b, g } = k;
     let mut j = 0;
     while j < mine {
         let s = j % ST;
@@ -378,7 +390,8 @@ unsafe fn publisher(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: u
 /// # Safety
 /// The kernel's contract.
 #[inline(always)]
-unsafe fn producer(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: usize) {
+unsafe fn producer(k: Block) {
+    let Block { p, sh, mine, b, g } = k;
     let mut walk = Walk::new(p, b, g);
     let mut j = 0;
     while j < mine {
@@ -416,7 +429,8 @@ unsafe fn producer(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: us
 /// # Safety
 /// The kernel's contract; called by the whole warp.
 #[inline(always)]
-unsafe fn resolver(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: usize, lane: u32) {
+unsafe fn resolver(k: Block, lane: u32) {
+    let Block { p, sh, mine, b, g } = k;
     let splits = p.splits as usize;
     // The last row resolved and its (M, 1/S): a block's consecutive chunks share a
     // row when rows are longer than the grid's chunks (splits > grid).
@@ -487,15 +501,8 @@ unsafe fn resolver(p: &SoftmaxBulkParams, sh: Shared, mine: u32, b: usize, g: us
 /// # Safety
 /// The kernel's contract; called by the whole warp.
 #[inline(always)]
-unsafe fn write(
-    p: &SoftmaxBulkParams,
-    sh: Shared,
-    mine: u32,
-    b: usize,
-    g: usize,
-    w: u32,
-    lane: u32,
-) {
+unsafe fn write(k: Block, w: u32, lane: u32) {
+    let Block { p, sh, mine, b, g } = k;
     let first = 4 * (w as usize * 32 * VW + lane as usize);
     let vec = is_aligned16(p.y.ptr) && p.y.ld % 4 == 0;
     let mut walk = Walk::new(p, b, g);

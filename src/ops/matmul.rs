@@ -652,24 +652,9 @@ pub fn cluster_resident_blocks(gpu: &Gpu, config: usize) -> Result<u32> {
     // not depend on the arguments.
     let null = MatmulSplitParams {
         mm: MatmulParams {
-            a: MatRef {
-                ptr: std::ptr::null(),
-                rows: 0,
-                cols: 0,
-                ld: 0,
-            },
-            b: MatRef {
-                ptr: std::ptr::null(),
-                rows: 0,
-                cols: 0,
-                ld: 0,
-            },
-            c: MatMut {
-                ptr: std::ptr::null_mut(),
-                rows: 0,
-                cols: 0,
-                ld: 0,
-            },
+            a: MatRef::EMPTY,
+            b: MatRef::EMPTY,
+            c: MatMut::EMPTY,
             epilogue: Epilogue::None,
         },
         k_chunk: 0,

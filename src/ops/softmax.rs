@@ -160,7 +160,7 @@ fn bulk_takes(gpu: &Gpu, cols: usize, aligned: bool) -> Result<bool> {
 /// on an H100 or H200): its grid.
 pub fn bulk_blocks(gpu: &Gpu) -> Result<u32> {
     ptx::load(gpu)?;
-    let (x, y) = null_views();
+    let (x, y) = (MatRef::EMPTY, MatMut::EMPTY);
     let p = SoftmaxBulkParams {
         x,
         y,
@@ -233,30 +233,11 @@ fn split_capacity(gpu: &Gpu) -> Result<u32> {
     resident_blocks::<ks::softmax_split>(gpu)
 }
 
-/// Empty views, for occupancy queries: the persistent kernels' shared memory does not
-/// depend on their arguments.
-fn null_views() -> (MatRef, MatMut) {
-    (
-        MatRef {
-            ptr: std::ptr::null(),
-            rows: 0,
-            cols: 0,
-            ld: 0,
-        },
-        MatMut {
-            ptr: std::ptr::null_mut(),
-            rows: 0,
-            cols: 0,
-            ld: 0,
-        },
-    )
-}
-
 /// How many blocks of a split kernel the device holds at once (the cooperative
 /// launch's limit). The kernels' shared memory does not depend on their arguments:
 /// empty ones will do.
 fn resident_blocks<K: Kernel<Args = (SoftmaxSplitParams,)>>(gpu: &Gpu) -> Result<u32> {
-    let (x, y) = null_views();
+    let (x, y) = (MatRef::EMPTY, MatMut::EMPTY);
     let p = SoftmaxSplitParams {
         x,
         y,
