@@ -11,11 +11,13 @@ echo "== clocks before: $(clk)"; echo "commit $(cat COMMIT)"
 for t in softmax row_sum gelu hopper; do timeout 150 tests/$t --test-threads=4 2>&1 | grep -E "test result|FAILED|panicked" ; done
 SIMT_PROPTEST_CASES=${CASES:-2000} timeout 150 tests/properties softmax row_sum 2>&1 | grep -E "test result|FAILED|panicked|cases" | head -8
 echo "== clocks: $(clk)"
+rm -rf results/r[0-9]*; rounds=""
 for r in $(seq 1 "${ROUNDS:-1}"); do
   echo "== peers, round $r"; PYTHONUNBUFFERED=1 timeout 300 python3 peers/peers.py --ops gelu,softmax,row_sum --out results/peers-r$r.csv 2>&1 | grep -v "done (" | tail -8
   echo "== sweep, round $r"; timeout 200 bin/benchmarking --sweep --ops gelu,softmax,row_sum --peers results/peers-r$r.csv --out results/r$r 2>&1 | grep -E "softmax|row_sum|gelu|copy" | head -60
+  rounds="$rounds results/r$r"
 done
-echo "== issue 12's targets"; python3 memory_targets.py results/r*
+echo "== issue 12's targets"; [ -n "$rounds" ] && python3 memory_targets.py $rounds
 echo "== clocks after: $(clk)"
 for s in 256x65536 64x262144 8x1048576 1x100000; do timeout 60 bin/softmax $s 2>&1 | grep -E "picks|ms" ; done
 echo "== sanitizer"

@@ -463,7 +463,8 @@ fn stream_order_is_a_permutation_and_writes_follow_their_rows() {
                 *slot = pos;
                 kinds[pos % grid].push(s);
             }
-            for (i, &w) in write_at.iter().enumerate().take(n) {
+            assert_eq!(write_at.len(), n);
+            for (i, &w) in write_at.iter().enumerate() {
                 let row = i / splits * splits..(i / splits + 1) * splits;
                 let last_stats = row.map(|k| stats_at[k]).max().unwrap();
                 assert!(

@@ -338,18 +338,15 @@ mod imp {
         }
         // Not ours: the previous handler, or the default action (the faulting
         // instruction runs again and the process ends as it would have).
-        // SAFETY: written once by `install` before this handler was installed.
-        // Through a raw pointer: a plain `OLD_BUS.assume_init_ref()` would borrow the
-        // `static mut` itself (the `static_mut_refs` lint), which clippy's
-        // `deref_addrof` would otherwise suggest.
-        #[allow(clippy::deref_addrof)]
-        let old = unsafe {
-            if sig == libc::SIGBUS {
-                (*(&raw const OLD_BUS)).assume_init_ref()
-            } else {
-                (*(&raw const OLD_SEGV)).assume_init_ref()
-            }
+        // Through a raw pointer: a reference to the `static mut` itself is the
+        // `static_mut_refs` lint.
+        let old = if sig == libc::SIGBUS {
+            &raw const OLD_BUS
+        } else {
+            &raw const OLD_SEGV
         };
+        // SAFETY: written once by `install` before this handler was installed.
+        let old = unsafe { (*old).assume_init_ref() };
         let act = old.sa_sigaction;
         if act == libc::SIG_DFL || act == libc::SIG_IGN {
             // SAFETY: restoring the previous disposition of this signal: a fault runs its
