@@ -11,6 +11,7 @@
 // the R sums). `softmax_row_4k` is ROWS(256, 4, 1).
 //
 // Build and run on the GPU machine: nvcc -O3 -arch=sm_90a -o softmax_rows softmax_rows.cu && ./softmax_rows
+// (`./softmax_rows 5 barriers`: ours against the one-barrier kernel only, five rounds.)
 #include <cstdio>
 #include <cstdint>
 #include <cmath>
@@ -81,6 +82,53 @@ __global__ void __launch_bounds__(T) rows(const float4* __restrict__ x, float4* 
                 y[(size_t)(r0 + r) * cols4 + c] = make_float4(ex2(fmaf(q.x, LOG2E, -m[r])) * s[r], ex2(fmaf(q.y, LOG2E, -m[r])) * s[r],
                                                               ex2(fmaf(q.z, LOG2E, -m[r])) * s[r], ex2(fmaf(q.w, LOG2E, -m[r])) * s[r]);
             }
+        }
+    }
+}
+
+// ROWS with one barrier: each warp reduces its slice to (m_w, Σ exp(x - m_w)) with
+// shuffles, the block exchanges the W pairs once, every thread combines them
+// (M = max m_w, S = Σ s_w·exp(m_w - M)), as the online softmax combines chunks.
+template <int T, int V>
+__global__ void __launch_bounds__(T) rows1b(const float4* __restrict__ x, float4* __restrict__ y, int nrows, int cols4) {
+    constexpr int W = T / 32;
+    __shared__ float2 pw[W];
+    const int t = threadIdx.x, lane = t & 31, w = t >> 5, r = blockIdx.x;
+    float4 v[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        int c = t + T * k;
+        v[k] = c < cols4 ? x[(size_t)r * cols4 + c] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+    }
+    float a = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < V; k++) a = fmaxf(a, fmaxf(fmaxf(v[k].x, v[k].y), fmaxf(v[k].z, v[k].w)));
+#pragma unroll
+    for (int o = 16; o; o >>= 1) a = fmaxf(a, __shfl_xor_sync(~0u, a, o));
+    const float ml = a * LOG2E;
+    float b = 0.f;
+#pragma unroll
+    for (int k = 0; k < V; k++)
+        b += ex2(fmaf(v[k].x, LOG2E, -ml)) + ex2(fmaf(v[k].y, LOG2E, -ml)) + ex2(fmaf(v[k].z, LOG2E, -ml)) + ex2(fmaf(v[k].w, LOG2E, -ml));
+#pragma unroll
+    for (int o = 16; o; o >>= 1) b += __shfl_xor_sync(~0u, b, o);
+    if (lane == 0) pw[w] = make_float2(a, b);
+    __syncthreads();
+    float M = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < W; i++) M = fmaxf(M, pw[i].x);
+    const float Ml = M * LOG2E;
+    float S = 0.f;
+#pragma unroll
+    for (int i = 0; i < W; i++) S += pw[i].y * ex2(fmaf(pw[i].x, LOG2E, -Ml));
+    const float inv = rcpf(S);
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        int c = t + T * k;
+        if (c < cols4) {
+            float4 q = v[k];
+            y[(size_t)r * cols4 + c] = make_float4(ex2(fmaf(q.x, LOG2E, -Ml)) * inv, ex2(fmaf(q.y, LOG2E, -Ml)) * inv,
+                                                   ex2(fmaf(q.z, LOG2E, -Ml)) * inv, ex2(fmaf(q.w, LOG2E, -Ml)) * inv);
         }
     }
 }
@@ -176,8 +224,16 @@ int main(int argc, char** argv) {
             const float4* X = (const float4*)x; float4* Y = (float4*)y;
             struct Var { std::string name; std::function<void()> f; };
             std::vector<Var> vs;
-            auto add = [&](int T, int V, int R, std::function<void()> f) {
+            auto add_any = [&](int T, int V, int R, std::function<void()> f) {
                 if (4 * T * V >= N && 4 * T * V < 2 * N) vs.push_back({"rows T" + std::to_string(T) + " V" + std::to_string(V) + " R" + std::to_string(R), f});
+            };
+            const bool only = argc > 2 && std::string(argv[2]) == "barriers";
+            auto add = [&](int T, int V, int R, std::function<void()> f) {
+                if (only && R != 1) return;
+                const bool ours = (N == 2048 && T == 128 && V == 4) || (N == 4096 && T == 256 && V == 4) ||
+                                  (N == 4096 && T == 128 && V == 8) || (N == 8192 && T == 512 && V == 4);
+                if (only && !ours) return;  // ours (and 128 x 8) beside the one-barrier kernels
+                add_any(T, V, R, f);
             };
             add(128, 4, 1, [&] { rows<128, 4, 1><<<M, 128>>>(X, Y, M, c4); });
             add(256, 2, 1, [&] { rows<256, 2, 1><<<M, 256>>>(X, Y, M, c4); });
@@ -188,12 +244,17 @@ int main(int argc, char** argv) {
             add(512, 2, 1, [&] { rows<512, 2, 1><<<M, 512>>>(X, Y, M, c4); });
             add(1024, 1, 1, [&] { rows<1024, 1, 1><<<M, 1024>>>(X, Y, M, c4); });
             add(256, 4, 2, [&] { rows<256, 4, 2><<<M / 2, 256>>>(X, Y, M, c4); });
+            // One barrier (session 35, call 11), at each width's shape of ours.
+            if (N == 2048) vs.push_back({"rows1b T128 V4", [&] { rows1b<128, 4><<<M, 128>>>(X, Y, M, c4); }});
+            if (N == 4096) vs.push_back({"rows1b T256 V4", [&] { rows1b<256, 4><<<M, 256>>>(X, Y, M, c4); }});
+            if (N == 4096) vs.push_back({"rows1b T128 V8", [&] { rows1b<128, 8><<<M, 128>>>(X, Y, M, c4); }});
+            if (N == 8192) vs.push_back({"rows1b T512 V4", [&] { rows1b<512, 4><<<M, 512>>>(X, Y, M, c4); }});
             add(512, 4, 1, [&] { rows<512, 4, 1><<<M, 512>>>(X, Y, M, c4); });
             add(256, 8, 1, [&] { rows<256, 8, 1><<<M, 256>>>(X, Y, M, c4); });
             add(1024, 2, 1, [&] { rows<1024, 2, 1><<<M, 1024>>>(X, Y, M, c4); });
             // The persistent pipelined kernel at the row shape of ours: every resident block,
             // and the fewest blocks that give each the same number of rows.
-            {
+            if (!only) {
                 int T = N == 2048 ? 128 : N == 4096 ? 256 : 512, V = 4;
                 (void)V;
                 for (int even = 0; even < 2; even++) {
