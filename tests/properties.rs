@@ -479,7 +479,7 @@ fn check_softmax(g: &Gpu, &(ki, xv, yv, vals, seed): &SoftmaxCase) -> Result<(),
     let xb = g.upload(&x).map_err(err)?;
     let mut yb = poison_buf(g, yv.buffer_len())?;
     let x_view = xb.matrix_at(xv.offset, xv.layout()).map_err(err)?;
-    let aligned = (x_view.ptr() as usize).is_multiple_of(16) && xv.ld() % 4 == 0;
+    let aligned = (x_view.ptr() as usize).is_multiple_of(16) && xv.ld().is_multiple_of(4);
     let r = softmax_with(
         g,
         k,

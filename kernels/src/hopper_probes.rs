@@ -166,8 +166,7 @@ unsafe fn wgmma_probe(
             }
         };
         // SAFETY: an aligned slot of this block's shared memory, 256 threads (the contract).
-        let issued = unsafe { hand_off(bar, issue) };
-        let Some(t) = issued else {
+        let Some(t) = (unsafe { hand_off(bar, issue) }) else {
             return;
         };
         // SAFETY: an initialised barrier; phase 0 carries the copies.

@@ -5,30 +5,16 @@
 // buffers land?
 //
 // Each variant computes `gelu_fused`'s arithmetic (ex2.approx, rcp.approx, as the
-// Rust kernel's PTX) over the same input. The harness is the sweep's: L2 flushed by
-// writing a buffer of twice its size before each repetition, CUDA events around
-// the kernel alone, the median of 30 after warm-up. Every round allocates the
-// buffers afresh behind a differently sized spacer, so placement changes while the
-// code does not; the variants run interleaved within a round.
+// Rust kernel's PTX) over the same input, in `harness.h`'s harness (the sweep's
+// flush and timing, the variants interleaved, the buffers re-placed each round).
 //
 // Build and run on the GPU machine: nvcc -O3 -arch=sm_90a -o gelu_mlp gelu_mlp.cu && ./gelu_mlp
 // (`./gelu_mlp 3 hints`: the same harness over L2 eviction hints on the loads and stores.)
-#include <cstdio>
-#include <cstdint>
-#include <vector>
-#include <algorithm>
-#include <functional>
-#include <cmath>
-#include <string>
-#include <cuda_runtime.h>
+#include "harness.h"
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1);} } while (0)
-
-__device__ __forceinline__ float ex2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
-__device__ __forceinline__ float rcp(float x) { float y; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 __device__ __forceinline__ float gelu(float x) {
     float u = 0.7978846f * fmaf(0.044715f * x, x * x, x);
-    return x * rcp(1.0f + ex2(-2.0f * 1.4426950f * u));
+    return x * rcp_approx(1.0f + ex2(-2.0f * 1.4426950f * u));
 }
 __device__ __forceinline__ float4 gelu4(float4 v) { return make_float4(gelu(v.x), gelu(v.y), gelu(v.z), gelu(v.w)); }
 
@@ -93,31 +79,21 @@ __global__ void grid_stride(const float4* __restrict__ x, float4* __restrict__ y
     }
 }
 
-__global__ void fill(float* p, size_t n, float v) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) p[i] = v;
-}
-
 int main(int argc, char** argv) {
-    cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
-    int sms = prop.multiProcessorCount;
-    printf("device %s, %d SMs, L2 %d MiB\n", prop.name, sms, prop.l2CacheSize >> 20);
-    size_t flush_n = (size_t)prop.l2CacheSize / 2;  // floats: twice L2, as the sweep
-    float* flush; CK(cudaMalloc(&flush, flush_n * 4));
-    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+    Harness hx;
+    const int sms = hx.sms;
     int rounds = argc > 1 ? atoi(argv[1]) : 4;
     // `./gelu_mlp ROUNDS hints`: the L2 eviction hints instead of the shapes.
     const bool hints = argc > 2 && std::string(argv[2]) == "hints";
     for (int lg : {23, 24, 25}) {
         size_t n = (size_t)1 << lg, n4 = n / 4;
         for (int round = 0; round < rounds; round++) {
-            // A spacer of round * 37 MiB moves the buffers' physical placement.
-            void* spacer = nullptr;
-            if (round) CK(cudaMalloc(&spacer, (size_t)round * 37 << 20));
+            Spacer spacer(round);
             float *x, *y; CK(cudaMalloc(&x, n * 4)); CK(cudaMalloc(&y, n * 4));
             std::vector<float> h(n);
             for (size_t i = 0; i < n; i++) h[i] = (float)((i * 2654435761u) % 2001) / 250.0f - 4.0f;
             CK(cudaMemcpy(x, h.data(), n * 4, cudaMemcpyHostToDevice));
-            struct V { const char* name; std::function<void()> f; };
+            using V = Variant;
             const float4* X = (const float4*)x; float4* Y = (float4*)y;
             std::vector<V> vs = hints ? std::vector<V>{
                 {"1 vec/thread, 256 (ours)", [&] { per_thread<1, 0><<<n4 / 256, 256>>>(X, Y, n4); }},
@@ -141,35 +117,19 @@ int main(int argc, char** argv) {
                 {"grid-stride 4 vec, 4 blk/SM", [&] { grid_stride<4><<<sms * 4, 256>>>(X, Y, n4); }},
                 {"cudaMemcpyAsync (copy)", [&] { CK(cudaMemcpyAsync(y, x, n * 4, cudaMemcpyDeviceToDevice)); }},
             };
-            std::vector<std::vector<float>> t(vs.size());
-            for (auto& v : vs) for (int w = 0; w < 20; w++) v.f();  // warm-up
-            CK(cudaDeviceSynchronize());
-            for (int r = 0; r < 30; r++)
-                for (size_t k = 0; k < vs.size(); k++) {
-                    fill<<<sms * 8, 512>>>(flush, flush_n, (float)r);
-                    CK(cudaEventRecord(a));
-                    vs[k].f();
-                    CK(cudaEventRecord(b));
-                    CK(cudaEventSynchronize(b));
-                    float ms; CK(cudaEventElapsedTime(&ms, a, b));
-                    t[k].push_back(ms);
-                }
-            // Check the last GeLU output (the copy ran last: rerun ours first).
+            // ours checked against float64 (y poisoned first), then every variant timed.
+            CK(cudaMemset(y, 0xff, n * 4));
             vs[0].f();
             std::vector<float> o(n); CK(cudaMemcpy(o.data(), y, n * 4, cudaMemcpyDeviceToHost));
             double worst = 0;
             for (size_t i = 0; i < n; i += 4099) {
                 double xv = h[i], u = 0.7978845608 * (xv + 0.044715 * xv * xv * xv);
-                double ref = 0.5 * xv * (1 + tanh(u));
-                worst = std::max(worst, fabs(o[i] - ref) / (1e-6 + fabs(ref)));
+                double ref = 0.5 * xv * (1 + tanh(u)), e = fabs(o[i] - ref) / (1e-6 + fabs(ref));
+                worst = std::max(worst, e == e ? e : 1e9);
             }
             printf("2^%d round %d (x at %p, spacer %d MiB) worst rel err %.1e\n", lg, round, (void*)x, round * 37, worst);
-            for (size_t k = 0; k < vs.size(); k++) {
-                std::sort(t[k].begin(), t[k].end());
-                printf("  %-34s median %.4f  p10 %.4f  p90 %.4f ms\n", vs[k].name, t[k][15], t[k][3], t[k][26]);
-            }
+            hx.time(vs, 34);
             CK(cudaFree(x)); CK(cudaFree(y));
-            if (spacer) CK(cudaFree(spacer));
         }
     }
     return 0;

@@ -2,7 +2,7 @@
 // other block shapes, beside a copy of the same bytes, under the sweep's write flush.
 //
 // Session 35 found our fused GeLU at cudaMemcpy's speed at 64 MiB, and the fused
-// softmax at 4096 x 4096 3-5% slower than both, level with Triton's (the same
+// softmax at 4096 x 4096 a few percent slower in the sweeps, level with Triton's (the same
 // design: Triton's tutorial kernel with 8 warps a row). Which of the block's
 // shape, its two barriers and the wave count cost the difference?
 //
@@ -10,22 +10,12 @@
 // (R rows loaded before the first reduction; the R maxima share one barrier, as do
 // the R sums). `softmax_row_4k` is ROWS(256, 4, 1).
 //
+// Timed in `harness.h`'s harness (the sweep's flush and timing, the variants
+// interleaved, the buffers re-placed each round).
+//
 // Build and run on the GPU machine: nvcc -O3 -arch=sm_90a -o softmax_rows softmax_rows.cu && ./softmax_rows
 // (`./softmax_rows 5 barriers`: ours against the one-barrier kernel only, five rounds.)
-#include <cstdio>
-#include <cstdint>
-#include <cmath>
-#include <vector>
-#include <algorithm>
-#include <functional>
-#include <string>
-#include <cuda_runtime.h>
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1);} } while (0)
-
-__device__ __forceinline__ float ex2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
-__device__ __forceinline__ float rcpf(float x) { float y; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
-constexpr float LOG2E = 1.4426950408889634f;
+#include "harness.h"
 
 template <int T, int V, int R>
 __global__ void __launch_bounds__(T) rows(const float4* __restrict__ x, float4* __restrict__ y, int nrows, int cols4) {
@@ -73,7 +63,7 @@ __global__ void __launch_bounds__(T) rows(const float4* __restrict__ x, float4* 
         float b = 0.f;
 #pragma unroll
         for (int i = 0; i < W; i++) b += red[1][r][i];
-        s[r] = rcpf(b);
+        s[r] = rcp_approx(b);
 #pragma unroll
         for (int k = 0; k < V; k++) {
             int c = t + T * k;
@@ -121,7 +111,7 @@ __global__ void __launch_bounds__(T) rows1b(const float4* __restrict__ x, float4
     float S = 0.f;
 #pragma unroll
     for (int i = 0; i < W; i++) S += pw[i].y * ex2(fmaf(pw[i].x, LOG2E, -Ml));
-    const float inv = rcpf(S);
+    const float inv = rcp_approx(S);
 #pragma unroll
     for (int k = 0; k < V; k++) {
         int c = t + T * k;
@@ -174,7 +164,7 @@ __global__ void __launch_bounds__(T) pipe(const float4* __restrict__ x, float4* 
         b = 0.f;
 #pragma unroll
         for (int j = 0; j < W; j++) b += red[i][1][j];
-        const float s = rcpf(b);
+        const float s = rcp_approx(b);
 #pragma unroll
         for (int k = 0; k < V; k++) {
             int c = t + T * k;
@@ -198,32 +188,22 @@ static int pipe_grid(int sms, int nrows, int per_block_rows) {
     return std::min(g, nrows);
 }
 
-__global__ void fill(float* p, size_t n, float v) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) p[i] = v;
-}
-
 int main(int argc, char** argv) {
-    cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
-    int sms = prop.multiProcessorCount;
-    printf("device %s, %d SMs, L2 %d MiB\n", prop.name, sms, prop.l2CacheSize >> 20);
-    size_t flush_n = (size_t)prop.l2CacheSize / 2;  // floats: twice L2, as the sweep
-    float* flush; CK(cudaMalloc(&flush, flush_n * 4));
-    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+    Harness hx;
+    const int sms = hx.sms;
     int rounds = argc > 1 ? atoi(argv[1]) : 3;
     const int M = 4096;
     for (int N : {2048, 4096, 8192}) {
         size_t n = (size_t)M * N; int c4 = N / 4;
         for (int round = 0; round < rounds; round++) {
-            void* spacer = nullptr;
-            if (round) CK(cudaMalloc(&spacer, (size_t)round * 37 << 20));
+            Spacer spacer(round);
             float *x, *y; CK(cudaMalloc(&x, n * 4)); CK(cudaMalloc(&y, n * 4));
             std::vector<float> h(n);
             uint64_t st = 12345 + round;
             for (size_t i = 0; i < n; i++) { st = st * 6364136223846793005ull + 1442695040888963407ull; h[i] = ((st >> 40) / (float)(1 << 24)) * 8.f - 4.f; }
             CK(cudaMemcpy(x, h.data(), n * 4, cudaMemcpyHostToDevice));
             const float4* X = (const float4*)x; float4* Y = (float4*)y;
-            struct Var { std::string name; std::function<void()> f; };
-            std::vector<Var> vs;
+            std::vector<Variant> vs;
             auto add_any = [&](int T, int V, int R, std::function<void()> f) {
                 if (4 * T * V >= N && 4 * T * V < 2 * N) vs.push_back({"rows T" + std::to_string(T) + " V" + std::to_string(V) + " R" + std::to_string(R), f});
             };
@@ -255,8 +235,7 @@ int main(int argc, char** argv) {
             // The persistent pipelined kernel at the row shape of ours: every resident block,
             // and the fewest blocks that give each the same number of rows.
             if (!only) {
-                int T = N == 2048 ? 128 : N == 4096 ? 256 : 512, V = 4;
-                (void)V;
+                const int T = N == 2048 ? 128 : N == 4096 ? 256 : 512;
                 for (int even = 0; even < 2; even++) {
                     int g = 0;
                     std::function<void(int)> launch;
@@ -288,26 +267,9 @@ int main(int argc, char** argv) {
                 }
                 if (worst > 1e-4) printf("  %s: worst rel err %.1e BAD\n", v.name.c_str(), worst);
             }
-            std::vector<std::vector<float>> t(vs.size());
-            for (auto& v : vs) for (int w = 0; w < 20; w++) v.f();
-            CK(cudaDeviceSynchronize());
-            for (int r = 0; r < 30; r++)
-                for (size_t k = 0; k < vs.size(); k++) {
-                    fill<<<sms * 8, 512>>>(flush, flush_n, (float)r);
-                    CK(cudaEventRecord(a));
-                    vs[k].f();
-                    CK(cudaEventRecord(b));
-                    CK(cudaEventSynchronize(b));
-                    float ms; CK(cudaEventElapsedTime(&ms, a, b));
-                    t[k].push_back(ms);
-                }
             printf("4096x%d round %d (x at %p)\n", N, round, (void*)x);
-            for (size_t k = 0; k < vs.size(); k++) {
-                std::sort(t[k].begin(), t[k].end());
-                printf("  %-28s median %.4f  p10 %.4f  p90 %.4f ms\n", vs[k].name.c_str(), t[k][15], t[k][3], t[k][26]);
-            }
+            hx.time(vs, 28);
             CK(cudaFree(x)); CK(cudaFree(y));
-            if (spacer) CK(cudaFree(spacer));
         }
     }
     return 0;

@@ -160,10 +160,9 @@ fn bulk_takes(gpu: &Gpu, cols: usize, aligned: bool) -> Result<bool> {
 /// on an H100 or H200): its grid.
 pub fn bulk_blocks(gpu: &Gpu) -> Result<u32> {
     ptx::load(gpu)?;
-    let (x, y) = (MatRef::EMPTY, MatMut::EMPTY);
     let p = SoftmaxBulkParams {
-        x,
-        y,
+        x: MatRef::EMPTY,
+        y: MatMut::EMPTY,
         splits: 1,
         pairs: std::ptr::null_mut(),
         epoch: 0,
@@ -237,10 +236,9 @@ fn split_capacity(gpu: &Gpu) -> Result<u32> {
 /// launch's limit). The kernels' shared memory does not depend on their arguments:
 /// empty ones will do.
 fn resident_blocks<K: Kernel<Args = (SoftmaxSplitParams,)>>(gpu: &Gpu) -> Result<u32> {
-    let (x, y) = (MatRef::EMPTY, MatMut::EMPTY);
     let p = SoftmaxSplitParams {
-        x,
-        y,
+        x: MatRef::EMPTY,
+        y: MatMut::EMPTY,
         splits: 1,
         partials: std::ptr::null_mut(),
         flags: std::ptr::null_mut(),
@@ -459,7 +457,7 @@ pub fn softmax_with(
     }
     ptx::load(gpu)?;
     let n = cols as usize;
-    let aligned = (x.ptr() as usize).is_multiple_of(16) && ld_x % 4 == 0;
+    let aligned = (x.ptr() as usize).is_multiple_of(16) && ld_x.is_multiple_of(4);
     let requested = kernel;
     let kernel = match kernel {
         SoftmaxKernel::Auto => {
