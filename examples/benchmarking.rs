@@ -7,6 +7,9 @@
 //!     [--ops gelu,softmax]   a subset of gelu, softmax, row_sum, matmul
 //!     [--peers FILE]         merge scripts/peers.py's CSV (PyTorch, Triton, cuBLAS) into tables and plots
 //!     [--out DIR]            output folder (default results/)
+//! cargo run --release --example benchmarking -- --plans DIR [--ops gelu,softmax,row_sum] [--quick]
+//!                            our launches at each sweep shape -> DIR/plans.json + the PTX, which
+//!                            `scripts/peers.py --ours DIR` replays and times beside the peers in one process
 //! cargo run --release --example benchmarking -- --from results/merged.csv --copy-gbps 3002 --fp32-tflops 66.9 --device NAME
 //!                            tables and plots of an earlier run, without running anything
 //! cargo run --release --example benchmarking -- --tc LOG [--out DIR] [--device NAME]
@@ -73,6 +76,14 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     let gpu = rust_simt::gpu()?;
     println!("{}", gpu.describe());
+    if let Some(dir) = value("--plans") {
+        let quick = flag("--quick") || gpu.kind() == rust_simt::BackendKind::Emulator;
+        let ops_arg = value("--ops").unwrap_or_else(|| "gelu,softmax,row_sum".into());
+        let ops = sweep::Op::parse_list(&ops_arg).map_err(|e| format!("--ops: {e}"))?;
+        let (n, ok) = rust_simt::plans::write(&gpu, &ops, quick, std::path::Path::new(&dir))?;
+        println!("{n} plans ({ok} replayable) -> {dir}/plans.json; time them beside the peers with: python3 scripts/peers.py --ours {dir}");
+        return Ok(());
+    }
     if !flag("--sweep") {
         return Ok(rust_simt::demo::Demo::new(&gpu)?.benchmarking()?);
     }

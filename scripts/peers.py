@@ -31,12 +31,176 @@ def shapes(op, quick):
             "row_sum": [f"4x{c}" for c in p2(16, 26, 2)] + [f"{(1 << 24) // c}x{c}" for c in (16, 64, 256, 1024)] + ODD_ROW_SUM,
             "matmul": [f"{n}x{n}x{n}" for n in p2(8, 13)] + MATMUL_SHAPES}[op]
 
+class Ours:
+    """rust-simt's launches at one shape, replayed in this process from the plans
+    `bin/benchmarking --plans DIR` wrote: the same PTX the Rust process loaded
+    (JIT-compiled by the driver, as there), the same grid, block, shared memory and
+    parameters, with x and y pointing at this process's tensors. Through the CUDA
+    driver API (ctypes), on PyTorch's current stream and context."""
+
+    def __init__(self, folder):
+        import ctypes, json, os
+        self.ct, self.folder = ctypes, folder
+        self.cuda = ctypes.CDLL("libcuda.so.1")
+        with open(os.path.join(folder, "plans.json")) as f:
+            doc = json.load(f)
+        self.device = doc["device"]
+        self.plans = {(p["op"], p["shape"]): p for p in doc["plans"]}
+        self.modules, self.functions = {}, {}
+
+    def check(self, r, what):
+        if r != 0:
+            name = self.ct.c_char_p()
+            self.cuda.cuGetErrorName(r, self.ct.byref(name))
+            raise RuntimeError(f"{what}: {name.value.decode() if name.value else r}")
+
+    def function(self, ptx, kernel, shared):
+        import os
+        ct = self.ct
+        if ptx not in self.modules:
+            with open(os.path.join(self.folder, ptx), "rb") as f:
+                text = f.read() + b"\0"
+            m = ct.c_void_p()
+            self.check(self.cuda.cuModuleLoadData(ct.byref(m), ct.c_char_p(text)), f"cuModuleLoadData({ptx})")
+            self.modules[ptx] = m
+        key = (ptx, kernel)
+        if key not in self.functions:
+            fn = ct.c_void_p()
+            self.check(self.cuda.cuModuleGetFunction(ct.byref(fn), self.modules[ptx], kernel.encode()),
+                       f"cuModuleGetFunction({kernel})")
+            self.functions[key] = fn
+        fn = self.functions[key]
+        if shared > 0:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, as the Rust backend opts in
+            self.check(self.cuda.cuFuncSetAttribute(fn, 8, ct.c_int(shared)), f"cuFuncSetAttribute({kernel})")
+        return fn
+
+    def launcher(self, plan, x, y, stream):
+        """A function that makes the plan's launches on x and y (torch tensors)."""
+        ct = self.ct
+        kinds = {"u8": ct.c_uint8, "u16": ct.c_uint16, "u32": ct.c_uint32, "u64": ct.c_uint64,
+                 "i8": ct.c_int8, "i16": ct.c_int16, "i32": ct.c_int32, "i64": ct.c_int64,
+                 "f32bits": ct.c_uint32, "f64bits": ct.c_uint64}
+        bufs = {"x": x, "y": y}
+        if x.numel() != plan["x"] or y.numel() != plan["y"]:
+            raise ValueError(f"plan {plan['op']} {plan['shape']} wants x of {plan['x']} and y of {plan['y']} floats")
+        calls = []
+        for l in plan["launches"]:
+            fn = self.function(l["ptx"], l["kernel"], l["shared"])
+            vals = [ct.c_uint64(bufs[p[1]].data_ptr() + p[2]) if p[0] == "ptr" else kinds[p[0]](p[1])
+                    for p in l["params"]]
+            arr = (ct.c_void_p * len(vals))(*[ct.cast(ct.pointer(v), ct.c_void_p) for v in vals])
+            calls.append((fn, l["grid"], l["block"], l["shared"], vals, arr, l["kernel"]))
+        h = ct.c_void_p(stream.cuda_stream)
+
+        def run():
+            for fn, gr, bl, sh, _vals, arr, name in calls:
+                self.check(self.cuda.cuLaunchKernel(fn, gr[0], gr[1], gr[2], bl[0], bl[1], bl[2], sh, h, arr, None),
+                           f"cuLaunchKernel({name})")
+        return run
+
+
+def reference(torch, op, x):
+    """The op in float64 (GeLU in its tanh form, as every variant here computes it)."""
+    xd = x.double()
+    if op == "gelu":
+        return 0.5 * xd * (1 + torch.tanh(0.7978845608028654 * (xd + 0.044715 * xd ** 3)))
+    if op == "softmax":
+        return torch.softmax(xd, dim=1)
+    return xd.sum(dim=1)
+
+
+def interleaved(a, torch, do_bench, inputs, memory_peers, dev, t0):
+    """Ours and the peers in one process: at each shape, every variant timed by
+    do_bench (the same flush, timer, warm-up and repetitions), in a shuffled order,
+    `rounds` times, on inputs drawn afresh each round (new allocations: the buffers'
+    placement changes between rounds, for every variant alike). Ours is checked
+    against float64 each round on a NaN-poisoned output. Writes the median over
+    rounds of each variant's median (--out) and every round's timing."""
+    import random, statistics
+    ours = Ours(a.ours)
+    print(f"peers: rust-simt's plans from {a.ours} (made on {ours.device}), {a.rounds} interleaved rounds", flush=True)
+    try:  # every shape compiles torch.compile's function afresh (dynamic=False)
+        import torch._dynamo as dyn
+        for k in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit", "accumulated_recompile_limit"):
+            if hasattr(dyn.config, k):
+                setattr(dyn.config, k, 1024)
+    except Exception:  # noqa
+        pass
+    stream = torch.cuda.current_stream()
+    rows, per_round, summary = [], [], []
+    rng = random.Random(12)
+    ops = [o for o in a.ops.split(",") if o in ("gelu", "softmax", "row_sum")]
+    for op in ops:
+        for shape in shapes(op, a.quick):
+            plan = ours.plans.get((op, shape))
+            if plan is None or not plan["replayable"]:
+                why = "no plan" if plan is None else plan["why"]
+                print(f"peers: {op} {shape}: ours not replayable here ({why}); the sweep times it", flush=True)
+            d = [int(v) for v in shape.split("x")]
+            times = {}
+            for r in range(a.rounds):
+                x = inputs(op, d)
+                variants = memory_peers(op, shape, d, x)
+                if plan is not None and plan["replayable"]:
+                    y = torch.empty(plan["y"], device="cuda")
+                    run = ours.launcher(plan, x, y, stream)
+                    y.fill_(float("nan"))
+                    run()
+                    torch.cuda.synchronize()
+                    ref = reference(torch, op, x).reshape(-1)
+                    err = ((y.double() - ref).norm() / ref.norm()).item()
+                    if not err <= 1e-5:
+                        raise RuntimeError(f"{op} {shape}: rust-simt's replayed launches give rel. error {err:.2e} (tol 1e-5)")
+                    variants.append((plan["variant"] + " (in-process)", run))
+                rng.shuffle(variants)
+                for variant, fn in variants:
+                    try:
+                        ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
+                    except Exception as e:  # noqa
+                        print(f"peers: {op} {variant} {shape} failed: {str(e).splitlines()[0][:200]}", flush=True)
+                        continue
+                    times.setdefault(variant, []).append(ms)
+                    per_round.append((op, variant, shape, r + 1, ms))
+                del x
+            for variant, ts in times.items():
+                rows.append((op, variant, shape, statistics.median(ts)))
+            mine = [v for v in times if v.startswith("rust-simt")]
+            if mine:
+                ts = times[mine[0]]
+                best = [min(times[v][i] for v in times if not v.startswith("rust-simt") and len(times[v]) > i)
+                        for i in range(len(ts))]
+                ratios = sorted(b / o for b, o in zip(best, ts))
+                summary.append((op, shape, statistics.median(ts), statistics.median(best),
+                                statistics.median(ratios), ratios[0], ratios[-1]))
+            print(f"peers: {op} {shape} done ({time.time() - t0:.0f}s)", flush=True)
+    with open(a.out, "w") as f:
+        f.write("op,variant,shape,ms\n")
+        for r in rows:
+            f.write(f"{r[0]},{r[1]},{r[2]},{r[3]}\n")
+    rounds_csv = a.out[:-4] + "-rounds.csv" if a.out.endswith(".csv") else a.out + "-rounds.csv"
+    with open(rounds_csv, "w") as f:
+        f.write("op,variant,shape,round,ms\n")
+        for r in per_round:
+            f.write(f"{r[0]},{r[1]},{r[2]},{r[3]},{r[4]}\n")
+    print(f"peers: {len(rows)} medians -> {a.out}, {len(per_round)} timings -> {rounds_csv}")
+    print(f"\nours in-process against the best peer of the same round ({dev}; {a.rounds} rounds; ratio > 1: ours faster)")
+    print(f"{'op':8s} {'shape':12s} {'ours ms':>9s} {'peer ms':>9s} {'median':>7s} {'least':>7s} {'most':>7s}")
+    for op, shape, o, b, med, lo, hi in summary:
+        print(f"{op:8s} {shape:12s} {o:9.4f} {b:9.4f} {med:6.3f}x {lo:6.3f}x {hi:6.3f}x")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="results/peers.csv")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--ops", default="gelu,softmax,row_sum,matmul")
+    ap.add_argument("--ours", metavar="DIR",
+                    help="also time rust-simt's launches, in this process: DIR from `bin/benchmarking --plans DIR`; "
+                         "every shape's variants (ours and the peers) interleaved in a shuffled order, ROUNDS times, "
+                         "on fresh inputs each round; writes --out (medians over rounds) and a per-round CSV beside it")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of the --ours comparison")
     ap.add_argument("--flush", choices=["write", "read"], default="write",
                     help="write: do_bench's L2 flush (the default, as every peer number in the docs); "
                          "read: flush by reading 256 MB, leaving L2 clean (a diagnostic; pair with SIMT_FLUSH=read)")
@@ -216,32 +380,48 @@ def main():
         except Exception as e:  # noqa
             print(f"peers: {op} {variant} {shape} failed: {str(e).splitlines()[0][:200]}", flush=True)
 
+    def inputs(op, d):
+        # Uniform in [-2, 2) (GeLU, softmax) or [-1, 1) (row sum), as the sweep's.
+        if op == "gelu":
+            return torch.rand(d[0], device="cuda", generator=g) * 4 - 2
+        if op == "softmax":
+            return torch.rand(d[0], d[1], device="cuda", generator=g) * 4 - 2
+        return torch.rand(d[0], d[1], device="cuda", generator=g) * 2 - 1
+
+    def memory_peers(op, shape, d, x):
+        """The peers of a memory-bound op at one shape: (variant, function) pairs."""
+        v = []
+        if op == "gelu":
+            v += [("torch naive", lambda: gelu_naive(x)),
+                  ("torch builtin", lambda: torch.nn.functional.gelu(x, approximate="tanh")),
+                  ("triton", lambda: triton_gelu(x))]
+            if headline(op, shape) and comp("gelu", gelu_naive):
+                v.append(("torch.compile", lambda: compiled["gelu"](x)))
+        elif op == "softmax":
+            v += [("torch naive", lambda: softmax_naive(x)),
+                  ("torch builtin", lambda: torch.softmax(x, dim=1))]
+            # The tutorial kernel holds a whole row in one program: past 65536 columns
+            # it spills or fails to compile, so it is timed where it can run.
+            if d[1] <= 65536:
+                v.append(("triton", lambda: triton_softmax(x)))
+            if (headline(op, shape) or shape in LONG_SOFTMAX or a.ours) and comp("softmax", softmax_naive):
+                v.append(("torch.compile", lambda: compiled["softmax"](x)))
+        elif op == "row_sum":
+            v.append(("torch builtin", lambda: x.sum(dim=1)))
+            if (headline(op, shape) or shape in ODD_ROW_SUM or a.ours) and comp("row_sum", lambda t: t.sum(dim=1)):
+                v.append(("torch.compile", lambda: compiled["row_sum"](x)))
+        return v
+
     g = torch.Generator(device="cuda").manual_seed(0)
+    if a.ours:
+        return interleaved(a, torch, do_bench, inputs, memory_peers, dev, t0)
     for op in ops:
         for shape in shapes(op, a.quick):
             d = [int(v) for v in shape.split("x")]
-            if op == "gelu":
-                x = torch.rand(d[0], device="cuda", generator=g) * 4 - 2
-                bench(op, "torch naive", shape, lambda: gelu_naive(x))
-                bench(op, "torch builtin", shape, lambda: torch.nn.functional.gelu(x, approximate="tanh"))
-                bench(op, "triton", shape, lambda: triton_gelu(x))
-                if headline(op, shape) and comp("gelu", gelu_naive):
-                    bench(op, "torch.compile", shape, lambda: compiled["gelu"](x))
-            elif op == "softmax":
-                x = torch.rand(d[0], d[1], device="cuda", generator=g) * 4 - 2
-                bench(op, "torch naive", shape, lambda: softmax_naive(x))
-                bench(op, "torch builtin", shape, lambda: torch.softmax(x, dim=1))
-                # The tutorial kernel holds a whole row in one program: past 65536 columns
-                # it spills or fails to compile, so it is timed where it can run.
-                if d[1] <= 65536:
-                    bench(op, "triton", shape, lambda: triton_softmax(x))
-                if (headline(op, shape) or shape in LONG_SOFTMAX) and comp("softmax", softmax_naive):
-                    bench(op, "torch.compile", shape, lambda: compiled["softmax"](x))
-            elif op == "row_sum":
-                x = torch.rand(d[0], d[1], device="cuda", generator=g) * 2 - 1
-                bench(op, "torch builtin", shape, lambda: x.sum(dim=1))
-                if (headline(op, shape) or shape in ODD_ROW_SUM) and comp("row_sum", lambda t: t.sum(dim=1)):
-                    bench(op, "torch.compile", shape, lambda: compiled["row_sum"](x))
+            if op in ("gelu", "softmax", "row_sum"):
+                x = inputs(op, d)
+                for variant, fn in memory_peers(op, shape, d, x):
+                    bench(op, variant, shape, fn)
             elif op == "matmul":
                 A = torch.rand(d[0], d[2], device="cuda", generator=g) * 2 - 1
                 B = torch.rand(d[2], d[1], device="cuda", generator=g) * 2 - 1

@@ -57,4 +57,4 @@ pub mod tune;
 #[cfg(feature = "lecture")]
 mod lecture;
 #[cfg(feature = "lecture")]
-pub use lecture::{bench, demo, info, plot, profile, sweep, tc_report};
+pub use lecture::{bench, demo, info, plans, plot, profile, sweep, tc_report};

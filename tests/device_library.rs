@@ -846,3 +846,92 @@ fn a_flag_that_never_comes_is_an_error_not_a_hang() {
     let msg = e.to_string();
     assert!(msg.contains("flag") && msg.contains("cooperative"), "{msg}");
 }
+
+// ---- Launch records (`Gpu::capture`, the plans `scripts/peers.py --ours` replays) ----
+
+#[test]
+fn parameter_values_are_exact_for_scalars_and_pointers_and_sized_for_structs() {
+    use kernels::params::MatRef;
+    use rust_simt::{KernelParam, LaunchArgs, ParamValue};
+    let p = 0x7f00_1234_5600u64 as usize as *const f32;
+    let args = (p, 3u32, 1.5f32, -2i32, 7u64, -0.25f64, 200u8);
+    assert_eq!(
+        args.param_values(),
+        vec![
+            ParamValue::Pointer(0x7f00_1234_5600),
+            ParamValue::Unsigned { value: 3, bytes: 4 },
+            ParamValue::F32(1.5),
+            ParamValue::Signed { value: -2, bytes: 4 },
+            ParamValue::Unsigned { value: 7, bytes: 8 },
+            ParamValue::F64(-0.25),
+            ParamValue::Unsigned { value: 200, bytes: 1 },
+        ]
+    );
+    // A struct is recorded by its size only: its padding bytes are never read.
+    let m = MatRef { ptr: p, rows: 2, cols: 3, ld: 3 };
+    assert_eq!(m.param_value(), ParamValue::Opaque { bytes: std::mem::size_of::<MatRef>() });
+}
+
+#[test]
+fn capture_records_every_launch_in_order_and_only_inside_it() {
+    use rust_simt::ops::gelu;
+    use rust_simt::ParamValue;
+    let g = gpu();
+    let n = 1000;
+    let x = g.upload(&vec![0.5f32; n]).unwrap();
+    let mut y = g.alloc::<f32>(n).unwrap();
+    let mut t = g.alloc::<f32>(n).unwrap();
+    let ((), fused) = g.capture(|| gelu::gelu(&g, &x, &mut y)).unwrap();
+    assert_eq!(fused.len(), 1);
+    let l = &fused[0];
+    assert_eq!((l.kernel, l.module, l.cooperative, l.cluster), ("gelu_fused", "kernels", false, 1));
+    assert_eq!(l.params[0], ParamValue::Pointer(x.ptr() as usize as u64));
+    assert_eq!(l.params[1], ParamValue::Pointer(y.ptr() as usize as u64));
+    assert_eq!(l.params[2], ParamValue::Unsigned { value: n as u64, bytes: 4 });
+    // One 16-byte vector a thread: the grid covers n / 4 threads.
+    assert!(l.grid.x as usize * l.block.x as usize * 4 >= n);
+    // The eager composition: seven kernels, in launch order; nothing after capture ends.
+    let ((), naive) = g.capture(|| gelu::gelu_naive(&g, &x, &mut y, &mut t)).unwrap();
+    assert_eq!(naive.len(), 7, "{:?}", naive.iter().map(|l| l.kernel).collect::<Vec<_>>());
+    gelu::gelu(&g, &x, &mut y).unwrap();
+    let ((), none) = g.capture(|| Ok(())).unwrap();
+    assert!(none.is_empty());
+    // A failing op still ends the capture and returns its error.
+    let mut short = g.alloc::<f32>(n - 1).unwrap();
+    assert!(g.capture(|| gelu::gelu(&g, &x, &mut short)).is_err());
+    let ((), after) = g.capture(|| Ok(())).unwrap();
+    assert!(after.is_empty());
+}
+
+#[test]
+fn plans_name_x_and_y_and_say_why_a_launch_cannot_be_replayed() {
+    use rust_simt::sweep::Op;
+    let g = gpu();
+    let dir = std::env::temp_dir().join(format!("simt-plans-{}", std::process::id()));
+    let (n, ok) = rust_simt::plans::write(&g, &[Op::Softmax, Op::RowSum], true, &dir).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("plans.json")).unwrap()).unwrap();
+    let plans = doc["plans"].as_array().unwrap();
+    assert_eq!(plans.len(), n);
+    assert!(ok >= 1 && ok < n, "{ok} of {n} replayable");
+    for p in plans {
+        if p["replayable"].as_bool().unwrap() {
+            for l in p["launches"].as_array().unwrap() {
+                let ptx = dir.join(l["ptx"].as_str().unwrap());
+                let text = std::fs::read_to_string(&ptx).unwrap();
+                assert!(text.contains(&format!(".entry {}(", l["kernel"].as_str().unwrap())));
+                let ptrs: Vec<_> = l["params"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|v| v[0] == "ptr")
+                    .map(|v| (v[1].as_str().unwrap().to_string(), v[2].as_u64().unwrap()))
+                    .collect();
+                assert_eq!(ptrs, [("x".to_string(), 0), ("y".to_string(), 0)], "{p}");
+            }
+        } else {
+            assert!(p["why"].as_str().unwrap().contains("outside the op's x and y"), "{p}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

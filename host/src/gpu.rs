@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cust::memory::DeviceCopy;
-use simt_std::Kernel;
+use simt_std::{Dim3, Kernel, ParamValue};
 
 use crate::backend::{self, Backend, EmuBackend, Event};
 use crate::buffer::Buffer;
@@ -29,6 +29,29 @@ use crate::module::Module;
 pub struct LaunchRecord {
     pub kernel: &'static str,
     pub ms: f64,
+}
+
+/// One kernel launch as [`Gpu::capture`] recorded it: everything another program
+/// needs to make the same launch through the driver (`cuModuleLoadData` of the
+/// module's PTX, `cuLaunchKernel` with this grid, block, shared memory and these
+/// parameters), with pointers still this process's addresses.
+#[derive(Clone, Debug)]
+pub struct CapturedLaunch {
+    /// The `.entry` name.
+    pub kernel: &'static str,
+    /// The kernels crate, and the PTX target of the loaded module the launch used.
+    pub module: &'static str,
+    pub target: &'static str,
+    pub grid: Dim3,
+    pub block: Dim3,
+    /// Dynamic shared memory, bytes.
+    pub shared_bytes: u32,
+    /// Blocks per cluster along x (1: none); the PTX entry declares it.
+    pub cluster: u32,
+    /// Launched with `cuLaunchCooperativeKernel`.
+    pub cooperative: bool,
+    /// The parameters in order.
+    pub params: Vec<ParamValue>,
 }
 
 /// A backend together with the identity that its buffers carry.
@@ -72,6 +95,8 @@ pub struct Gpu {
     /// Loaded modules: crate, PTX target, kernels.
     modules: RefCell<Vec<(&'static str, &'static str, Vec<String>)>>,
     profile: RefCell<Option<Vec<Timing>>>,
+    /// Launches recorded by [`Gpu::capture`] while it runs.
+    captured: RefCell<Option<Vec<CapturedLaunch>>>,
     /// Scratch buffers by slot ([`Gpu::scratch_f32`]).
     scratch: RefCell<Vec<Option<Arc<Buffer<f32>>>>>,
     /// Flags for blocks that wait on each other, and the last epoch handed out
@@ -101,6 +126,7 @@ impl Gpu {
             note,
             modules: RefCell::new(Vec::new()),
             profile: RefCell::new(None),
+            captured: RefCell::new(None),
             tensor_maps: RefCell::new(Vec::new()),
             occupancy: RefCell::new(Vec::new()),
             scratch: RefCell::new(Vec::new()),
@@ -417,6 +443,19 @@ impl Gpu {
                 });
             }
         }
+        if let Some(c) = self.captured.borrow_mut().as_mut() {
+            c.push(CapturedLaunch {
+                kernel: K::NAME,
+                module: K::MODULE,
+                target,
+                grid: cfg.grid,
+                block: cfg.block,
+                shared_bytes,
+                cluster: K::BOUNDS.cluster.max(1),
+                cooperative: K::BOUNDS.cooperative,
+                params: args.param_values(),
+            });
+        }
         let emu = EmuEntry {
             run: launch::trampoline::<K>,
             args: &args as *const K::Args as *const (),
@@ -463,6 +502,18 @@ impl Gpu {
             });
         }
         Ok((r, out))
+    }
+
+    /// Runs `f` and returns every kernel launch it made, in order, as
+    /// [`CapturedLaunch`]es (the launches run as usual). What `f` does besides
+    /// launching kernels (copies, allocations, the state of scratch buffers that
+    /// later launches depend on) is not recorded: a record replays only what the
+    /// launches themselves say.
+    pub fn capture<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<(R, Vec<CapturedLaunch>)> {
+        *self.captured.borrow_mut() = Some(Vec::new());
+        let r = f();
+        let launches = self.captured.borrow_mut().take().unwrap_or_default();
+        Ok((r?, launches))
     }
 
     /// Times `f` on the device: events around it (milliseconds of device time,

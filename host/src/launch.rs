@@ -7,7 +7,7 @@
 //! a block that contradicts the contract is a [`SimtError::BadLaunch`].
 use std::ffi::c_void;
 
-use simt_std::{BlockShape, Dim3, Kernel, KernelParam};
+use simt_std::{BlockShape, Dim3, Kernel, KernelParam, ParamValue};
 
 use crate::error::{Result, SimtError};
 
@@ -130,6 +130,8 @@ pub(crate) fn validate<K: Kernel>(
 pub trait LaunchArgs: Copy + 'static {
     /// Calls `f` with one pointer to each argument, in order.
     fn with_param_ptrs<R>(&self, f: impl FnOnce(&[*mut c_void]) -> R) -> R;
+    /// Each argument's value, in order, for a launch record ([`crate::Gpu::capture`]).
+    fn param_values(&self) -> Vec<ParamValue>;
 }
 
 macro_rules! launch_args {
@@ -137,6 +139,9 @@ macro_rules! launch_args {
         impl<$($t: KernelParam),*> LaunchArgs for ($($t,)*) {
             fn with_param_ptrs<R>(&self, f: impl FnOnce(&[*mut c_void]) -> R) -> R {
                 f(&[$(&self.$i as *const $t as *mut c_void),*])
+            }
+            fn param_values(&self) -> Vec<ParamValue> {
+                vec![$(self.$i.param_value()),*]
             }
         }
     };

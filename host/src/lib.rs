@@ -43,10 +43,10 @@ mod view;
 pub use buffer::Buffer;
 pub use device::{BackendKind, DeviceProps, KernelResources, MemInfo};
 pub use error::{DriverStatus, Result, SimtError};
-pub use gpu::{Gpu, LaunchRecord};
+pub use gpu::{CapturedLaunch, Gpu, LaunchRecord};
 pub use launch::{LaunchArgs, LaunchConfig, MAX_GRID};
 pub use module::Module;
-pub use simt_std::{Dim3, Kernel, KernelParam};
+pub use simt_std::{Dim3, Kernel, KernelParam, ParamValue};
 pub use tensor_map::{TensorMap, TmaElement, TmaSwizzle};
 pub use view::{Layout, MatrixMut, MatrixRef};
 

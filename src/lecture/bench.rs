@@ -13,6 +13,11 @@
 //!   the timed kernel's first allocations in L2 write them back. `SIMT_FLUSH=read`
 //!   flushes by reading the buffer instead (a row sum of it), leaving L2 clean: a
 //!   diagnostic, not comparable with the peers' timings;
+//! * repetitions continue until their device time reaches `rep_ms` (100 ms, as
+//!   `do_bench`'s `rep`), at least `reps` and at most `max_reps` of them: a
+//!   40 µs kernel gets 1000 samples, as the peers' `do_bench` gives theirs several
+//!   hundred, and its median no longer moves by a few percent between two blocks
+//!   of the same sweep (10 samples did);
 //! * the report is the median and the 10th/90th percentiles.
 use crate::BackendKind;
 use crate::Result;
@@ -23,6 +28,14 @@ use crate::{Buffer, Gpu, LaunchConfig};
 /// timed runs equally warm.
 pub const WARMUP_MS: f64 = 25.0;
 
+/// The device time the timed repetitions add up to, at least, in milliseconds:
+/// `triton.testing.do_bench`'s default `rep`, so a microsecond kernel is sampled as
+/// often as the peers' are.
+pub const REP_MS: f64 = 100.0;
+
+/// The most timed repetitions of one measurement.
+pub const MAX_REPS: usize = 1000;
+
 /// How to time.
 #[derive(Clone, Copy, Debug)]
 pub struct BenchConfig {
@@ -30,25 +43,35 @@ pub struct BenchConfig {
     pub warmup: usize,
     /// Warm-up wall time, at least (milliseconds; 0 for none).
     pub warmup_ms: f64,
+    /// Timed repetitions, at least.
     pub reps: usize,
+    /// Device time of the timed repetitions, at least (milliseconds; 0 for none)...
+    pub rep_ms: f64,
+    /// ...unless this many repetitions came first.
+    pub max_reps: usize,
     pub flush_l2: bool,
 }
 
 impl BenchConfig {
-    /// 5 warm-ups (and [`WARMUP_MS`]) and 30 repetitions on a GPU; 1 warm-up and 3
-    /// repetitions on the emulator.
+    /// 5 warm-ups (and [`WARMUP_MS`]) and 30 to [`MAX_REPS`] repetitions (at least
+    /// [`REP_MS`] of device time) on a GPU; 1 warm-up and 3 repetitions on the
+    /// emulator.
     pub fn for_gpu(gpu: &Gpu) -> BenchConfig {
         match gpu.kind() {
             BackendKind::Cuda => BenchConfig {
                 warmup: 5,
                 warmup_ms: WARMUP_MS,
                 reps: 30,
+                rep_ms: REP_MS,
+                max_reps: MAX_REPS,
                 flush_l2: true,
             },
             BackendKind::Emulator => BenchConfig {
                 warmup: 1,
                 warmup_ms: 0.0,
                 reps: 3,
+                rep_ms: 0.0,
+                max_reps: 3,
                 flush_l2: false,
             },
         }
@@ -159,9 +182,14 @@ impl<'g> Bencher<'g> {
             self.gpu.synchronize()?;
         }
         let mut samples = Vec::with_capacity(self.cfg.reps);
-        for _ in 0..self.cfg.reps {
+        let mut total_ms = 0.0;
+        while samples.len() < self.cfg.reps
+            || (total_ms < self.cfg.rep_ms && samples.len() < self.cfg.max_reps.max(self.cfg.reps))
+        {
             self.flush_l2()?;
-            samples.push(self.gpu.time_ms(&mut f)?);
+            let t = self.gpu.time_ms(&mut f)?;
+            total_ms += t;
+            samples.push(t);
         }
         Ok(Stats::from_samples(samples))
     }

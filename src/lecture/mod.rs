@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod demo;
 pub mod info;
+pub mod plans;
 pub mod plot;
 pub mod profile;
 pub mod sweep;

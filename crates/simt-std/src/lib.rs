@@ -221,6 +221,23 @@ pub trait Kernel {
     unsafe fn run(args: Self::Args);
 }
 
+/// A kernel parameter's value as the host passed it, for a record of a launch
+/// (`simt::Gpu::capture`) that another program can replay: scalars and pointers
+/// exactly, anything else (structs, arrays) by its size only.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ParamValue {
+    /// An unsigned integer of `bytes` bytes (1, 2, 4 or 8).
+    Unsigned { value: u64, bytes: u8 },
+    /// A signed integer of `bytes` bytes.
+    Signed { value: i64, bytes: u8 },
+    F32(f32),
+    F64(f64),
+    /// A pointer (a device address on a GPU, a host address on the emulator).
+    Pointer(u64),
+    /// A struct or an array of `bytes` bytes, not recorded field by field.
+    Opaque { bytes: usize },
+}
+
 /// Marks a type as a legal kernel parameter, passed by value in `.param` space:
 /// scalars, raw pointers, and `#[repr(C)]` structs of them declared with
 /// [`kernel_params!`]. [`kernel!`] requires it of every parameter.
@@ -228,18 +245,51 @@ pub trait Kernel {
 /// # Safety
 /// Implementors must be plain old data with the same size, alignment and meaning
 /// on the host and the device.
-pub unsafe trait KernelParam: Copy + 'static {}
-macro_rules! scalar_params {
-    ($($t:ty),*) => {$(
-        // SAFETY: fixed-size scalars with identical representation on both sides.
-        unsafe impl KernelParam for $t {}
-    )*};
+pub unsafe trait KernelParam: Copy + 'static {
+    /// The value, for launch records: exact for scalars and pointers, its size for
+    /// anything else (a struct's padding bytes are never read).
+    fn param_value(&self) -> ParamValue {
+        ParamValue::Opaque {
+            bytes: core::mem::size_of::<Self>(),
+        }
+    }
 }
-scalar_params!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
+macro_rules! scalar_params {
+    ($($t:ty => $v:ident $(as $w:ty)?),*) => {$(
+        // SAFETY: fixed-size scalars with identical representation on both sides.
+        unsafe impl KernelParam for $t {
+            fn param_value(&self) -> ParamValue {
+                scalar_params!(@value *self, $v $(, $w)?)
+            }
+        }
+    )*};
+    (@value $x:expr, Unsigned, $w:ty) => {
+        ParamValue::Unsigned { value: $x as $w, bytes: core::mem::size_of_val(&$x) as u8 }
+    };
+    (@value $x:expr, Signed, $w:ty) => {
+        ParamValue::Signed { value: $x as $w, bytes: core::mem::size_of_val(&$x) as u8 }
+    };
+    (@value $x:expr, $v:ident) => {
+        ParamValue::$v($x)
+    };
+}
+scalar_params!(
+    u8 => Unsigned as u64, u16 => Unsigned as u64, u32 => Unsigned as u64, u64 => Unsigned as u64,
+    i8 => Signed as i64, i16 => Signed as i64, i32 => Signed as i64, i64 => Signed as i64,
+    f32 => F32, f64 => F64
+);
 // SAFETY: device pointers are 64-bit on nvptx64 and on the host.
-unsafe impl<T: 'static> KernelParam for *const T {}
+unsafe impl<T: 'static> KernelParam for *const T {
+    fn param_value(&self) -> ParamValue {
+        ParamValue::Pointer(*self as *const u8 as usize as u64)
+    }
+}
 // SAFETY: as above.
-unsafe impl<T: 'static> KernelParam for *mut T {}
+unsafe impl<T: 'static> KernelParam for *mut T {
+    fn param_value(&self) -> ParamValue {
+        ParamValue::Pointer(*self as *const u8 as usize as u64)
+    }
+}
 // SAFETY: arrays of parameters have the same layout on both sides.
 unsafe impl<T: KernelParam, const N: usize> KernelParam for [T; N] {}
 
