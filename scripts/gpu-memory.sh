@@ -2,8 +2,12 @@
 # On a GPU machine, from the bundle folder (issue 12): the memory-bound ops' tests
 # (softmax, row sum, the cluster probes), their property tests, the peers and the
 # sweep of GeLU, softmax and row sum in one run, compute-sanitizer on the softmax and
-# row_sum examples. OUT=dir collects the results. ROUNDS=n (default 1): n rounds of
-# peers then sweep, alternating (results/r1 .. rn), judged by memory_targets.py.
+# row_sum examples. OUT=dir collects the results. By default our launches are
+# replayed in the peers' process (`bin/benchmarking --plans`, `peers.py --ours`) and
+# timed interleaved with them for ROUNDS rounds (default 5), then one sweep times what
+# cannot be replayed and the long-row copy rate (results/r1); INPROC=0: ROUNDS rounds
+# of peers then sweep, alternating, each in its own process (results/r1 .. rn). Either
+# way memory_targets.py judges the result.
 cd "$(dirname "$0")"
 OUT=${OUT:-out}; mkdir -p "$OUT" results
 clk() { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv,noheader; }
@@ -11,8 +15,16 @@ echo "== clocks before: $(clk)"; echo "commit $(cat COMMIT)"
 for t in softmax row_sum gelu hopper; do timeout 150 tests/$t --test-threads=4 2>&1 | grep -E "test result|FAILED|panicked" ; done
 SIMT_PROPTEST_CASES=${CASES:-2000} timeout 150 tests/properties softmax row_sum 2>&1 | grep -E "test result|FAILED|panicked|cases" | head -8
 echo "== clocks: $(clk)"
-rm -rf results/r[0-9]*; rounds=""
-for r in $(seq 1 "${ROUNDS:-1}"); do
+rm -rf results/r[0-9]* results/plans; rounds=""
+if [ "${INPROC:-1}" = 1 ]; then
+  echo "== our launches at every shape"; timeout 120 bin/benchmarking --plans results/plans 2>&1 | tail -1
+  echo "== ours and the peers in one process, ${ROUNDS:-5} interleaved rounds"
+  PYTHONUNBUFFERED=1 timeout 540 python3 peers/peers.py --ours results/plans --rounds "${ROUNDS:-5}" --ops gelu,softmax,row_sum --out results/peers-inproc.csv 2>&1 | grep -v "done (" | tail -50
+  echo "== clocks: $(clk)"
+  echo "== sweep"; timeout 300 bin/benchmarking --sweep --ops gelu,softmax,row_sum --peers results/peers-inproc.csv --out results/r1 2>&1 | grep -E "softmax|row_sum|gelu|copy" | head -60
+  rounds=results/r1
+fi
+for r in $( [ "${INPROC:-1}" = 1 ] || seq 1 "${ROUNDS:-1}"); do
   echo "== peers, round $r"; PYTHONUNBUFFERED=1 timeout 300 python3 peers/peers.py --ops gelu,softmax,row_sum --out results/peers-r$r.csv 2>&1 | grep -v "done (" | tail -8
   echo "== sweep, round $r"; timeout 200 bin/benchmarking --sweep --ops gelu,softmax,row_sum --peers results/peers-r$r.csv --out results/r$r 2>&1 | grep -E "softmax|row_sum|gelu|copy" | head -60
   rounds="$rounds results/r$r"

@@ -132,6 +132,8 @@ def interleaved(a, torch, do_bench, inputs, memory_peers, dev, t0):
     ops = [o for o in a.ops.split(",") if o in ("gelu", "softmax", "row_sum")]
     for op in ops:
         for shape in shapes(op, a.quick):
+            if a.only and shape not in a.only.split(","):
+                continue
             plan = ours.plans.get((op, shape))
             if plan is None or not plan["replayable"]:
                 why = "no plan" if plan is None else plan["why"]
@@ -201,6 +203,7 @@ def main():
                          "every shape's variants (ours and the peers) interleaved in a shuffled order, ROUNDS times, "
                          "on fresh inputs each round; writes --out (medians over rounds) and a per-round CSV beside it")
     ap.add_argument("--rounds", type=int, default=5, help="rounds of the --ours comparison")
+    ap.add_argument("--only", metavar="SHAPES", help="with --ours: only these shapes (comma-separated, e.g. 16777216,4096x4096)")
     ap.add_argument("--flush", choices=["write", "read"], default="write",
                     help="write: do_bench's L2 flush (the default, as every peer number in the docs); "
                          "read: flush by reading 256 MB, leaving L2 clean (a diagnostic; pair with SIMT_FLUSH=read)")

@@ -861,15 +861,31 @@ fn parameter_values_are_exact_for_scalars_and_pointers_and_sized_for_structs() {
             ParamValue::Pointer(0x7f00_1234_5600),
             ParamValue::Unsigned { value: 3, bytes: 4 },
             ParamValue::F32(1.5),
-            ParamValue::Signed { value: -2, bytes: 4 },
+            ParamValue::Signed {
+                value: -2,
+                bytes: 4
+            },
             ParamValue::Unsigned { value: 7, bytes: 8 },
             ParamValue::F64(-0.25),
-            ParamValue::Unsigned { value: 200, bytes: 1 },
+            ParamValue::Unsigned {
+                value: 200,
+                bytes: 1
+            },
         ]
     );
     // A struct is recorded by its size only: its padding bytes are never read.
-    let m = MatRef { ptr: p, rows: 2, cols: 3, ld: 3 };
-    assert_eq!(m.param_value(), ParamValue::Opaque { bytes: std::mem::size_of::<MatRef>() });
+    let m = MatRef {
+        ptr: p,
+        rows: 2,
+        cols: 3,
+        ld: 3,
+    };
+    assert_eq!(
+        m.param_value(),
+        ParamValue::Opaque {
+            bytes: std::mem::size_of::<MatRef>()
+        }
+    );
 }
 
 #[test]
@@ -884,15 +900,31 @@ fn capture_records_every_launch_in_order_and_only_inside_it() {
     let ((), fused) = g.capture(|| gelu::gelu(&g, &x, &mut y)).unwrap();
     assert_eq!(fused.len(), 1);
     let l = &fused[0];
-    assert_eq!((l.kernel, l.module, l.cooperative, l.cluster), ("gelu_fused", "kernels", false, 1));
+    assert_eq!(
+        (l.kernel, l.module, l.cooperative, l.cluster),
+        ("gelu_fused", "kernels", false, 1)
+    );
     assert_eq!(l.params[0], ParamValue::Pointer(x.ptr() as usize as u64));
     assert_eq!(l.params[1], ParamValue::Pointer(y.ptr() as usize as u64));
-    assert_eq!(l.params[2], ParamValue::Unsigned { value: n as u64, bytes: 4 });
+    assert_eq!(
+        l.params[2],
+        ParamValue::Unsigned {
+            value: n as u64,
+            bytes: 4
+        }
+    );
     // One 16-byte vector a thread: the grid covers n / 4 threads.
     assert!(l.grid.x as usize * l.block.x as usize * 4 >= n);
     // The eager composition: seven kernels, in launch order; nothing after capture ends.
-    let ((), naive) = g.capture(|| gelu::gelu_naive(&g, &x, &mut y, &mut t)).unwrap();
-    assert_eq!(naive.len(), 7, "{:?}", naive.iter().map(|l| l.kernel).collect::<Vec<_>>());
+    let ((), naive) = g
+        .capture(|| gelu::gelu_naive(&g, &x, &mut y, &mut t))
+        .unwrap();
+    assert_eq!(
+        naive.len(),
+        7,
+        "{:?}",
+        naive.iter().map(|l| l.kernel).collect::<Vec<_>>()
+    );
     gelu::gelu(&g, &x, &mut y).unwrap();
     let ((), none) = g.capture(|| Ok(())).unwrap();
     assert!(none.is_empty());
@@ -930,7 +962,13 @@ fn plans_name_x_and_y_and_say_why_a_launch_cannot_be_replayed() {
                 assert_eq!(ptrs, [("x".to_string(), 0), ("y".to_string(), 0)], "{p}");
             }
         } else {
-            assert!(p["why"].as_str().unwrap().contains("outside the op's x and y"), "{p}");
+            assert!(
+                p["why"]
+                    .as_str()
+                    .unwrap()
+                    .contains("outside the op's x and y"),
+                "{p}"
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -69,7 +69,10 @@ fn param_json(p: &ParamValue, labels: &[Label]) -> std::result::Result<Value, St
 }
 
 /// A plan's launches as JSON, or why they cannot be replayed.
-fn launches_json(launches: &[CapturedLaunch], labels: &[Label]) -> std::result::Result<Value, String> {
+fn launches_json(
+    launches: &[CapturedLaunch],
+    labels: &[Label],
+) -> std::result::Result<Value, String> {
     let mut out = Vec::new();
     for l in launches {
         if l.cooperative {
@@ -126,7 +129,9 @@ pub fn write(
             let mut y = gpu.alloc::<f32>(yn)?;
             let ((), launches) = gpu.capture(|| match op {
                 Op::Gelu => gelu::gelu(gpu, &x, &mut y),
-                Op::Softmax => softmax::softmax(gpu, x.matrix(d[0], d[1])?, y.matrix_mut(d[0], d[1])?),
+                Op::Softmax => {
+                    softmax::softmax(gpu, x.matrix(d[0], d[1])?, y.matrix_mut(d[0], d[1])?)
+                }
                 Op::RowSum => row_sum::row_sum(gpu, x.matrix(d[0], d[1])?, &mut y),
                 Op::Matmul => Ok(()),
             })?;

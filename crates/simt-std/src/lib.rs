@@ -227,15 +227,23 @@ pub trait Kernel {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ParamValue {
     /// An unsigned integer of `bytes` bytes (1, 2, 4 or 8).
-    Unsigned { value: u64, bytes: u8 },
+    Unsigned {
+        value: u64,
+        bytes: u8,
+    },
     /// A signed integer of `bytes` bytes.
-    Signed { value: i64, bytes: u8 },
+    Signed {
+        value: i64,
+        bytes: u8,
+    },
     F32(f32),
     F64(f64),
     /// A pointer (a device address on a GPU, a host address on the emulator).
     Pointer(u64),
     /// A struct or an array of `bytes` bytes, not recorded field by field.
-    Opaque { bytes: usize },
+    Opaque {
+        bytes: usize,
+    },
 }
 
 /// Marks a type as a legal kernel parameter, passed by value in `.param` space:
