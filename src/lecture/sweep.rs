@@ -568,10 +568,15 @@ pub fn summary(rows: &[Row], c: Ceilings) -> String {
         // Peers in another precision (variants tagged "[tf32] ...") are plotted but never
         // the comparison for an FP32 kernel.
         let comparable = |r: &&&Row| !r.variant.starts_with('[');
+        // Where ours was also timed in the peers' process (`peers.py --ours`), that
+        // timing is the one set against those peers, not the faster of it and the
+        // sweep's: two draws of one kernel, the better one picked, would flatter it.
+        let in_process = here.iter().any(|r| r.variant.ends_with("(in-process)"));
         let best = |ours: bool| {
             here.iter()
                 .filter(comparable)
                 .filter(|r| r.variant.starts_with("rust-simt") == ours)
+                .filter(|r| !ours || !in_process || r.variant.ends_with("(in-process)"))
                 .min_by(|a, b| a.ms.total_cmp(&b.ms))
                 .copied()
         };
@@ -601,4 +606,39 @@ pub fn summary(rows: &[Row], c: Ceilings) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(variant: &str, ms: f64) -> Row {
+        Row {
+            op: "softmax".into(),
+            variant: variant.into(),
+            shape: "4096x4096".into(),
+            ms,
+        }
+    }
+
+    #[test]
+    fn summary_sets_the_in_process_timing_of_ours_against_the_peers() {
+        let c = Ceilings {
+            copy_gbps: 4000.0,
+            fp32_tflops: 60.0,
+        };
+        // The sweep's own draw is faster, but the peers were timed beside the
+        // in-process one: that is the comparison, not the better of two draws.
+        let rows = [
+            row("rust-simt fused", 0.0360),
+            row("rust-simt fused (in-process)", 0.0380),
+            row("triton", 0.0370),
+        ];
+        let s = summary(&rows, c);
+        assert!(s.contains("0.0380 (fused (in-process))"), "{s}");
+        assert!(s.contains("1.03x slower"), "{s}");
+        // Without an in-process row, ours is our best variant, as before.
+        let s = summary(&[row("rust-simt fused", 0.0360), row("triton", 0.0370)], c);
+        assert!(s.contains("0.0360 (fused)") && s.contains("1.03x faster"), "{s}");
+    }
 }
