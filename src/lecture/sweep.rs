@@ -639,6 +639,9 @@ mod tests {
         assert!(s.contains("1.03x slower"), "{s}");
         // Without an in-process row, ours is our best variant, as before.
         let s = summary(&[row("rust-simt fused", 0.0360), row("triton", 0.0370)], c);
-        assert!(s.contains("0.0360 (fused)") && s.contains("1.03x faster"), "{s}");
+        assert!(
+            s.contains("0.0360 (fused)") && s.contains("1.03x faster"),
+            "{s}"
+        );
     }
 }
