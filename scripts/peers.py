@@ -74,7 +74,7 @@ class Ours:
             self.check(self.cuda.cuFuncSetAttribute(fn, 8, ct.c_int(shared)), f"cuFuncSetAttribute({kernel})")
         return fn
 
-    def launcher(self, torch, plan, x, stream):
+    def launcher(self, torch, plan, x):
         """A function that makes the plan's launches on x (a torch tensor) and a new
         output y, and returns y. y is allocated on every call, as each peer allocates
         its output, so ours and the peers write to the same blocks of PyTorch's
@@ -101,10 +101,10 @@ class Ours:
                     vals.append(kinds[p[0]](p[1]))
             arr = (ct.c_void_p * len(vals))(*[ct.cast(ct.pointer(v), ct.c_void_p) for v in vals])
             calls.append((fn, l["grid"], l["block"], l["shared"], vals, arr, l["kernel"]))
-        h = ct.c_void_p(stream.cuda_stream)
 
-        def run(poison=False):
-            y = torch.empty(plan["y"], device="cuda")
+        def run(poison=False, x=x):  # x held by the closure: its address is in the launches
+            y = torch.empty(plan["y"], dtype=torch.float32, device="cuda")
+            h = ct.c_void_p(torch.cuda.current_stream().cuda_stream)  # where y was allocated
             if poison:
                 y.fill_(float("nan"))
             for v, off in y_slots:
@@ -143,7 +143,9 @@ def interleaved(a, torch, do_bench, inputs, memory_peers, dev, t0):
                 setattr(dyn.config, k, 1024)
     except Exception:  # noqa
         pass
-    stream = torch.cuda.current_stream()
+    if ours.device != dev:
+        print(f"peers: warning: the plans were made on {ours.device}, this is {dev}: "
+              f"ours runs the launches chosen for that device", flush=True)
     rows, per_round, summary = [], [], []
     rng = random.Random(12)
     ops = [o for o in a.ops.split(",") if o in ("gelu", "softmax", "row_sum")]
@@ -161,7 +163,7 @@ def interleaved(a, torch, do_bench, inputs, memory_peers, dev, t0):
                 x = inputs(op, d)
                 variants = memory_peers(op, shape, d, x)
                 if plan is not None and plan["replayable"]:
-                    run = ours.launcher(torch, plan, x, stream)
+                    run = ours.launcher(torch, plan, x)
                     y = run(poison=True)
                     torch.cuda.synchronize()
                     ref = reference(torch, op, x).reshape(-1)
@@ -177,18 +179,20 @@ def interleaved(a, torch, do_bench, inputs, memory_peers, dev, t0):
                     except Exception as e:  # noqa
                         print(f"peers: {op} {variant} {shape} failed: {str(e).splitlines()[0][:200]}", flush=True)
                         continue
-                    times.setdefault(variant, []).append(ms)
+                    times.setdefault(variant, {})[r] = ms
                     per_round.append((op, variant, shape, r + 1, ms))
                 del x
             for variant, ts in times.items():
-                rows.append((op, variant, shape, statistics.median(ts)))
+                rows.append((op, variant, shape, statistics.median(ts.values())))
             mine = [v for v in times if v.startswith("rust-simt")]
-            if mine:
-                ts = times[mine[0]]
-                best = [min(times[v][i] for v in times if not v.startswith("rust-simt") and len(times[v]) > i)
-                        for i in range(len(ts))]
-                ratios = sorted(b / o for b, o in zip(best, ts))
-                summary.append((op, shape, statistics.median(ts), statistics.median(best),
+            peers_ = [v for v in times if not v.startswith("rust-simt")]
+            # Each round's ours against the best peer of that same round.
+            pairs = [(min(times[v][r] for v in peers_ if r in times[v]), times[mine[0]][r])
+                     for r in range(a.rounds)
+                     if mine and r in times[mine[0]] and any(r in times[v] for v in peers_)]
+            if pairs:
+                ratios = sorted(b / o for b, o in pairs)
+                summary.append((op, shape, statistics.median(o for _, o in pairs), statistics.median(b for b, _ in pairs),
                                 statistics.median(ratios), ratios[0], ratios[-1]))
             print(f"peers: {op} {shape} done ({time.time() - t0:.0f}s)", flush=True)
     with open(a.out, "w") as f:

@@ -443,19 +443,6 @@ impl Gpu {
                 });
             }
         }
-        if let Some(c) = self.captured.borrow_mut().as_mut() {
-            c.push(CapturedLaunch {
-                kernel: K::NAME,
-                module: K::MODULE,
-                target,
-                grid: cfg.grid,
-                block: cfg.block,
-                shared_bytes,
-                cluster: K::BOUNDS.cluster.max(1),
-                cooperative: K::BOUNDS.cooperative,
-                params: args.param_values(),
-            });
-        }
         let emu = EmuEntry {
             run: launch::trampoline::<K>,
             args: &args as *const K::Args as *const (),
@@ -477,6 +464,22 @@ impl Gpu {
             // SAFETY: forwarded from this function's contract; `args` outlives the call.
             unsafe { self.dev.backend.launch(&raw) }
         })?;
+        // Recorded once the launch was taken: a refused one (a cooperative launch
+        // the device cannot hold, answered with another kernel) is not part of what
+        // the op did.
+        if let Some(c) = self.captured.borrow_mut().as_mut() {
+            c.push(CapturedLaunch {
+                kernel: K::NAME,
+                module: K::MODULE,
+                target,
+                grid: cfg.grid,
+                block: cfg.block,
+                shared_bytes,
+                cluster: K::BOUNDS.cluster.max(1),
+                cooperative: K::BOUNDS.cooperative,
+                params: args.param_values(),
+            });
+        }
         if let Some((s, e)) = timing {
             self.dev.backend.record(&*e)?;
             if let Some(p) = self.profile.borrow_mut().as_mut() {
@@ -509,10 +512,34 @@ impl Gpu {
     /// launching kernels (copies, allocations, the state of scratch buffers that
     /// later launches depend on) is not recorded: a record replays only what the
     /// launches themselves say.
+    ///
+    /// A capture inside another returns its own launches and leaves them in the
+    /// outer one's too. Recording ends when `f` returns, errs or panics.
     pub fn capture<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<(R, Vec<CapturedLaunch>)> {
-        *self.captured.borrow_mut() = Some(Vec::new());
+        /// Puts the outer capture (or none) back however `f` ends.
+        struct Restore<'a> {
+            cell: &'a RefCell<Option<Vec<CapturedLaunch>>>,
+            outer: Option<Option<Vec<CapturedLaunch>>>,
+        }
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                if let Some(outer) = self.outer.take() {
+                    *self.cell.borrow_mut() = outer;
+                }
+            }
+        }
+        let outer = self.captured.borrow_mut().replace(Vec::new());
+        let mut restore = Restore {
+            cell: &self.captured,
+            outer: Some(outer),
+        };
         let r = f();
         let launches = self.captured.borrow_mut().take().unwrap_or_default();
+        if let Some(Some(mut outer)) = restore.outer.take() {
+            outer.extend(launches.iter().cloned());
+            *self.captured.borrow_mut() = Some(outer);
+        }
+        drop(restore);
         Ok((r?, launches))
     }
 

@@ -127,14 +127,18 @@ pub fn write(
             };
             let x = gpu.alloc::<f32>(xn)?;
             let mut y = gpu.alloc::<f32>(yn)?;
-            let ((), launches) = gpu.capture(|| match op {
+            let mut run = || match op {
                 Op::Gelu => gelu::gelu(gpu, &x, &mut y),
                 Op::Softmax => {
                     softmax::softmax(gpu, x.matrix(d[0], d[1])?, y.matrix_mut(d[0], d[1])?)
                 }
                 Op::RowSum => row_sum::row_sum(gpu, x.matrix(d[0], d[1])?, &mut y),
                 Op::Matmul => Ok(()),
-            })?;
+            };
+            // Once before the capture: a first call may tune (`SIMT_TUNE=1`), and the
+            // tuner's trial launches are not the op's plan.
+            run()?;
+            let ((), launches) = gpu.capture(&mut run)?;
             gpu.synchronize()?;
             let labels = [Label::of("x", &x), Label::of("y", &y)];
             let mut plan = json!({
