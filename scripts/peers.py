@@ -87,22 +87,30 @@ class Ours:
                  "f32bits": ct.c_uint32, "f64bits": ct.c_uint64}
         if x.numel() != plan["x"]:
             raise ValueError(f"plan {plan['op']} {plan['shape']} wants x of {plan['x']} floats")
+        # The Rust Gpu's scratch buffers the launches use: workspace (any contents) and
+        # counts (zero before a launch, left zero by it), zeroed once here and held by
+        # the closure, as the Rust process holds its own.
+        extra = {name: torch.zeros(b["bytes"], dtype=torch.uint8, device="cuda")
+                 for name, b in plan.get("buffers", {}).items()}
         calls, y_slots = [], []
         for l in plan["launches"]:
             fn = self.function(l["ptx"], l["kernel"], l["shared"])
             vals = []
             for p in l["params"]:
                 if p[0] == "ptr":
-                    v = ct.c_uint64(x.data_ptr() + p[2] if p[1] == "x" else 0)
+                    base = x.data_ptr() if p[1] == "x" else extra[p[1]].data_ptr() if p[1] in extra else 0
+                    v = ct.c_uint64(base + p[2])
                     if p[1] == "y":
                         y_slots.append((v, p[2]))
+                    elif p[1] != "x" and p[1] not in extra:
+                        raise ValueError(f"plan {plan['op']} {plan['shape']}: a pointer into `{p[1]}`, which it does not list")
                     vals.append(v)
                 else:
                     vals.append(kinds[p[0]](p[1]))
             arr = (ct.c_void_p * len(vals))(*[ct.cast(ct.pointer(v), ct.c_void_p) for v in vals])
             calls.append((fn, l["grid"], l["block"], l["shared"], vals, arr, l["kernel"]))
 
-        def run(poison=False, x=x):  # x held by the closure: its address is in the launches
+        def run(poison=False, x=x, extra=extra):  # held by the closure: their addresses are in the launches
             y = torch.empty(plan["y"], dtype=torch.float32, device="cuda")
             h = ct.c_void_p(torch.cuda.current_stream().cuda_stream)  # where y was allocated
             if poison:

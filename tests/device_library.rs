@@ -952,7 +952,7 @@ fn capture_records_every_launch_in_order_and_only_inside_it() {
 }
 
 #[test]
-fn plans_name_x_and_y_and_say_why_a_launch_cannot_be_replayed() {
+fn plans_name_every_pointer_by_its_buffer_or_say_why_not() {
     use rust_simt::sweep::Op;
     let g = gpu();
     let dir = std::env::temp_dir().join(format!("simt-plans-{}", std::process::id()));
@@ -961,7 +961,7 @@ fn plans_name_x_and_y_and_say_why_a_launch_cannot_be_replayed() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("plans.json")).unwrap()).unwrap();
     let plans = doc["plans"].as_array().unwrap();
     assert_eq!(plans.len(), n);
-    assert!(ok >= 1 && ok < n, "{ok} of {n} replayable");
+    assert!(ok >= 1 && ok <= n, "{ok} of {n} replayable");
     for p in plans {
         if p["replayable"].as_bool().unwrap() {
             for l in p["launches"].as_array().unwrap() {
@@ -975,17 +975,63 @@ fn plans_name_x_and_y_and_say_why_a_launch_cannot_be_replayed() {
                     .filter(|v| v[0] == "ptr")
                     .map(|v| (v[1].as_str().unwrap().to_string(), v[2].as_u64().unwrap()))
                     .collect();
-                assert_eq!(ptrs, [("x".to_string(), 0), ("y".to_string(), 0)], "{p}");
+                // x and y at their starts, then any of the Gpu's scratch buffers the
+                // plan lists with their size and what a replay must put in them.
+                assert_eq!(
+                    ptrs[..2],
+                    [("x".to_string(), 0), ("y".to_string(), 0)],
+                    "{p}"
+                );
+                for (name, _) in &ptrs[2..] {
+                    let b = &p["buffers"][name];
+                    assert!(b["bytes"].as_u64().unwrap() > 0, "{p}");
+                    assert!(b["init"] == "any" || b["init"] == "zero", "{p}");
+                }
             }
         } else {
-            // Scratch memory, flags or counters; or (where a device has no clusters
-            // and the long row takes the split kernel) a cooperative launch.
+            // Epoch flags, memory the plan cannot name, or (where a device has no
+            // clusters and a long row takes the split kernel) a cooperative launch.
             let why = p["why"].as_str().unwrap();
             assert!(
-                why.contains("outside the op's x and y") || why.contains("cooperative launch"),
+                why.contains("epoch-tagged")
+                    || why.contains("outside the op's x and y")
+                    || why.contains("cooperative launch"),
                 "{p}"
             );
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn split_row_sums_name_their_workspace_and_counts_as_scratch_regions() {
+    use rust_simt::ops::row_sum::{row_sum_with, RowSumKernel};
+    use rust_simt::{ParamValue, ScratchKind};
+    let g = gpu();
+    let cols = 1 << 16;
+    let x = g.upload(&vec![0.25f32; cols]).unwrap();
+    let mut out = g.alloc::<f32>(1).unwrap();
+    let ((), launches) = g
+        .capture(|| row_sum_with(&g, RowSumKernel::Stream, x.matrix(1, cols)?, &mut out))
+        .unwrap();
+    assert_eq!(g.download(&out).unwrap(), [0.25 * cols as f32]);
+    let regions = g.scratch_regions();
+    let mut kinds = Vec::new();
+    for p in launches.iter().flat_map(|l| l.params.iter()) {
+        if let ParamValue::Pointer(a) = *p {
+            if a == 0 || a == x.ptr() as usize as u64 || a == out.ptr() as usize as u64 {
+                continue;
+            }
+            let r = regions
+                .iter()
+                .find(|r| a >= r.base && a < r.base + r.bytes)
+                .unwrap_or_else(|| panic!("pointer {a:#x} in no region of {regions:?}"));
+            kinds.push(r.kind);
+        }
+    }
+    // One row in parts: each part's sum in the workspace, the row's count in the zeros.
+    assert!(
+        kinds.contains(&ScratchKind::Workspace) && kinds.contains(&ScratchKind::Zeros),
+        "{kinds:?}"
+    );
 }

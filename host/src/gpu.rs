@@ -54,6 +54,29 @@ pub struct CapturedLaunch {
     pub params: Vec<ParamValue>,
 }
 
+/// What a buffer that a `Gpu` keeps for its ops ([`Gpu::scratch_regions`]) holds
+/// between launches: what another program replaying a [`CapturedLaunch`] must give
+/// in its place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScratchKind {
+    /// Workspace ([`Gpu::scratch_f32`]): written before it is read within an op, so
+    /// any buffer of the size will do.
+    Workspace,
+    /// Counts ([`Gpu::zero_counts`]): zero before each launch, and left zero by it.
+    Zeros,
+    /// Epoch-tagged flags or pair slots ([`Gpu::flags`], [`Gpu::pair_slots`]): each
+    /// launch waits for the epoch it was handed, so a launch cannot be made twice.
+    EpochFlags,
+}
+
+/// One buffer a `Gpu` keeps for its ops: its kind, device address and size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScratchRegion {
+    pub kind: ScratchKind,
+    pub base: u64,
+    pub bytes: u64,
+}
+
 /// A backend together with the identity that its buffers carry.
 pub(crate) struct Device {
     pub(crate) id: u64,
@@ -505,6 +528,45 @@ impl Gpu {
             });
         }
         Ok((r, out))
+    }
+
+    /// The buffers this `Gpu` keeps for ops between calls (scratch slots, counts,
+    /// flags, pair slots), so that a reader of [`CapturedLaunch`]es can tell which
+    /// pointers point into them and what each must hold.
+    pub fn scratch_regions(&self) -> Vec<ScratchRegion> {
+        fn region<T: DeviceCopy>(kind: ScratchKind, b: &Buffer<T>) -> ScratchRegion {
+            ScratchRegion {
+                kind,
+                base: b.ptr() as usize as u64,
+                bytes: (b.len() * std::mem::size_of::<T>()) as u64,
+            }
+        }
+        let mut out: Vec<ScratchRegion> = self
+            .scratch
+            .borrow()
+            .iter()
+            .flatten()
+            .map(|b| region(ScratchKind::Workspace, b))
+            .collect();
+        out.extend(
+            self.counts
+                .borrow()
+                .iter()
+                .map(|b| region(ScratchKind::Zeros, b)),
+        );
+        out.extend(
+            self.flags
+                .borrow()
+                .iter()
+                .map(|(b, _)| region(ScratchKind::EpochFlags, b)),
+        );
+        out.extend(
+            self.pairs
+                .borrow()
+                .iter()
+                .map(|(b, _)| region(ScratchKind::EpochFlags, b)),
+        );
+        out
     }
 
     /// Runs `f` and returns every kernel launch it made, in order, as

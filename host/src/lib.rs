@@ -43,7 +43,7 @@ mod view;
 pub use buffer::Buffer;
 pub use device::{BackendKind, DeviceProps, KernelResources, MemInfo};
 pub use error::{DriverStatus, Result, SimtError};
-pub use gpu::{CapturedLaunch, Gpu, LaunchRecord};
+pub use gpu::{CapturedLaunch, Gpu, LaunchRecord, ScratchKind, ScratchRegion};
 pub use launch::{LaunchArgs, LaunchConfig, MAX_GRID};
 pub use module::Module;
 pub use simt_std::{Dim3, Kernel, KernelParam, ParamValue};

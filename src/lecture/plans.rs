@@ -9,34 +9,63 @@
 //! replays each plan's launches on its own tensors, and times them interleaved with
 //! the peers, on the same buffers, with the same flush and the same timer.
 //!
-//! A plan replays only when every launch's parameters are scalars or pointers into
-//! the op's own input `x` and output `y` (no scratch buffers, flags or counters
-//! whose state a launch depends on, no structs) and no launch is cooperative;
-//! otherwise it is written with `"replayable": false` and the reason.
+//! A plan replays when every launch's parameters are scalars or pointers into the
+//! op's own input `x` and output `y`, or into the `Gpu`'s workspace (any contents
+//! will do: `"init": "any"`) and counts (zero before a launch, left zero by it:
+//! `"init": "zero"`), listed under `"buffers"` with their sizes, and no launch is
+//! cooperative. Otherwise (epoch-tagged flags, whose state carries from launch to
+//! launch; a struct parameter; memory the plan cannot name) it is written with
+//! `"replayable": false` and the reason.
 use std::path::Path;
 
 use serde_json::{json, Value};
 
 use crate::ops::{gelu, row_sum, softmax};
 use crate::sweep::{shapes, Op};
-use crate::{Buffer, CapturedLaunch, Gpu, ParamValue};
+use crate::{Buffer, CapturedLaunch, Gpu, ParamValue, ScratchKind};
 
-/// A named device buffer that a plan's pointers may point into.
-struct Label<'a> {
-    name: &'static str,
+/// A named device region that a plan's pointers may point into.
+struct Label {
+    name: String,
     base: u64,
     bytes: u64,
-    _buf: std::marker::PhantomData<&'a ()>,
+    /// `None` for x and y; else what a replay must put there (`"any"`, `"zero"`),
+    /// or `Err(why)` where no replay can.
+    init: Option<std::result::Result<&'static str, &'static str>>,
 }
 
-impl<'a> Label<'a> {
-    fn of(name: &'static str, b: &'a Buffer<f32>) -> Label<'a> {
+impl Label {
+    fn of(name: &str, b: &Buffer<f32>) -> Label {
         Label {
-            name,
+            name: name.into(),
             base: b.ptr() as usize as u64,
             bytes: (b.len() * 4) as u64,
-            _buf: std::marker::PhantomData,
+            init: None,
         }
+    }
+
+    /// The `Gpu`'s own buffers, named `scratch0`, `zeros0`, `flags0`, ...
+    fn scratch(gpu: &Gpu) -> Vec<Label> {
+        gpu.scratch_regions()
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let (name, init) = match r.kind {
+                    ScratchKind::Workspace => ("scratch", Ok("any")),
+                    ScratchKind::Zeros => ("zeros", Ok("zero")),
+                    ScratchKind::EpochFlags => (
+                        "flags",
+                        Err("epoch-tagged flags (each launch waits for the epoch it was handed: it cannot be made twice)"),
+                    ),
+                };
+                Label {
+                    name: format!("{name}{i}"),
+                    base: r.base,
+                    bytes: r.bytes,
+                    init: Some(init),
+                }
+            })
+            .collect()
     }
 }
 
@@ -53,11 +82,16 @@ fn param_json(p: &ParamValue, labels: &[Label]) -> std::result::Result<Value, St
         ParamValue::Signed { value, bytes } => json!([format!("i{}", bytes * 8), value]),
         ParamValue::F32(v) => json!(["f32bits", v.to_bits()]),
         ParamValue::F64(v) => json!(["f64bits", v.to_bits()]),
+        // A null pointer (an argument the launch does not use) is 8 zero bytes.
+        ParamValue::Pointer(0) => json!(["u64", 0]),
         ParamValue::Pointer(a) => {
             let l = labels
                 .iter()
                 .find(|l| a >= l.base && a < l.base + l.bytes.max(1))
-                .ok_or("a pointer outside the op's x and y (scratch memory, flags or counters: state the launch depends on)")?;
+                .ok_or("a pointer outside the op's x and y and the Gpu's scratch buffers")?;
+            if let Some(Err(why)) = l.init {
+                return Err(why.to_string());
+            }
             json!(["ptr", l.name, a - l.base])
         }
         ParamValue::Opaque { bytes } => {
@@ -95,6 +129,25 @@ fn launches_json(
         }));
     }
     Ok(Value::Array(out))
+}
+
+/// The scratch regions a plan's launches name, with their sizes and what a replay
+/// must put in them: `{"zeros3": {"bytes": 64, "init": "zero"}, ...}`.
+fn buffers_json(launches: &Value, labels: &[Label]) -> Value {
+    let mut out = serde_json::Map::new();
+    for l in launches.as_array().into_iter().flatten() {
+        for p in l["params"].as_array().into_iter().flatten() {
+            if p[0] != "ptr" {
+                continue;
+            }
+            if let Some(lab) = labels.iter().find(|lab| p[1] == lab.name.as_str()) {
+                if let Some(Ok(init)) = lab.init {
+                    out.insert(lab.name.clone(), json!({"bytes": lab.bytes, "init": init}));
+                }
+            }
+        }
+    }
+    Value::Object(out)
 }
 
 /// Captures our op (what the sweep times as `rust-simt fused` / `auto`) at every
@@ -140,7 +193,8 @@ pub fn write(
             run()?;
             let ((), launches) = gpu.capture(&mut run)?;
             gpu.synchronize()?;
-            let labels = [Label::of("x", &x), Label::of("y", &y)];
+            let mut labels = vec![Label::of("x", &x), Label::of("y", &y)];
+            labels.extend(Label::scratch(gpu));
             let mut plan = json!({
                 "op": op.name(), "shape": shape, "variant": variant, "x": xn, "y": yn,
             });
@@ -148,6 +202,7 @@ pub fn write(
                 Ok(j) => {
                     replayable += 1;
                     plan["replayable"] = json!(true);
+                    plan["buffers"] = buffers_json(&j, &labels);
                     plan["launches"] = j;
                 }
                 Err(why) => {
@@ -162,4 +217,89 @@ pub fn write(
     let doc = json!({ "device": gpu.props().name, "plans": plans });
     std::fs::write(dir.join("plans.json"), serde_json::to_string_pretty(&doc)?)?;
     Ok((plans.len(), replayable))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{dim3, Dim3};
+
+    fn launch(params: Vec<ParamValue>, cooperative: bool) -> CapturedLaunch {
+        CapturedLaunch {
+            kernel: "k",
+            module: "kernels",
+            target: "sm_80",
+            grid: dim3(2, 1, 1),
+            block: Dim3 { x: 256, y: 1, z: 1 },
+            shared_bytes: 0,
+            cluster: 1,
+            cooperative,
+            params,
+        }
+    }
+
+    fn label(name: &str, base: u64, init: Option<Result<&'static str, &'static str>>) -> Label {
+        Label {
+            name: name.into(),
+            base,
+            bytes: 4096,
+            init,
+        }
+    }
+
+    #[test]
+    fn pointers_are_named_by_region_and_unreplayable_launches_say_why() {
+        let labels = [
+            label("x", 0x1000, None),
+            label("y", 0x3000, None),
+            label("zeros0", 0x5000, Some(Ok("zero"))),
+            label("flags1", 0x8000, Some(Err("epoch-tagged flags"))),
+        ];
+        let ok = launch(
+            vec![
+                ParamValue::Pointer(0x1010),
+                ParamValue::Pointer(0x3000),
+                ParamValue::Pointer(0x5004),
+                ParamValue::Unsigned { value: 7, bytes: 4 },
+                ParamValue::F32(0.5),
+            ],
+            false,
+        );
+        let j = launches_json(std::slice::from_ref(&ok), &labels).unwrap();
+        assert_eq!(
+            j[0]["params"],
+            json!([
+                ["ptr", "x", 16],
+                ["ptr", "y", 0],
+                ["ptr", "zeros0", 4],
+                ["u32", 7],
+                ["f32bits", 0.5f32.to_bits()]
+            ])
+        );
+        assert_eq!(
+            buffers_json(&j, &labels),
+            json!({"zeros0": {"bytes": 4096, "init": "zero"}})
+        );
+        // The end of a region is outside it (half-open), and so is unnamed memory.
+        let past = launch(vec![ParamValue::Pointer(0x2000)], false);
+        assert!(launches_json(&[past], &labels)
+            .unwrap_err()
+            .contains("outside"));
+        let null = launch(vec![ParamValue::Pointer(0)], false);
+        assert_eq!(
+            launches_json(&[null], &labels).unwrap()[0]["params"],
+            json!([["u64", 0]])
+        );
+        let flags = launch(vec![ParamValue::Pointer(0x8000)], false);
+        assert!(launches_json(&[flags], &labels)
+            .unwrap_err()
+            .contains("epoch-tagged"));
+        let s = launch(vec![ParamValue::Opaque { bytes: 24 }], false);
+        assert!(launches_json(&[s], &labels)
+            .unwrap_err()
+            .contains("24-byte struct"));
+        assert!(launches_json(&[ok, launch(vec![], true)], &labels)
+            .unwrap_err()
+            .contains("cooperative"));
+    }
 }
