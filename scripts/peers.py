@@ -134,9 +134,10 @@ def reference(torch, op, x):
     return xd.sum(dim=1)
 
 
-def interleaved(a, torch, do_bench, inputs, memory_peers, dev, t0):
+def interleaved(a, torch, time_ms, inputs, memory_peers, dev, t0):
     """Ours and the peers in one process: at each shape, every variant timed by
-    do_bench (the same flush, timer, warm-up and repetitions), in a shuffled order,
+    time_ms (do_bench, or --flush read's loop: the same flush, timer, warm-up and
+    repetitions for every variant), in a shuffled order,
     `rounds` times, on inputs drawn afresh each round (new allocations: the buffers'
     placement changes between rounds, for every variant alike). Ours is checked
     against float64 each round on a NaN-poisoned output. Writes the median over
@@ -183,7 +184,7 @@ def interleaved(a, torch, do_bench, inputs, memory_peers, dev, t0):
                 rng.shuffle(variants)
                 for variant, fn in variants:
                     try:
-                        ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
+                        ms = time_ms(fn)
                     except Exception as e:  # noqa
                         print(f"peers: {op} {variant} {shape} failed: {str(e).splitlines()[0][:200]}", flush=True)
                         continue
@@ -401,13 +402,15 @@ def main():
         ts.sort()
         return ts[len(ts) // 2]
 
+    def time_ms(fn):
+        """One measurement, by the method --flush asks for (do_bench by default)."""
+        if flush_buf is not None:
+            return bench_read_flush(fn)
+        return do_bench(fn, warmup=25, rep=100, return_mode="median")
+
     def bench(op, variant, shape, fn, check=None):
         try:
-            if flush_buf is not None:
-                ms = bench_read_flush(fn)
-            else:
-                ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
-            rows.append((op, variant, shape, ms))
+            rows.append((op, variant, shape, time_ms(fn)))
         except Exception as e:  # noqa
             print(f"peers: {op} {variant} {shape} failed: {str(e).splitlines()[0][:200]}", flush=True)
 
@@ -445,7 +448,7 @@ def main():
 
     g = torch.Generator(device="cuda").manual_seed(0)
     if a.ours:
-        return interleaved(a, torch, do_bench, inputs, memory_peers, dev, t0)
+        return interleaved(a, torch, time_ms, inputs, memory_peers, dev, t0)
     for op in ops:
         for shape in shapes(op, a.quick):
             d = [int(v) for v in shape.split("x")]

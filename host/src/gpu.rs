@@ -54,6 +54,23 @@ pub struct CapturedLaunch {
     pub params: Vec<ParamValue>,
 }
 
+impl CapturedLaunch {
+    /// The record of a validated launch, with its parameters' values.
+    fn of(raw: &RawLaunch<'_>, params: Vec<ParamValue>) -> CapturedLaunch {
+        CapturedLaunch {
+            kernel: raw.kernel,
+            module: raw.module,
+            target: raw.target,
+            grid: raw.grid,
+            block: raw.block,
+            shared_bytes: raw.shared_bytes,
+            cluster: raw.cluster.max(1),
+            cooperative: raw.cooperative,
+            params,
+        }
+    }
+}
+
 /// What a buffer that a `Gpu` keeps for its ops ([`Gpu::scratch_regions`]) holds
 /// between launches: what another program replaying a [`CapturedLaunch`] must give
 /// in its place.
@@ -485,24 +502,15 @@ impl Gpu {
                 min_blocks: K::BOUNDS.min_blocks_per_sm,
             };
             // SAFETY: forwarded from this function's contract; `args` outlives the call.
-            unsafe { self.dev.backend.launch(&raw) }
+            let r = unsafe { self.dev.backend.launch(&raw) };
+            // Recorded once the launch was taken: a refused one (a cooperative launch
+            // the device cannot hold, answered with another kernel) is not part of
+            // what the op did.
+            if let (Ok(()), Some(c)) = (&r, self.captured.borrow_mut().as_mut()) {
+                c.push(CapturedLaunch::of(&raw, args.param_values()));
+            }
+            r
         })?;
-        // Recorded once the launch was taken: a refused one (a cooperative launch
-        // the device cannot hold, answered with another kernel) is not part of what
-        // the op did.
-        if let Some(c) = self.captured.borrow_mut().as_mut() {
-            c.push(CapturedLaunch {
-                kernel: K::NAME,
-                module: K::MODULE,
-                target,
-                grid: cfg.grid,
-                block: cfg.block,
-                shared_bytes,
-                cluster: K::BOUNDS.cluster.max(1),
-                cooperative: K::BOUNDS.cooperative,
-                params: args.param_values(),
-            });
-        }
         if let Some((s, e)) = timing {
             self.dev.backend.record(&*e)?;
             if let Some(p) = self.profile.borrow_mut().as_mut() {
