@@ -7,8 +7,12 @@
 # timed interleaved with them for ROUNDS rounds (default 5), then one sweep times what
 # cannot be replayed and the long-row copy rate (results/r1); INPROC=0: ROUNDS rounds
 # of peers then sweep, alternating, each in its own process (results/r1 .. rn). Either
-# way memory_targets.py judges the result. TESTS=0 / SAN=0 leave out the tests / the
-# sanitizers.
+# way memory_targets.py judges the result. TESTS=0 / SAN=0 / SWEEP=0 leave out the
+# tests / the sanitizers / the in-process run's sweep. The in-process replay also times
+# the candidate kernels beside ours (GeLU's other block shapes, the looped softmax);
+# CANDIDATES=0 leaves them out. One device call is at most 600 s: split a full run, e.g.
+# `TESTS=0 SAN=0 SWEEP=0 ROUNDS=3` (the in-process comparison), then `INPROC=0
+# ROUNDS=1` (the tests, a classic round, the sanitizers).
 cd "$(dirname "$0")"
 OUT=${OUT:-out}; mkdir -p "$OUT" results
 clk() { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv,noheader; }
@@ -22,10 +26,13 @@ rm -rf results/r[0-9]* results/plans; rounds=""
 if [ "${INPROC:-1}" = 1 ]; then
   echo "== our launches at every shape"; timeout 120 bin/benchmarking --plans results/plans 2>&1 | tail -1
   echo "== ours and the peers in one process, ${ROUNDS:-5} interleaved rounds"
-  PYTHONUNBUFFERED=1 timeout 540 python3 peers/peers.py --ours results/plans --rounds "${ROUNDS:-5}" --ops gelu,softmax,row_sum --out results/peers-inproc.csv 2>&1 | grep -v "done (" | tail -50
+  cands=""; [ "${CANDIDATES:-1}" = 1 ] || cands="--no-candidates"
+  PYTHONUNBUFFERED=1 timeout "${INPROC_TIMEOUT:-540}" python3 peers/peers.py --ours results/plans --rounds "${ROUNDS:-5}" $cands --ops "${OPS:-gelu,softmax,row_sum}" --out results/peers-inproc.csv 2>&1 | grep -v "done (" | tail -90
   echo "== clocks: $(clk)"
-  echo "== sweep"; timeout 300 bin/benchmarking --sweep --ops gelu,softmax,row_sum --peers results/peers-inproc.csv --out results/r1 2>&1 | grep -E "softmax|row_sum|gelu|copy" | head -60
-  rounds=results/r1
+  if [ "${SWEEP:-1}" = 1 ]; then
+    echo "== sweep"; timeout 300 bin/benchmarking --sweep --ops gelu,softmax,row_sum --peers results/peers-inproc.csv --out results/r1 2>&1 | grep -E "softmax|row_sum|gelu|copy" | head -60
+    rounds=results/r1
+  fi
 fi
 for r in $( [ "${INPROC:-1}" = 1 ] || seq 1 "${ROUNDS:-1}"); do
   echo "== peers, round $r"; PYTHONUNBUFFERED=1 timeout 300 python3 peers/peers.py --ops gelu,softmax,row_sum --out results/peers-r$r.csv 2>&1 | grep -v "done (" | tail -8

@@ -45,7 +45,11 @@ class Ours:
         with open(os.path.join(folder, "plans.json")) as f:
             doc = json.load(f)
         self.device = doc["device"]
-        self.plans = {(p["op"], p["shape"]): p for p in doc["plans"]}
+        # Per shape, the op's own plan first, then its candidates (other kernels a
+        # future `Auto` might pick; `"candidate": true`), in the order written.
+        self.plans = {}
+        for p in doc["plans"]:
+            self.plans.setdefault((p["op"], p["shape"]), []).append(p)
         self.modules, self.functions = {}, {}
 
     def check(self, r, what):
@@ -155,32 +159,37 @@ def interleaved(a, torch, time_ms, inputs, memory_peers, dev, t0):
     if ours.device != dev:
         print(f"peers: warning: the plans were made on {ours.device}, this is {dev}: "
               f"ours runs the launches chosen for that device", flush=True)
-    rows, per_round, summary = [], [], []
+    rows, per_round, summary, cand = [], [], [], []
     rng = random.Random(12)
     ops = [o for o in a.ops.split(",") if o in ("gelu", "softmax", "row_sum")]
     for op in ops:
         for shape in shapes(op, a.quick):
             if a.only and shape not in a.only.split(","):
                 continue
-            plan = ours.plans.get((op, shape))
+            plans = ours.plans.get((op, shape), [])
+            plan = plans[0] if plans else None
             if plan is None or not plan["replayable"]:
                 why = "no plan" if plan is None else plan["why"]
                 print(f"peers: {op} {shape}: ours not replayable here ({why}); the sweep times it", flush=True)
+            replay = [p for p in plans if p["replayable"] and (a.candidates or not p.get("candidate", False))]
+            own = plan["variant"] + " (in-process)" if plan is not None and plan["replayable"] else None
             d = [int(v) for v in shape.split("x")]
             times = {}
             for r in range(a.rounds):
                 x = inputs(op, d)
                 variants = memory_peers(op, shape, d, x)
-                if plan is not None and plan["replayable"]:
-                    run = ours.launcher(torch, plan, x)
+                ref = reference(torch, op, x).reshape(-1) if replay else None
+                for p in replay:
+                    run = ours.launcher(torch, p, x)
                     y = run(poison=True)
                     torch.cuda.synchronize()
-                    ref = reference(torch, op, x).reshape(-1)
                     err = ((y.double() - ref).norm() / ref.norm()).item()
                     if not err <= 1e-5:
-                        raise RuntimeError(f"{op} {shape}: rust-simt's replayed launches give rel. error {err:.2e} (tol 1e-5)")
-                    del y, ref  # back to the allocator before any variant is timed
-                    variants.append((plan["variant"] + " (in-process)", run))
+                        raise RuntimeError(f"{op} {shape}: rust-simt's replayed launches ({p['variant']}) "
+                                           f"give rel. error {err:.2e} (tol 1e-5)")
+                    del y  # back to the allocator before any variant is timed
+                    variants.append((p["variant"] + " (in-process)", run))
+                del ref
                 rng.shuffle(variants)
                 for variant, fn in variants:
                     try:
@@ -193,16 +202,29 @@ def interleaved(a, torch, time_ms, inputs, memory_peers, dev, t0):
                 del x
             for variant, ts in times.items():
                 rows.append((op, variant, shape, statistics.median(ts.values())))
-            mine = [v for v in times if v.startswith("rust-simt")]
             peers_ = [v for v in times if not v.startswith("rust-simt")]
-            # Each round's ours against the best peer of that same round.
-            pairs = [(min(times[v][r] for v in peers_ if r in times[v]), times[mine[0]][r])
-                     for r in range(a.rounds)
-                     if mine and r in times[mine[0]] and any(r in times[v] for v in peers_)]
+
+            def best_peer(r):
+                return min((times[v][r] for v in peers_ if r in times[v]), default=None)
+
+            # Each round's ours (the op's own kernel) against the best peer of that same round.
+            pairs = [(best_peer(r), times[own][r]) for r in range(a.rounds)
+                     if own in times and r in times[own] and best_peer(r) is not None]
             if pairs:
                 ratios = sorted(b / o for b, o in pairs)
                 summary.append((op, shape, statistics.median(o for _, o in pairs), statistics.median(b for b, _ in pairs),
                                 statistics.median(ratios), ratios[0], ratios[-1]))
+            # Each candidate against the best peer and against the op's own kernel, by round.
+            for p in replay[1:] if own is not None else replay:
+                v = p["variant"] + " (in-process)"
+                rs = [r for r in range(a.rounds) if v in times and r in times[v]]
+                vs_peer = [best_peer(r) / times[v][r] for r in rs if best_peer(r) is not None]
+                vs_own = [times[own][r] / times[v][r] for r in rs if own in times and r in times[own]]
+                if rs:
+                    cand.append((op, shape, p["variant"], statistics.median(times[v][r] for r in rs),
+                                 statistics.median(vs_peer) if vs_peer else float("nan"),
+                                 statistics.median(vs_own) if vs_own else float("nan"),
+                                 min(vs_own, default=float("nan")), max(vs_own, default=float("nan"))))
             print(f"peers: {op} {shape} done ({time.time() - t0:.0f}s)", flush=True)
     with open(a.out, "w") as f:
         f.write("op,variant,shape,ms\n")
@@ -218,6 +240,11 @@ def interleaved(a, torch, time_ms, inputs, memory_peers, dev, t0):
     print(f"{'op':8s} {'shape':12s} {'ours ms':>9s} {'peer ms':>9s} {'median':>7s} {'least':>7s} {'most':>7s}")
     for op, shape, o, b, med, lo, hi in summary:
         print(f"{op:8s} {shape:12s} {o:9.4f} {b:9.4f} {med:6.3f}x {lo:6.3f}x {hi:6.3f}x")
+    if cand:
+        print(f"\ncandidates (other kernels of ours), medians of per-round ratios; > 1: the candidate faster")
+        print(f"{'op':8s} {'shape':12s} {'variant':26s} {'ms':>9s} {'vs peer':>8s} {'vs ours':>8s} {'least':>7s} {'most':>7s}")
+        for op, shape, v, ms, vp, vo, lo, hi in cand:
+            print(f"{op:8s} {shape:12s} {v:26s} {ms:9.4f} {vp:7.3f}x {vo:7.3f}x {lo:6.3f}x {hi:6.3f}x")
     return 0
 
 
@@ -232,6 +259,8 @@ def main():
                          "every shape's variants (ours and the peers) interleaved in a shuffled order, ROUNDS times, "
                          "on fresh inputs each round; writes --out (medians over rounds) and a per-round CSV beside it")
     ap.add_argument("--rounds", type=int, default=5, help="rounds of the --ours comparison")
+    ap.add_argument("--no-candidates", dest="candidates", action="store_false",
+                    help="with --ours: time only the op's own plan at each shape, not the candidate kernels beside it")
     ap.add_argument("--only", metavar="SHAPES", help="with --ours: only these shapes (comma-separated, e.g. 16777216,4096x4096)")
     ap.add_argument("--flush", choices=["write", "read"], default="write",
                     help="write: do_bench's L2 flush (the default, as every peer number in the docs); "

@@ -956,12 +956,51 @@ fn plans_name_every_pointer_by_its_buffer_or_say_why_not() {
     use rust_simt::sweep::Op;
     let g = gpu();
     let dir = std::env::temp_dir().join(format!("simt-plans-{}", std::process::id()));
-    let (n, ok) = rust_simt::plans::write(&g, &[Op::Softmax, Op::RowSum], true, &dir).unwrap();
+    let (n, ok) =
+        rust_simt::plans::write(&g, &[Op::Gelu, Op::Softmax, Op::RowSum], true, &dir).unwrap();
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("plans.json")).unwrap()).unwrap();
     let plans = doc["plans"].as_array().unwrap();
     assert_eq!(plans.len(), n);
     assert!(ok >= 1 && ok <= n, "{ok} of {n} replayable");
+    // Per shape: the op's own plan first, then its candidates, each variant once.
+    let mut seen = std::collections::HashSet::new();
+    for (i, p) in plans.iter().enumerate() {
+        let key = (p["op"].as_str().unwrap(), p["shape"].as_str().unwrap());
+        let first = i == 0
+            || (
+                plans[i - 1]["op"].as_str().unwrap(),
+                plans[i - 1]["shape"].as_str().unwrap(),
+            ) != key;
+        assert_eq!(p["candidate"].as_bool().unwrap(), !first, "{p}");
+        assert!(seen.insert((key, p["variant"].as_str().unwrap())), "{p}");
+    }
+    let variants = |op: &str, shape: &str| -> Vec<String> {
+        plans
+            .iter()
+            .filter(|p| p["op"] == op && p["shape"] == shape)
+            .map(|p| p["variant"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        variants("gelu", "4096"),
+        [
+            "rust-simt fused",
+            "rust-simt fused 128x2",
+            "rust-simt fused 128x4"
+        ]
+    );
+    assert_eq!(variants("softmax", "64x512"), ["rust-simt fused"]);
+    // The looped softmax beside the long-row kernels: one launch on x and y, no
+    // scratch, so it replays where they may not.
+    let looped = plans
+        .iter()
+        .find(|p| p["shape"] == "2x40000" && p["variant"] == "rust-simt looped")
+        .unwrap();
+    assert_eq!(looped["replayable"], true, "{looped}");
+    assert_eq!(looped["launches"].as_array().unwrap().len(), 1);
+    assert_eq!(looped["launches"][0]["kernel"], "softmax_looped");
+    assert_eq!(looped["launches"][0]["grid"], serde_json::json!([2, 1, 1]));
     for p in plans {
         if p["replayable"].as_bool().unwrap() {
             for l in p["launches"].as_array().unwrap() {

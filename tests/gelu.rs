@@ -1,7 +1,7 @@
 //! GeLU: fused, naive (7 kernels) and exact, against float64 references.
 mod common;
 use common::*;
-use rust_simt::ops::gelu::{gelu, gelu_erf, gelu_naive};
+use rust_simt::ops::gelu::{gelu, gelu_erf, gelu_naive, gelu_with, GeluKernel};
 use rust_simt::{reference, SimtError};
 
 /// GeLU is elementwise with ~1e-6 relative error (fast tanh) on O(1) values.
@@ -25,6 +25,20 @@ fn run_all(n: usize, lo: f32, hi: f32) {
         ATOL,
         1e-4,
     );
+    // Every block shape: one, two and four vectors a thread.
+    for k in GeluKernel::ALL {
+        let mut y = poisoned(&g, n);
+        gelu_with(&g, k, &xb, &mut y).unwrap();
+        assert_close(
+            &format!("gelu_fused {} n={n}", k.label()),
+            seed,
+            &g.download(&y).unwrap(),
+            &want,
+            RTOL,
+            ATOL,
+            1e-4,
+        );
+    }
     let mut y = poisoned(&g, n);
     let mut tmp = poisoned(&g, n);
     gelu_naive(&g, &xb, &mut y, &mut tmp).unwrap();
@@ -66,7 +80,8 @@ fn hand_worked_values() {
 
 #[test]
 fn random_ragged_lengths() {
-    for n in [1, 3, 4, 5, 255, 1023, 1025, 4097] {
+    // Around the tiles: 1024 elements a block (256x1, 128x2), 2048 (128x4).
+    for n in [1, 3, 4, 5, 255, 1023, 1025, 2047, 2049, 4097, 6150] {
         run_all(n, -6.0, 6.0);
     }
 }
@@ -144,4 +159,101 @@ fn bad_inputs_are_errors() {
         gelu_naive(&g, &x, &mut y8, &mut tmp),
         Err(SimtError::Shape { .. })
     ));
+}
+
+/// Launches the fused GeLU kernel of `GELU_CONFIGS[which]` on raw pointers, with the
+/// grid its Thread Mapping gives for `n` floats.
+///
+/// # Safety
+/// `x` readable and `y` writable for `n` floats on `g`, aliasing exactly or not at all.
+unsafe fn launch_shape(g: &rust_simt::Gpu, which: usize, x: *const f32, y: *mut f32, n: u32) {
+    use rust_simt::kernels::{config::GELU_CONFIGS, gelu as k, gelu_wide as kw};
+    use rust_simt::{dim3, LaunchConfig};
+    let (t, v) = GELU_CONFIGS[which];
+    let grid = dim3((n as usize).div_ceil((4 * t * v) as usize) as u32, 1, 1);
+    // SAFETY: the caller's contract; the grid covers n with the kernel's tile.
+    unsafe {
+        match which {
+            0 => g.launch::<k::gelu_fused>(
+                LaunchConfig::for_kernel::<k::gelu_fused>(grid),
+                (x, y, n),
+            ),
+            1 => g.launch::<kw::gelu_fused_v2>(
+                LaunchConfig::for_kernel::<kw::gelu_fused_v2>(grid),
+                (x, y, n),
+            ),
+            2 => g.launch::<kw::gelu_fused_v4>(
+                LaunchConfig::for_kernel::<kw::gelu_fused_v4>(grid),
+                (x, y, n),
+            ),
+            _ => unreachable!("a GELU_CONFIGS entry without a kernel here"),
+        }
+    }
+    .unwrap();
+}
+
+#[test]
+fn every_block_shape_in_place_ragged_and_misaligned() {
+    // Each kernel in place (y is x); on lengths that end 1-3 floats into a thread's
+    // last vector (2047 ends 1 float short of a tile of 1024 or 2048, 2045 3 short),
+    // aligned and on pointers 1-3 floats past a 16-byte boundary (the element path).
+    // The input goes on past each view with finite values, so an element read or
+    // written past the end shows as a finite value in the NaN-poisoned output.
+    let g = gpu();
+    rust_simt::ptx::load(&g).unwrap();
+    let (mut r, seed) = rng("gelu in place");
+    let n = 2056;
+    let x = uniform(&mut r, n, -6.0, 6.0);
+    let xb = g.upload(&x).unwrap();
+    for which in 0..rust_simt::kernels::config::GELU_CONFIGS.len() {
+        let mut b = g.upload(&x[..2047]).unwrap();
+        let p = b.ptr_mut();
+        // SAFETY: b holds 2047 floats on g; in place is in each kernel's contract.
+        unsafe { launch_shape(&g, which, p, p, 2047) };
+        assert_close(
+            &format!("gelu shape {which} in place"),
+            seed,
+            &g.download(&b).unwrap(),
+            &reference::gelu_tanh(&x[..2047]),
+            RTOL,
+            ATOL,
+            1e-4,
+        );
+        for (off, m) in [
+            (0, 2047),
+            (0, 2046),
+            (0, 2045),
+            (0, 2048),
+            (1, 2047),
+            (2, 2040),
+            (3, 2045),
+        ] {
+            let mut y = poisoned(&g, n);
+            // SAFETY: both pointers are `off` floats into buffers of n floats, and
+            // off + m <= n; the buffers are distinct.
+            unsafe {
+                launch_shape(
+                    &g,
+                    which,
+                    xb.ptr().wrapping_add(off),
+                    y.ptr_mut().wrapping_add(off),
+                    m as u32,
+                )
+            };
+            let got = g.download(&y).unwrap();
+            assert!(
+                got[..off].iter().chain(&got[off + m..]).all(|v| v.is_nan()),
+                "shape {which}, {m} floats at +{off}: wrote outside them"
+            );
+            assert_close(
+                &format!("gelu shape {which}, {m} floats at +{off}"),
+                seed,
+                &got[off..off + m],
+                &reference::gelu_tanh(&x[off..off + m]),
+                RTOL,
+                ATOL,
+                1e-4,
+            );
+        }
+    }
 }

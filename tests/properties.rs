@@ -27,7 +27,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use rand::{Rng, SeedableRng};
 use rust_simt::emulator::{EmuConfig, Order};
-use rust_simt::ops::gelu::{gelu, gelu_erf, gelu_matrix, gelu_naive};
+use rust_simt::ops::gelu::{gelu, gelu_erf, gelu_matrix, gelu_naive, gelu_with, GeluKernel};
 use rust_simt::ops::matmul::{matmul, MatmulKernel};
 use rust_simt::ops::matmul_tc::{
     bf16_to_f32, f16_to_f32, matmul_tc, matmul_tf32_with, to_bf16, to_f16, TcInput, TcKernel,
@@ -323,7 +323,7 @@ const GELU_ATOL: f64 = 1e-6;
 
 #[derive(Clone, Copy, Debug)]
 enum GeluOp {
-    Fused,
+    Fused(GeluKernel),
     Erf,
     Naive,
 }
@@ -333,8 +333,8 @@ fn check_gelu(g: &Gpu, &(op, n, vals, seed): &(GeluOp, usize, Values, u64)) -> R
     let xb = g.upload(&x).map_err(err)?;
     let mut y = poison_buf(g, n)?;
     let want = match op {
-        GeluOp::Fused => {
-            gelu(g, &xb, &mut y).map_err(err)?;
+        GeluOp::Fused(k) => {
+            gelu_with(g, k, &xb, &mut y).map_err(err)?;
             reference::gelu_tanh(&x)
         }
         GeluOp::Erf => {
@@ -366,7 +366,11 @@ fn gelu_any_length() {
         |g| {
             let n = if big(g) { 1 << 20 } else { 1 << 14 };
             (
-                prop_oneof![Just(GeluOp::Fused), Just(GeluOp::Erf), Just(GeluOp::Naive)],
+                prop_oneof![
+                    proptest::sample::select(GeluKernel::ALL.to_vec()).prop_map(GeluOp::Fused),
+                    Just(GeluOp::Erf),
+                    Just(GeluOp::Naive)
+                ],
                 dim0(n),
                 values(),
                 any::<u64>(),
@@ -427,7 +431,10 @@ fn gelu_matrix_any_view() {
 /// `softmax_with` must accept; the others must refuse with `TooLarge`).
 fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> bool {
     match k {
-        SoftmaxKernel::Auto | SoftmaxKernel::Online | SoftmaxKernel::Stream => true,
+        SoftmaxKernel::Auto
+        | SoftmaxKernel::Online
+        | SoftmaxKernel::Looped
+        | SoftmaxKernel::Stream => true,
         SoftmaxKernel::SharedRow => cols <= max_cols(g),
         SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS,
@@ -444,7 +451,7 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
     }
 }
 
-const SOFTMAX_KERNELS: [SoftmaxKernel; 10] = SoftmaxKernel::ALL;
+const SOFTMAX_KERNELS: [SoftmaxKernel; 11] = SoftmaxKernel::ALL;
 
 /// Softmax rows for `vals`: the stability case puts -inf in about 1 entry in 8,
 /// makes one row all -inf (NaN out, as PyTorch) and adds ±1e30.

@@ -20,6 +20,7 @@ fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
     let mut v = vec![
         SoftmaxKernel::Auto,
         SoftmaxKernel::Online,
+        SoftmaxKernel::Looped,
         SoftmaxKernel::Stream,
     ];
     if cols <= max_cols(g) {
@@ -496,6 +497,7 @@ fn long_rows_strided() {
         SoftmaxKernel::Split,
         SoftmaxKernel::SplitWide,
         SoftmaxKernel::Online,
+        SoftmaxKernel::Looped,
         SoftmaxKernel::Stream,
     ];
     if has_clusters(&g) {

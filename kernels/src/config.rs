@@ -120,6 +120,16 @@ pub const SOFTMAX_CLUSTER_MAX_COLS: u32 =
 /// Threads per block of the two-pass online softmax (rows longer than the device
 /// holds on chip).
 pub const SOFTMAX_ONLINE_THREADS: u32 = 512;
+/// Threads per block of the looped softmax (`softmax_looped`: a block per row, two
+/// passes over it, 4 vectors in flight a thread): 8192 columns a group of loads.
+pub const SOFTMAX_LOOPED_THREADS: u32 = 512;
+
+/// The fused GeLU's block shapes, `(threads, 16-byte vectors per thread)`:
+/// `gelu_fused` (one vector a thread, the first), `gelu_fused_v2` (Triton's
+/// pointwise shape for large tensors: 1024 elements a block of 4 warps) and
+/// `gelu_fused_v4`. Vector `k` of thread `t` is the block tile's vector `t + k·threads`,
+/// so each warp-wide load is 512 contiguous bytes.
+pub const GELU_CONFIGS: [(u32, u32); 3] = [(ELEMENTWISE_THREADS, 1), (128, 2), (128, 4)];
 
 /// Threads per block of the row reductions (row max, row sum).
 pub const ROW_REDUCE_THREADS: u32 = 256;

@@ -8,6 +8,7 @@
 //! | module | kernels |
 //! |---|---|
 //! | [`gelu`] | naive (7 elementwise stages) and fused GeLU, exact (erf) GeLU |
+//! | [`gelu_wide`] | fused GeLU with 2 or 4 16-byte vectors a thread (all loads in flight before the first store) |
 //! | [`softmax`] | naive (5 kernels), fused (a block per row, the row in shared memory), warp per row |
 //! | [`softmax_regs`] | the row in registers: a warp per row (up to 1024 columns), a block per row (up to 16384) |
 //! | [`softmax_split`] | long rows over several cooperating blocks, chunks in registers (one read) |
@@ -17,6 +18,7 @@
 //! | [`softmax_bulk`] | long rows in chunks of 8192 brought on chip by bulk copies into a ring, reduced, exchanged (epoch-tagged pairs) and written by specialised warps (Hopper, sm_90a module) |
 //! | [`softmax_cluster`] | long rows over a thread-block cluster: chunks in registers, `(max, sum)` pairs over distributed shared memory (Hopper, sm_90a module) |
 //! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
+//! | [`softmax_looped`] | rows of any length, a block per row reading it twice (online pair, then the write; the second read from L2): `torch.compile`'s loop |
 //! | [`row_sum`] | blocks per row (the row's last block adds their sums in order), lane groups per row |
 //! | [`row_sum_wide`] | rows of 129-1024 columns: a warp per row, four 16-byte loads a lane in flight |
 //! | [`row_sum_tiny`] | millions of rows of 1-3 columns: four rows per thread, 16-byte loads and stores |
@@ -81,6 +83,7 @@ macro_rules! hopper {
 portable!(
     convert,
     gelu,
+    gelu_wide,
     matmul_gemv,
     matmul_naive,
     matmul_tiled,
@@ -96,6 +99,7 @@ portable!(
     row_sum_wide,
     selftest,
     softmax,
+    softmax_looped,
     softmax_online,
     softmax_regs,
     softmax_split,

@@ -28,7 +28,7 @@ use crate::config::SOFTMAX_ONLINE_THREADS;
 use crate::params::SoftmaxOnlineParams;
 use crate::softmax_parts::{combine, warp_combine};
 use simt_std::math::{exp, rcp};
-use simt_std::memory::{is_aligned16, load4, load4_first, store4, store4_first, F32x4};
+use simt_std::memory::{is_aligned16, load4, load4_cs, load4_first, store4, store4_first, F32x4};
 use simt_std::shared::Smem;
 use simt_std::shared_array;
 use simt_std::thread::sync_threads;
@@ -102,6 +102,130 @@ pub(crate) unsafe fn row_pair(partials: *const f32, r: usize, splits: usize) -> 
     warp_combine(m, s)
 }
 
+/// The running pair `(max, sum of exp(x - max))` of this thread's 16-byte vectors of
+/// `row[start..end]`: vectors `t, t + lanes, …` counted from column `start`, `U`
+/// loads in flight and then one rescale for `4·U` values; the rest one masked vector
+/// at a time. `(-inf, 0)` when the thread holds nothing.
+///
+/// # Safety
+/// `row[start..end]` readable; `start % 4 == 0`; `vec` only when `row` is 16-byte
+/// aligned.
+#[inline(always)]
+pub(crate) unsafe fn fold_span(
+    row: *const f32,
+    start: usize,
+    end: usize,
+    t: usize,
+    lanes: usize,
+    vec: bool,
+) -> (f32, f32) {
+    let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
+    let step = 4 * lanes;
+    let mut c = start + 4 * t;
+    // Whole groups of U vectors: U loads in flight, then one rescale for 4·U values.
+    while vec && c + (U - 1) * step + 4 <= end {
+        let mut a = [F32x4::splat(0.0); U];
+        unroll!(4, K => {
+            // SAFETY: the group ends by `end`; aligned (vec, c % 4 == 0).
+            a[K] = unsafe { load4(row.add(c + K * step)) };
+        });
+        let mut vm = f32::NEG_INFINITY;
+        unroll!(4, K => {
+            vm = max_nan(vm, max_nan(max_nan(a[K].x, a[K].y), max_nan(a[K].z, a[K].w)));
+        });
+        let mn = max_nan(m, vm);
+        if mn != f32::NEG_INFINITY {
+            let mut add = 0.0;
+            unroll!(4, K => {
+                let e = a[K].map(|v| exp(v - mn));
+                add += (e.x + e.y) + (e.z + e.w);
+            });
+            s = s * exp(m - mn) + add;
+            m = mn;
+        }
+        c += U * step;
+    }
+    // The rest one vector at a time, masked.
+    while c < end {
+        let valid = (end - c).min(4) as u32;
+        // SAFETY: columns c..c+valid are in the span.
+        let a = unsafe { load4_first(row.add(c), valid, vec) }.to_array();
+        let mut vm = f32::NEG_INFINITY;
+        for (j, &v) in a.iter().enumerate() {
+            if (j as u32) < valid {
+                vm = max_nan(vm, v);
+            }
+        }
+        let mn = max_nan(m, vm);
+        if mn != f32::NEG_INFINITY {
+            let mut add = 0.0;
+            for (j, &v) in a.iter().enumerate() {
+                if (j as u32) < valid {
+                    add += exp(v - mn);
+                }
+            }
+            s = s * exp(m - mn) + add;
+            m = mn;
+        }
+        c += step;
+    }
+    (m, s)
+}
+
+/// Writes `y = exp(x - m)·inv` over this thread's vectors of `[start..end)` (the
+/// vectors of [`fold_span`]), `U` loads in flight before the first exp. With `LAST`,
+/// the whole vectors of `x` are read as their last use ([`load4_cs`]: evict-first
+/// in L2), for a kernel whose pass 1 read them into L2 and which wants the rows
+/// not yet re-read to stay there.
+///
+/// # Safety
+/// `x[start..end]` readable and `y[start..end]` writable, `y` either `x` or not
+/// overlapping it; `start % 4 == 0`; with `LAST`, `x` in global memory.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn write_span<const LAST: bool>(
+    x: *const f32,
+    y: *mut f32,
+    start: usize,
+    end: usize,
+    t: usize,
+    lanes: usize,
+    m: f32,
+    inv: f32,
+) {
+    let (vx, vy) = (is_aligned16(x), is_aligned16(y));
+    let step = 4 * lanes;
+    let mut c = start + 4 * t;
+    // Whole groups of U vectors: U loads in flight before the first exp.
+    while vx && vy && c + (U - 1) * step + 4 <= end {
+        let mut a = [F32x4::splat(0.0); U];
+        unroll!(4, K => {
+            // SAFETY: the group ends by `end`; aligned (vx, c % 4 == 0); global with LAST.
+            a[K] = unsafe {
+                if LAST {
+                    load4_cs(x.add(c + K * step))
+                } else {
+                    load4(x.add(c + K * step))
+                }
+            };
+        });
+        unroll!(4, K => {
+            // SAFETY: as the loads, in y (vy).
+            unsafe { store4(y.add(c + K * step), a[K].map(|v| exp(v - m) * inv)) };
+        });
+        c += U * step;
+    }
+    while c < end {
+        let valid = (end - c).min(4) as u32;
+        // SAFETY: columns c..c+valid are in the span, in x and in y.
+        unsafe {
+            let a = load4_first(x.add(c), valid, vx);
+            store4_first(y.add(c), a.map(|v| exp(v - m) * inv), valid, vy);
+        }
+        c += step;
+    }
+}
+
 /// The chunk of block `b`: `(row, first column, end column)`.
 #[inline(always)]
 fn chunk_of(p: &SoftmaxOnlineParams, b: usize) -> (usize, usize, usize) {
@@ -137,56 +261,8 @@ kernel! {
         let xr = unsafe { p.x.ptr.add(r * p.x.ld as usize) };
         let vec = is_aligned16(xr);
         let (t, lanes) = (thread_idx().x as usize, block_dim().x as usize);
-        let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
-        let step = 4 * lanes;
-        let mut c = start + 4 * t;
-        // Whole groups of U vectors: U loads in flight, then one rescale for 4·U values.
-        while vec && c + (U - 1) * step + 4 <= end {
-            let mut a = [F32x4::splat(0.0); U];
-            unroll!(4, K => {
-                // SAFETY: the group ends by `end`; aligned (vec, c % 4 == 0).
-                a[K] = unsafe { load4(xr.add(c + K * step)) };
-            });
-            let mut vm = f32::NEG_INFINITY;
-            unroll!(4, K => {
-                vm = max_nan(vm, max_nan(max_nan(a[K].x, a[K].y), max_nan(a[K].z, a[K].w)));
-            });
-            let mn = max_nan(m, vm);
-            if mn != f32::NEG_INFINITY {
-                let mut add = 0.0;
-                unroll!(4, K => {
-                    let e = a[K].map(|v| exp(v - mn));
-                    add += (e.x + e.y) + (e.z + e.w);
-                });
-                s = s * exp(m - mn) + add;
-                m = mn;
-            }
-            c += U * step;
-        }
-        // The rest one vector at a time, masked.
-        while c < end {
-            let valid = (end - c).min(4) as u32;
-            // SAFETY: columns c..c+valid are in the row.
-            let a = unsafe { load4_first(xr.add(c), valid, vec) }.to_array();
-            let mut vm = f32::NEG_INFINITY;
-            for (j, &v) in a.iter().enumerate() {
-                if (j as u32) < valid {
-                    vm = max_nan(vm, v);
-                }
-            }
-            let mn = max_nan(m, vm);
-            if mn != f32::NEG_INFINITY {
-                let mut add = 0.0;
-                for (j, &v) in a.iter().enumerate() {
-                    if (j as u32) < valid {
-                        add += exp(v - mn);
-                    }
-                }
-                s = s * exp(m - mn) + add;
-                m = mn;
-            }
-            c += 4 * lanes;
-        }
+        // SAFETY: columns [start, end) of row r are readable (contract).
+        let (m, s) = unsafe { fold_span(xr, start, end, t, lanes, vec) };
         // SAFETY: every thread calls it; scratch is this kernel's own.
         let (m, s) = unsafe { block_combine(m, s, scratch) };
         if t == 0 {
@@ -219,31 +295,8 @@ kernel! {
         let inv = rcp(s);
         // SAFETY: r < rows.
         let (xr, yr) = unsafe { (p.x.ptr.add(r * p.x.ld as usize), p.y.ptr.add(r * p.y.ld as usize)) };
-        let (vx, vy) = (is_aligned16(xr), is_aligned16(yr));
         let (t, lanes) = (thread_idx().x as usize, block_dim().x as usize);
-        let step = 4 * lanes;
-        let mut c = start + 4 * t;
-        // Whole groups of U vectors: U loads in flight before the first exp.
-        while vx && vy && c + (U - 1) * step + 4 <= end {
-            let mut a = [F32x4::splat(0.0); U];
-            unroll!(4, K => {
-                // SAFETY: the group ends by `end`; aligned (vx, c % 4 == 0).
-                a[K] = unsafe { load4(xr.add(c + K * step)) };
-            });
-            unroll!(4, K => {
-                // SAFETY: as the loads, in y (vy).
-                unsafe { store4(yr.add(c + K * step), a[K].map(|v| exp(v - m) * inv)) };
-            });
-            c += U * step;
-        }
-        while c < end {
-            let valid = (end - c).min(4) as u32;
-            // SAFETY: columns c..c+valid are in the row, in x and in y.
-            unsafe {
-                let a = load4_first(xr.add(c), valid, vx);
-                store4_first(yr.add(c), a.map(|v| exp(v - m) * inv), valid, vy);
-            }
-            c += 4 * lanes;
-        }
+        // SAFETY: columns [start, end) of row r readable in x and writable in y (contract).
+        unsafe { write_span::<false>(xr, yr, start, end, t, lanes, m, inv) };
     }
 }

@@ -150,10 +150,49 @@ fn buffers_json(launches: &Value, labels: &[Label]) -> Value {
     Value::Object(out)
 }
 
-/// Captures our op (what the sweep times as `rust-simt fused` / `auto`) at every
-/// sweep shape of `ops` (GeLU, softmax and row sum; matmul is not planned), and
-/// writes `plans.json` and the PTX modules the launches used into `dir`. Returns
-/// (plans, replayable).
+/// What a plan runs: the op itself (what a user's call launches), or a candidate
+/// kernel named through the op's `*_with`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Choice {
+    Op,
+    Gelu(gelu::GeluKernel),
+    Softmax(softmax::SoftmaxKernel),
+}
+
+/// The plans of one shape, `(variant, choice)`: the op first, named as the sweep
+/// names it, then the candidates a future `Auto` might pick, which the sweep also
+/// times side by side: GeLU's other block shapes, and the looped softmax beside the
+/// register rows from 4096 columns and beside the long-row kernels (most of which
+/// cannot be replayed).
+fn choices(op: Op, d: &[usize]) -> Vec<(String, Choice)> {
+    let mut v = vec![(
+        match op {
+            Op::Softmax if d[1] > softmax::REGISTER_MAX_COLS => "rust-simt auto",
+            Op::RowSum => "rust-simt",
+            _ => "rust-simt fused",
+        }
+        .to_string(),
+        Choice::Op,
+    )];
+    match op {
+        Op::Gelu => {
+            for k in [gelu::GeluKernel::Vec2, gelu::GeluKernel::Vec4] {
+                v.push((format!("rust-simt fused {}", k.label()), Choice::Gelu(k)));
+            }
+        }
+        Op::Softmax if d[1] >= 4096 => v.push((
+            "rust-simt looped".into(),
+            Choice::Softmax(softmax::SoftmaxKernel::Looped),
+        )),
+        _ => {}
+    }
+    v
+}
+
+/// Captures our op (what the sweep times as `rust-simt fused` / `auto`) and its
+/// candidates ([`choices`], `"candidate": true`) at every sweep shape of `ops`
+/// (GeLU, softmax and row sum; matmul is not planned), and writes `plans.json` and
+/// the PTX modules the launches used into `dir`. Returns (plans, replayable).
 pub fn write(
     gpu: &Gpu,
     ops: &[Op],
@@ -169,49 +208,59 @@ pub fn write(
     for &op in ops {
         for shape in shapes(op.name(), quick) {
             let d: Vec<usize> = shape.split('x').map(|v| v.parse().unwrap_or(0)).collect();
-            let (xn, yn, variant) = match op {
-                Op::Gelu => (d[0], d[0], "rust-simt fused"),
-                Op::Softmax if d[1] > softmax::REGISTER_MAX_COLS => {
-                    (d[0] * d[1], d[0] * d[1], "rust-simt auto")
-                }
-                Op::Softmax => (d[0] * d[1], d[0] * d[1], "rust-simt fused"),
-                Op::RowSum => (d[0] * d[1], d[0], "rust-simt"),
+            let (xn, yn) = match op {
+                Op::Gelu => (d[0], d[0]),
+                Op::Softmax => (d[0] * d[1], d[0] * d[1]),
+                Op::RowSum => (d[0] * d[1], d[0]),
                 Op::Matmul => continue,
             };
             let x = gpu.alloc::<f32>(xn)?;
             let mut y = gpu.alloc::<f32>(yn)?;
-            let mut run = || match op {
-                Op::Gelu => gelu::gelu(gpu, &x, &mut y),
-                Op::Softmax => {
-                    softmax::softmax(gpu, x.matrix(d[0], d[1])?, y.matrix_mut(d[0], d[1])?)
+            for (variant, choice) in choices(op, &d) {
+                let mut run = || match choice {
+                    Choice::Op => match op {
+                        Op::Gelu => gelu::gelu(gpu, &x, &mut y),
+                        Op::Softmax => {
+                            softmax::softmax(gpu, x.matrix(d[0], d[1])?, y.matrix_mut(d[0], d[1])?)
+                        }
+                        Op::RowSum => row_sum::row_sum(gpu, x.matrix(d[0], d[1])?, &mut y),
+                        Op::Matmul => Ok(()),
+                    },
+                    Choice::Gelu(k) => gelu::gelu_with(gpu, k, &x, &mut y),
+                    Choice::Softmax(k) => softmax::softmax_with(
+                        gpu,
+                        k,
+                        x.matrix(d[0], d[1])?,
+                        y.matrix_mut(d[0], d[1])?,
+                    ),
+                };
+                // Once before the capture: a first call may tune (`SIMT_TUNE=1`), and
+                // the tuner's trial launches are not the op's plan.
+                run()?;
+                let ((), launches) = gpu.capture(&mut run)?;
+                gpu.synchronize()?;
+                let mut labels = vec![Label::of("x", &x), Label::of("y", &y)];
+                labels.extend(Label::scratch(gpu));
+                let mut plan = json!({
+                    "op": op.name(), "shape": shape, "variant": variant, "x": xn, "y": yn,
+                    "candidate": !matches!(choice, Choice::Op),
+                });
+                match launches_json(&launches, &labels) {
+                    Ok(j) => {
+                        replayable += 1;
+                        plan["replayable"] = json!(true);
+                        plan["buffers"] = buffers_json(&j, &labels);
+                        plan["launches"] = j;
+                    }
+                    Err(why) => {
+                        plan["replayable"] = json!(false);
+                        plan["why"] = json!(why);
+                        plan["kernels"] =
+                            json!(launches.iter().map(|l| l.kernel).collect::<Vec<_>>());
+                    }
                 }
-                Op::RowSum => row_sum::row_sum(gpu, x.matrix(d[0], d[1])?, &mut y),
-                Op::Matmul => Ok(()),
-            };
-            // Once before the capture: a first call may tune (`SIMT_TUNE=1`), and the
-            // tuner's trial launches are not the op's plan.
-            run()?;
-            let ((), launches) = gpu.capture(&mut run)?;
-            gpu.synchronize()?;
-            let mut labels = vec![Label::of("x", &x), Label::of("y", &y)];
-            labels.extend(Label::scratch(gpu));
-            let mut plan = json!({
-                "op": op.name(), "shape": shape, "variant": variant, "x": xn, "y": yn,
-            });
-            match launches_json(&launches, &labels) {
-                Ok(j) => {
-                    replayable += 1;
-                    plan["replayable"] = json!(true);
-                    plan["buffers"] = buffers_json(&j, &labels);
-                    plan["launches"] = j;
-                }
-                Err(why) => {
-                    plan["replayable"] = json!(false);
-                    plan["why"] = json!(why);
-                    plan["kernels"] = json!(launches.iter().map(|l| l.kernel).collect::<Vec<_>>());
-                }
+                plans.push(plan);
             }
-            plans.push(plan);
         }
     }
     let doc = json!({ "device": gpu.props().name, "plans": plans });

@@ -240,6 +240,15 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                         &shape,
                         b.run(|| gelu::gelu(gpu, &x, &mut y))?.median_ms,
                     );
+                    // The other block shapes (candidates for `Auto`), side by side.
+                    for k in [gelu::GeluKernel::Vec2, gelu::GeluKernel::Vec4] {
+                        push(
+                            op,
+                            &format!("rust-simt fused {}", k.label()),
+                            &shape,
+                            b.run(|| gelu::gelu_with(gpu, k, &x, &mut y))?.median_ms,
+                        );
+                    }
                     push(
                         op,
                         "rust-simt naive",
@@ -275,6 +284,7 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                             (softmax::SoftmaxKernel::SplitAsync, "rust-simt split-async"),
                             (softmax::SoftmaxKernel::SplitWide, "rust-simt split-wide"),
                             (softmax::SoftmaxKernel::Online, "rust-simt online"),
+                            (softmax::SoftmaxKernel::Looped, "rust-simt looped"),
                             (softmax::SoftmaxKernel::Stream, "rust-simt stream"),
                             (softmax::SoftmaxKernel::Bulk, "rust-simt bulk"),
                         ] {
@@ -284,6 +294,24 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                                 push(op, name, &shape, t.median_ms);
                             }
                         }
+                    }
+                    // The two-pass loop of `torch.compile` beside the register rows
+                    // where those hold 16 floats a thread or more.
+                    if (4096..=softmax::REGISTER_MAX_COLS).contains(&n) {
+                        push(
+                            op,
+                            "rust-simt looped",
+                            &shape,
+                            b.run(|| {
+                                softmax::softmax_with(
+                                    gpu,
+                                    softmax::SoftmaxKernel::Looped,
+                                    x.matrix(m, n)?,
+                                    y.matrix_mut(m, n)?,
+                                )
+                            })?
+                            .median_ms,
+                        );
                     }
                     // The earlier stage (the row staged in shared memory), where it fits.
                     if n <= softmax::max_cols(gpu) {

@@ -1,7 +1,8 @@
 //! GeLU: fused (one kernel), naive (PyTorch-eager composition, 7 kernels), exact (erf).
 //! An empty input launches nothing.
-use kernels::config::ELEMENTWISE_VEC;
+use kernels::config::{ELEMENTWISE_VEC, GELU_CONFIGS};
 use kernels::gelu as k;
+use kernels::gelu_wide as kw;
 use simt::{dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
 use super::{check_mut, check_ref, check_same_len};
@@ -12,16 +13,107 @@ fn vec_launch<K: Kernel>(n: u32) -> Result<LaunchConfig> {
     LaunchConfig::linear::<K>((n as usize).div_ceil(ELEMENTWISE_VEC as usize))
 }
 
+/// The fused GeLU kernels, for [`gelu_with`]: one block shape each,
+/// `kernels::config::GELU_CONFIGS` (threads, 16-byte vectors a thread).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GeluKernel {
+    /// The library's choice: today [`GeluKernel::Vec1`] at every size.
+    Auto,
+    /// `gelu_fused`: 256 threads, one vector each.
+    Vec1,
+    /// `gelu_fused_v2`: 128 threads, two vectors each (Triton's pointwise shape).
+    Vec2,
+    /// `gelu_fused_v4`: 128 threads, four vectors each.
+    Vec4,
+}
+
+impl GeluKernel {
+    /// Every kernel, in the order of the enum.
+    pub const ALL: [GeluKernel; 4] = [
+        GeluKernel::Auto,
+        GeluKernel::Vec1,
+        GeluKernel::Vec2,
+        GeluKernel::Vec4,
+    ];
+
+    /// A stable text form: `auto`, or `threads x vectors` (`256x1`, `128x2`, `128x4`).
+    pub fn label(self) -> &'static str {
+        match self {
+            GeluKernel::Auto => "auto",
+            GeluKernel::Vec1 => "256x1",
+            GeluKernel::Vec2 => "128x2",
+            GeluKernel::Vec4 => "128x4",
+        }
+    }
+
+    /// Parses a [`label`](Self::label).
+    pub fn from_label(s: &str) -> Option<GeluKernel> {
+        GeluKernel::ALL.into_iter().find(|k| k.label() == s)
+    }
+
+    /// `(threads, 16-byte vectors a thread)` of this kernel (`Auto`: the one it picks).
+    pub fn config(self) -> (u32, u32) {
+        GELU_CONFIGS[match self {
+            GeluKernel::Auto | GeluKernel::Vec1 => 0,
+            GeluKernel::Vec2 => 1,
+            GeluKernel::Vec4 => 2,
+        }]
+    }
+}
+
+/// A launch of `K`, a block of `threads` taking `4·threads·vecs` elements of `n`.
+fn tile_launch<K: Kernel>(n: u32, (threads, vecs): (u32, u32)) -> Result<LaunchConfig> {
+    let tile = (ELEMENTWISE_VEC * threads * vecs) as usize;
+    LaunchConfig::linear::<K>((n as usize).div_ceil(tile) * threads as usize)
+}
+
 /// `y = gelu(x)` (tanh form), one fused kernel: 8 bytes of traffic per element.
 pub fn gelu(gpu: &Gpu, x: &Buffer<f32>, y: &mut Buffer<f32>) -> Result<()> {
+    gelu_with(gpu, GeluKernel::Auto, x, y)
+}
+
+/// [`gelu`] with a chosen kernel (block shape). Every kernel computes the same
+/// values.
+pub fn gelu_with(
+    gpu: &Gpu,
+    kernel: GeluKernel,
+    x: &Buffer<f32>,
+    y: &mut Buffer<f32>,
+) -> Result<()> {
     let n = check_same_len(gpu, "gelu", x, y)?;
     if n == 0 {
         return Ok(());
     }
     ptx::load(gpu)?;
     // SAFETY: x and y hold n floats on this Gpu (checked); mapping per the kernel's docs.
+    unsafe { launch_fused(gpu, kernel, x.ptr(), y.ptr_mut(), n) }
+}
+
+/// Launches the fused GeLU `kernel` over `n` floats.
+///
+/// # Safety
+/// `x` readable and `y` writable for `n` floats on `gpu`, aliasing exactly or not at all.
+unsafe fn launch_fused(
+    gpu: &Gpu,
+    kernel: GeluKernel,
+    x: *const f32,
+    y: *mut f32,
+    n: u32,
+) -> Result<()> {
+    let c = kernel.config();
+    // SAFETY (each launch): the caller's contract; the grid is the kernel's Thread Mapping.
     unsafe {
-        gpu.launch::<k::gelu_fused>(vec_launch::<k::gelu_fused>(n)?, (x.ptr(), y.ptr_mut(), n))
+        match kernel {
+            GeluKernel::Auto | GeluKernel::Vec1 => {
+                gpu.launch::<k::gelu_fused>(vec_launch::<k::gelu_fused>(n)?, (x, y, n))
+            }
+            GeluKernel::Vec2 => {
+                gpu.launch::<kw::gelu_fused_v2>(tile_launch::<kw::gelu_fused_v2>(n, c)?, (x, y, n))
+            }
+            GeluKernel::Vec4 => {
+                gpu.launch::<kw::gelu_fused_v4>(tile_launch::<kw::gelu_fused_v4>(n, c)?, (x, y, n))
+            }
+        }
     }
 }
 
@@ -50,11 +142,9 @@ pub fn gelu_matrix(gpu: &Gpu, x: MatrixRef<'_, f32>, mut y: MatrixMut<'_, f32>) 
     ptx::load(gpu)?;
     if x.layout().is_contiguous() && y.layout().is_contiguous() {
         let n = super::fits_u32(op, "rows*cols", x.rows() * x.cols())?;
-        // SAFETY: both views hold n contiguous floats on this Gpu (checked); mapping
-        // per the kernel's docs.
-        return unsafe {
-            gpu.launch::<k::gelu_fused>(vec_launch::<k::gelu_fused>(n)?, (x.ptr(), y.ptr_mut(), n))
-        };
+        // SAFETY: both views hold n contiguous floats on this Gpu (checked); `&mut y`
+        // excludes overlap with x.
+        return unsafe { launch_fused(gpu, GeluKernel::Auto, x.ptr(), y.ptr_mut(), n) };
     }
     let chunk = ELEMENTWISE_VEC * kernels::config::ELEMENTWISE_THREADS;
     let grid = dim3(cols.div_ceil(chunk), rows.min(simt::MAX_GRID.y), 1);

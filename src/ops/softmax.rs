@@ -35,7 +35,9 @@ use kernels::softmax_split as ks;
 use kernels::softmax_split_async as ksa;
 use kernels::softmax_split_wide as ksw;
 use kernels::softmax_stream as kst;
-use kernels::{row_sum as rs, softmax as k, softmax_online as ko, softmax_regs as kr};
+use kernels::{
+    row_sum as rs, softmax as k, softmax_looped as kl, softmax_online as ko, softmax_regs as kr,
+};
 use simt::{dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
 use super::{check_mut, check_ref, fits_u32, SCRATCH_SOFTMAX_PAIRS};
@@ -68,6 +70,10 @@ pub enum SoftmaxKernel {
     SplitWide,
     /// Two passes with online `(max, sum)` pairs: any length.
     Online,
+    /// A block per row reading it twice (an online `(max, sum)` pass, then a pass
+    /// that re-reads it from L2 and writes): any length, one launch, no scratch
+    /// memory (`torch.compile`'s loop).
+    Looped,
     /// One cooperative launch that streams every chunk of 16384 columns twice, its
     /// read and (about a grid of chunks later, from L2) its write, so DRAM reads and
     /// writes overlap all through: any length, any rows.
@@ -100,7 +106,7 @@ pub fn has_clusters(gpu: &Gpu) -> bool {
 
 impl SoftmaxKernel {
     /// Every kernel, in the order of the enum.
-    pub const ALL: [SoftmaxKernel; 10] = [
+    pub const ALL: [SoftmaxKernel; 11] = [
         SoftmaxKernel::Auto,
         SoftmaxKernel::SharedRow,
         SoftmaxKernel::Registers,
@@ -109,6 +115,7 @@ impl SoftmaxKernel {
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::SplitWide,
         SoftmaxKernel::Online,
+        SoftmaxKernel::Looped,
         SoftmaxKernel::Stream,
         SoftmaxKernel::Bulk,
     ];
@@ -124,6 +131,7 @@ impl SoftmaxKernel {
             SoftmaxKernel::SplitAsync => "split-async",
             SoftmaxKernel::SplitWide => "split-wide",
             SoftmaxKernel::Online => "online",
+            SoftmaxKernel::Looped => "looped",
             SoftmaxKernel::Stream => "stream",
             SoftmaxKernel::Bulk => "bulk",
         }
@@ -139,7 +147,10 @@ impl SoftmaxKernel {
 /// aligned row starts); `Auto` takes every row.
 pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Result<bool> {
     Ok(match kernel {
-        SoftmaxKernel::Auto | SoftmaxKernel::Online | SoftmaxKernel::Stream => true,
+        SoftmaxKernel::Auto
+        | SoftmaxKernel::Online
+        | SoftmaxKernel::Looped
+        | SoftmaxKernel::Stream => true,
         SoftmaxKernel::SharedRow => cols <= max_cols(gpu),
         SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS && has_clusters(gpu),
@@ -194,7 +205,7 @@ fn wide_cols(cols: usize, aligned: bool) -> usize {
 
 /// What the autotuner times for rows past the register kernels: every long-row
 /// kernel that takes `cols` columns here (`Cluster`, `Split`, `SplitAsync`,
-/// `SplitWide`, `Online`, `Stream`, `Bulk`).
+/// `SplitWide`, `Online`, `Looped`, `Stream`, `Bulk`).
 pub fn long_row_candidates(gpu: &Gpu, cols: usize, aligned: bool) -> Result<Vec<SoftmaxKernel>> {
     let mut v = Vec::new();
     for k in [
@@ -203,6 +214,7 @@ pub fn long_row_candidates(gpu: &Gpu, cols: usize, aligned: bool) -> Result<Vec<
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::SplitWide,
         SoftmaxKernel::Online,
+        SoftmaxKernel::Looped,
         SoftmaxKernel::Stream,
         SoftmaxKernel::Bulk,
     ] {
@@ -740,6 +752,11 @@ pub fn softmax_with(
             // (Gpu::pair_slots); grid at most items and what is resident (checked again
             // by the cooperative launch).
             unsafe { gpu.launch::<kb::softmax_bulk>(cfg, (p,)) }
+        }
+        SoftmaxKernel::Looped => {
+            // SAFETY: views checked on this Gpu (global memory); grid.x = rows, one
+            // block per row (rows < 2^31, checked above).
+            unsafe { launch_rows::<kl::softmax_looped>(gpu, dim3(rows, 1, 1), args) }
         }
         SoftmaxKernel::Online => {
             // Enough chunks for about 4 blocks per SM in total, none shorter than 16
