@@ -987,7 +987,8 @@ fn plans_name_every_pointer_by_its_buffer_or_say_why_not() {
         [
             "rust-simt fused",
             "rust-simt fused 128x2",
-            "rust-simt fused 128x4"
+            "rust-simt fused 128x4",
+            "rust-simt fused 256x1-cs"
         ]
     );
     assert_eq!(variants("softmax", "64x512"), ["rust-simt fused"]);

@@ -161,32 +161,35 @@ fn bad_inputs_are_errors() {
     ));
 }
 
-/// Launches the fused GeLU kernel of `GELU_CONFIGS[which]` on raw pointers, with the
-/// grid its Thread Mapping gives for `n` floats.
+/// Launches the fused GeLU kernel `which` on raw pointers, with the grid its Thread
+/// Mapping gives for `n` floats.
 ///
 /// # Safety
 /// `x` readable and `y` writable for `n` floats on `g`, aliasing exactly or not at all.
-unsafe fn launch_shape(g: &rust_simt::Gpu, which: usize, x: *const f32, y: *mut f32, n: u32) {
-    use rust_simt::kernels::{config::GELU_CONFIGS, gelu as k, gelu_wide as kw};
+unsafe fn launch_shape(g: &rust_simt::Gpu, which: GeluKernel, x: *const f32, y: *mut f32, n: u32) {
+    use rust_simt::kernels::{gelu as k, gelu_wide as kw};
     use rust_simt::{dim3, LaunchConfig};
-    let (t, v) = GELU_CONFIGS[which];
+    let (t, v) = which.config();
     let grid = dim3((n as usize).div_ceil((4 * t * v) as usize) as u32, 1, 1);
     // SAFETY: the caller's contract; the grid covers n with the kernel's tile.
     unsafe {
         match which {
-            0 => g.launch::<k::gelu_fused>(
+            GeluKernel::Auto | GeluKernel::Vec1 => g.launch::<k::gelu_fused>(
                 LaunchConfig::for_kernel::<k::gelu_fused>(grid),
                 (x, y, n),
             ),
-            1 => g.launch::<kw::gelu_fused_v2>(
+            GeluKernel::Vec2 => g.launch::<kw::gelu_fused_v2>(
                 LaunchConfig::for_kernel::<kw::gelu_fused_v2>(grid),
                 (x, y, n),
             ),
-            2 => g.launch::<kw::gelu_fused_v4>(
+            GeluKernel::Vec4 => g.launch::<kw::gelu_fused_v4>(
                 LaunchConfig::for_kernel::<kw::gelu_fused_v4>(grid),
                 (x, y, n),
             ),
-            _ => unreachable!("a GELU_CONFIGS entry without a kernel here"),
+            GeluKernel::Vec1Cs => g.launch::<kw::gelu_fused_cs>(
+                LaunchConfig::for_kernel::<kw::gelu_fused_cs>(grid),
+                (x, y, n),
+            ),
         }
     }
     .unwrap();
@@ -205,13 +208,13 @@ fn every_block_shape_in_place_ragged_and_misaligned() {
     let n = 2056;
     let x = uniform(&mut r, n, -6.0, 6.0);
     let xb = g.upload(&x).unwrap();
-    for which in 0..rust_simt::kernels::config::GELU_CONFIGS.len() {
+    for which in GeluKernel::ALL {
         let mut b = g.upload(&x[..2047]).unwrap();
         let p = b.ptr_mut();
         // SAFETY: b holds 2047 floats on g; in place is in each kernel's contract.
         unsafe { launch_shape(&g, which, p, p, 2047) };
         assert_close(
-            &format!("gelu shape {which} in place"),
+            &format!("gelu {} in place", which.label()),
             seed,
             &g.download(&b).unwrap(),
             &reference::gelu_tanh(&x[..2047]),
@@ -243,10 +246,11 @@ fn every_block_shape_in_place_ragged_and_misaligned() {
             let got = g.download(&y).unwrap();
             assert!(
                 got[..off].iter().chain(&got[off + m..]).all(|v| v.is_nan()),
-                "shape {which}, {m} floats at +{off}: wrote outside them"
+                "{}, {m} floats at +{off}: wrote outside them",
+                which.label()
             );
             assert_close(
-                &format!("gelu shape {which}, {m} floats at +{off}"),
+                &format!("gelu {}, {m} floats at +{off}", which.label()),
                 seed,
                 &got[off..off + m],
                 &reference::gelu_tanh(&x[off..off + m]),

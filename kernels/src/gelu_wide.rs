@@ -13,6 +13,13 @@
 //! contiguous bytes (as one vector a thread is). The shapes, [`GELU_CONFIGS`]:
 //! `(128, 2)` (`gelu_fused_v2`) and `(128, 4)` (`gelu_fused_v4`).
 //!
+//! `gelu_fused_cs` is `gelu_fused`'s shape (256 threads, one vector) with its loads
+//! marked as the data's last use (`ld.global.cs`: evict-first in L2). Under a
+//! benchmark's write flush, or after a kernel that left L2 full of dirty lines, the
+//! input's lines then evict each other rather than the dirty ones, whose write-back
+//! would share DRAM with this kernel (a CUDA C++ probe on the H100: 1-3% faster at
+//! 2^23, level at 2^25; docs/PERFORMANCE.md, session 35).
+//!
 //! A thread whose vectors all lie inside the tensor, with both pointers 16-byte
 //! aligned, makes `V` vector loads and then `V` vector stores; the tensor's last
 //! tile goes vector by vector, each whole vector as one access and the cut one
@@ -20,16 +27,17 @@
 use crate::config::GELU_CONFIGS;
 use crate::gelu::gelu_tanh;
 use simt_std::kernel;
-use simt_std::memory::{is_aligned16, load4, store4, F32x4};
+use simt_std::memory::{is_aligned16, load4, load4_cs, store4, F32x4};
 use simt_std::thread::{block_idx, thread_idx};
 
-/// `y = f(x)` over the block's tile of `4·T·V` elements (see the module doc).
+/// `y = f(x)` over the block's tile of `4·T·V` elements (see the module doc); with
+/// `CS`, the whole vectors are loaded as their last use ([`load4_cs`]).
 ///
 /// # Safety
-/// `x` readable and `y` writable for `n` floats; they alias exactly or not at all;
-/// blocks of `T` threads.
+/// `x` readable and `y` writable for `n` floats, in global memory; they alias
+/// exactly or not at all; blocks of `T` threads.
 #[inline(always)]
-unsafe fn map_tile<const T: usize, const V: usize>(
+unsafe fn map_tile<const T: usize, const V: usize, const CS: bool>(
     x: *const f32,
     y: *mut f32,
     n: u32,
@@ -44,8 +52,15 @@ unsafe fn map_tile<const T: usize, const V: usize>(
         let mut a = [F32x4::splat(0.0); V];
         let mut k = 0;
         while k < V {
-            // SAFETY: col(k) + 4 <= col(V-1) + 4 <= n; aligned (x is, col % 4 == 0).
-            a[k] = unsafe { load4(x.add(col(k))) };
+            // SAFETY: col(k) + 4 <= col(V-1) + 4 <= n; aligned (x is, col % 4 == 0);
+            // global memory (the contract).
+            a[k] = unsafe {
+                if CS {
+                    load4_cs(x.add(col(k)))
+                } else {
+                    load4(x.add(col(k)))
+                }
+            };
             k += 1;
         }
         let mut k = 0;
@@ -76,13 +91,13 @@ unsafe fn map_tile<const T: usize, const V: usize>(
 }
 
 macro_rules! wide_kernel {
-    ($name:ident, $i:expr) => {
+    ($name:ident, $i:expr, $cs:literal) => {
         kernel! {
-            #[doc = concat!("Fused GeLU (tanh form), `y[i] = gelu(x[i])`, with `GELU_CONFIGS[", stringify!($i), "]` = (threads, 16-byte vectors a thread) (see the module doc).")]
+            #[doc = concat!("Fused GeLU (tanh form), `y[i] = gelu(x[i])`, with `GELU_CONFIGS[", stringify!($i), "]` = (threads, 16-byte vectors a thread); evict-first loads: ", stringify!($cs), " (see the module doc).")]
             ///
             /// # Safety
-            /// `x` readable and `y` writable for `n` floats; they may alias exactly
-            /// (in place).
+            /// `x` readable and `y` writable for `n` floats, in global memory; they
+            /// may alias exactly (in place).
             ///
             /// # Parameters
             /// * `x`: `[n]` input. * `y`: `[n]` output. * `n`: length.
@@ -94,12 +109,13 @@ macro_rules! wide_kernel {
             pub unsafe fn $name(x: *const f32, y: *mut f32, n: u32) {
                 // SAFETY: forwarded contract; the block is GELU_CONFIGS[$i].0 threads.
                 unsafe {
-                    map_tile::<{ GELU_CONFIGS[$i].0 as usize }, { GELU_CONFIGS[$i].1 as usize }>(x, y, n, gelu_tanh)
+                    map_tile::<{ GELU_CONFIGS[$i].0 as usize }, { GELU_CONFIGS[$i].1 as usize }, $cs>(x, y, n, gelu_tanh)
                 }
             }
         }
     };
 }
 
-wide_kernel!(gelu_fused_v2, 1);
-wide_kernel!(gelu_fused_v4, 2);
+wide_kernel!(gelu_fused_v2, 1, false);
+wide_kernel!(gelu_fused_v4, 2, false);
+wide_kernel!(gelu_fused_cs, 0, true);

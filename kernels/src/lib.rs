@@ -8,7 +8,7 @@
 //! | module | kernels |
 //! |---|---|
 //! | [`gelu`] | naive (7 elementwise stages) and fused GeLU, exact (erf) GeLU |
-//! | [`gelu_wide`] | fused GeLU with 2 or 4 16-byte vectors a thread (all loads in flight before the first store) |
+//! | [`gelu_wide`] | fused GeLU with 2 or 4 16-byte vectors a thread (all loads in flight before the first store), and with evict-first loads |
 //! | [`softmax`] | naive (5 kernels), fused (a block per row, the row in shared memory), warp per row |
 //! | [`softmax_regs`] | the row in registers: a warp per row (up to 1024 columns), a block per row (up to 16384) |
 //! | [`softmax_split`] | long rows over several cooperating blocks, chunks in registers (one read) |

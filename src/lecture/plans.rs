@@ -176,7 +176,11 @@ fn choices(op: Op, d: &[usize]) -> Vec<(String, Choice)> {
     )];
     match op {
         Op::Gelu => {
-            for k in [gelu::GeluKernel::Vec2, gelu::GeluKernel::Vec4] {
+            for k in [
+                gelu::GeluKernel::Vec2,
+                gelu::GeluKernel::Vec4,
+                gelu::GeluKernel::Vec1Cs,
+            ] {
                 v.push((format!("rust-simt fused {}", k.label()), Choice::Gelu(k)));
             }
         }

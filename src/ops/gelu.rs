@@ -25,24 +25,29 @@ pub enum GeluKernel {
     Vec2,
     /// `gelu_fused_v4`: 128 threads, four vectors each.
     Vec4,
+    /// `gelu_fused_cs`: as [`GeluKernel::Vec1`], the loads evict-first in L2.
+    Vec1Cs,
 }
 
 impl GeluKernel {
     /// Every kernel, in the order of the enum.
-    pub const ALL: [GeluKernel; 4] = [
+    pub const ALL: [GeluKernel; 5] = [
         GeluKernel::Auto,
         GeluKernel::Vec1,
         GeluKernel::Vec2,
         GeluKernel::Vec4,
+        GeluKernel::Vec1Cs,
     ];
 
-    /// A stable text form: `auto`, or `threads x vectors` (`256x1`, `128x2`, `128x4`).
+    /// A stable text form: `auto`, or `threads x vectors` (`256x1`, `128x2`, `128x4`;
+    /// `256x1-cs` with evict-first loads).
     pub fn label(self) -> &'static str {
         match self {
             GeluKernel::Auto => "auto",
             GeluKernel::Vec1 => "256x1",
             GeluKernel::Vec2 => "128x2",
             GeluKernel::Vec4 => "128x4",
+            GeluKernel::Vec1Cs => "256x1-cs",
         }
     }
 
@@ -54,7 +59,7 @@ impl GeluKernel {
     /// `(threads, 16-byte vectors a thread)` of this kernel (`Auto`: the one it picks).
     pub fn config(self) -> (u32, u32) {
         GELU_CONFIGS[match self {
-            GeluKernel::Auto | GeluKernel::Vec1 => 0,
+            GeluKernel::Auto | GeluKernel::Vec1 | GeluKernel::Vec1Cs => 0,
             GeluKernel::Vec2 => 1,
             GeluKernel::Vec4 => 2,
         }]
@@ -112,6 +117,9 @@ unsafe fn launch_fused(
             }
             GeluKernel::Vec4 => {
                 gpu.launch::<kw::gelu_fused_v4>(tile_launch::<kw::gelu_fused_v4>(n, c)?, (x, y, n))
+            }
+            GeluKernel::Vec1Cs => {
+                gpu.launch::<kw::gelu_fused_cs>(tile_launch::<kw::gelu_fused_cs>(n, c)?, (x, y, n))
             }
         }
     }
