@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# On a GPU machine, from the bundle folder: issue 12's whole check inside one device
+# call (at most BUDGET seconds, default 580), most important first, each step given
+# what is left of the budget and skipped when too little is:
+#   1. our launches at every shape (`bin/benchmarking --plans`), then ours, our
+#      candidate kernels and the peers in one process (`peers.py --ours`, ROUNDS,
+#      default 3);
+#   2. the sweep (what cannot be replayed, the long rows' copy rate), judged by
+#      memory_targets.py against the in-process peers;
+#   3. the GPU tests of the memory-bound ops;
+#   4. compute-sanitizer (memcheck, racecheck, synccheck) on the softmax and row_sum
+#      examples.
+# OUT=dir collects results/ (results.tgz) and the log.
+cd "$(dirname "$0")"
+OUT=${OUT:-out}; mkdir -p "$OUT" results
+BUDGET=${BUDGET:-580}
+clk() { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv,noheader; }
+left() { echo $((BUDGET - SECONDS)); }
+# step NEED MAX CMD...: runs CMD under a timeout of min(MAX, what is left - 10) when
+# at least NEED seconds are left, else says it was skipped.
+step() {
+  local need=$1 max=$2; shift 2
+  local l; l=$(left)
+  if [ "$l" -lt "$need" ]; then echo "== skipped ($l s left): $*"; return 0; fi
+  local t=$(( l - 10 < max ? l - 10 : max ))
+  timeout "$t" "$@"
+}
+echo "== commit $(cat COMMIT), clocks before: $(clk)"
+rm -rf results/plans results/r1
+step 60 100 bin/benchmarking --plans results/plans 2>&1 | tail -1
+echo "== ours, our candidates and the peers in one process, ${ROUNDS:-3} rounds ($(left) s left)"
+step 120 "${INPROC_MAX:-300}" env PYTHONUNBUFFERED=1 python3 peers/peers.py --ours results/plans --rounds "${ROUNDS:-3}" \
+  --ops gelu,softmax,row_sum --out results/peers-inproc.csv > results/peers-inproc.log 2>&1
+echo "peers rc=$?"; grep -v "done (" results/peers-inproc.log | tail -120
+echo "== clocks: $(clk)"
+echo "== sweep ($(left) s left)"
+step 90 "${SWEEP_MAX:-200}" bin/benchmarking --sweep --ops gelu,softmax,row_sum --peers results/peers-inproc.csv \
+  --out results/r1 > results/sweep.log 2>&1
+echo "sweep rc=$?"; grep -E "softmax|row_sum|gelu|copy" results/sweep.log | head -80
+echo "== issue 12's targets"; [ -d results/r1 ] && python3 memory_targets.py results/r1
+echo "== clocks: $(clk)"
+echo "== tests ($(left) s left)"
+for t in gelu softmax row_sum device_library; do
+  step 40 60 tests/$t --test-threads=4 2>&1 | grep -E "test result|FAILED|panicked" | sed "s/^/$t: /"
+done
+echo "== sanitizer ($(left) s left)"
+for tool in memcheck racecheck synccheck; do for ex in softmax row_sum; do
+  step 40 90 env SIMT_SMALL=1 compute-sanitizer --tool $tool --error-exitcode 9 bin/$ex > results/san-$tool-$ex.txt 2>&1
+  echo "$ex $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|skipped' results/san-$tool-$ex.txt | tail -1)"
+done; done
+echo "== clocks after: $(clk); $SECONDS s"
+tar czf "$OUT/results.tgz" results
