@@ -221,6 +221,49 @@ fn stability() {
 }
 
 #[test]
+fn every_kernel_writes_nan_for_an_all_neg_inf_row_and_zero_for_neg_inf_entries() {
+    // The output starts finite (7.0), not NaN: a kernel that skipped the all -inf
+    // row would leave 7.0 there, which a NaN-poisoned check could not tell from the
+    // NaN it must write (as torch.softmax).
+    let g = gpu_four_sms(Order::Reversed);
+    let (mut r, seed) = rng("softmax all -inf rows");
+    for cols in [100, 3000, 40000] {
+        let rows = 3;
+        let mut x = uniform(&mut r, rows * cols, -4.0, 4.0);
+        x[cols..2 * cols].fill(f32::NEG_INFINITY);
+        for c in (0..cols).step_by(3) {
+            x[c] = f32::NEG_INFINITY;
+        }
+        let xb = g.upload(&x).unwrap();
+        for k in kernels_for(&g, cols) {
+            let mut y = g.upload(&vec![7.0f32; rows * cols]).unwrap();
+            softmax_with(
+                &g,
+                k,
+                xb.matrix(rows, cols).unwrap(),
+                y.matrix_mut(rows, cols).unwrap(),
+            )
+            .unwrap();
+            let y = g.download(&y).unwrap();
+            assert!(
+                y[cols..2 * cols].iter().all(|v| v.is_nan()),
+                "{k:?} {rows}x{cols} (seed {seed}): the all -inf row is not all NaN"
+            );
+            assert!(
+                (0..cols).step_by(3).all(|c| y[c] == 0.0),
+                "{k:?} {rows}x{cols} (seed {seed}): a -inf entry is not 0"
+            );
+            let row0: f64 = y[..cols].iter().map(|&v| v as f64).sum();
+            let row2: f64 = y[2 * cols..].iter().map(|&v| v as f64).sum();
+            assert!(
+                (row0 - 1.0).abs() < 1e-4 && (row2 - 1.0).abs() < 1e-4,
+                "{k:?} {rows}x{cols} (seed {seed}): rows sum to {row0}, {row2}"
+            );
+        }
+    }
+}
+
+#[test]
 fn strided_views() {
     // rows 5 apart in a wider buffer, output with another stride (misaligned rows: scalar path)
     let g = gpu();

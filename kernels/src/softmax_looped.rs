@@ -12,8 +12,10 @@
 //! * **pass 1**: each thread folds its 16-byte vectors (4 loads in flight) into a
 //!   running pair (`m' = max(m, x)`, `s' = s·exp(m - m') + exp(x - m')`,
 //!   [`crate::softmax_online`]), and the block combines the threads' pairs;
-//! * **pass 2**: each thread re-reads its vectors, marked as their last use
-//!   (evict-first in L2), and writes `exp(x - m)/s`.
+//! * **pass 2**: each thread re-reads its vectors and writes `exp(x - m)/s`; where
+//!   x and y are 16-byte aligned, the whole groups of 4 vectors are read as their
+//!   last use (evict-first in L2), the row's last partial group and unaligned rows
+//!   with ordinary loads.
 //!
 //! DRAM sees one read and one write per element as long as a row stays in L2
 //! between its passes: rows in flight (a few a SM) times the row's bytes must stay

@@ -600,15 +600,20 @@ pub fn summary(rows: &[Row], c: Ceilings) -> String {
         // Peers in another precision (variants tagged "[tf32] ...") are plotted but never
         // the comparison for an FP32 kernel.
         let comparable = |r: &&&Row| !r.variant.starts_with('[');
-        // Where ours was also timed in the peers' process (`peers.py --ours`), that
-        // timing is the one set against those peers, not the faster of it and the
-        // sweep's: two draws of one kernel, the better one picked, would flatter it.
-        let in_process = here.iter().any(|r| r.variant.ends_with("(in-process)"));
+        // Where one of our kernels was also timed in the peers' process (`peers.py
+        // --ours`), that timing is the one set against those peers, not the faster of
+        // it and the sweep's: two draws of one kernel, the better one picked, would
+        // flatter it. Our kernels timed only by the sweep (those that cannot be
+        // replayed) stand with the sweep's timing.
+        let twin = |r: &Row| {
+            let v = format!("{} (in-process)", r.variant);
+            here.iter().any(|o| o.variant == v)
+        };
         let best = |ours: bool| {
             here.iter()
                 .filter(comparable)
                 .filter(|r| r.variant.starts_with("rust-simt") == ours)
-                .filter(|r| !ours || !in_process || r.variant.ends_with("(in-process)"))
+                .filter(|r| !ours || !twin(r))
                 .min_by(|a, b| a.ms.total_cmp(&b.ms))
                 .copied()
         };
@@ -669,6 +674,16 @@ mod tests {
         let s = summary(&rows, c);
         assert!(s.contains("0.0380 (fused (in-process))"), "{s}");
         assert!(s.contains("1.03x slower"), "{s}");
+        // Only a candidate replayed (the op's own launch cannot be): the op's sweep
+        // timing still counts, and each kernel once.
+        let rows = [
+            row("rust-simt auto", 0.0400),
+            row("rust-simt looped", 0.0350),
+            row("rust-simt looped (in-process)", 0.0420),
+            row("triton", 0.0410),
+        ];
+        let s = summary(&rows, c);
+        assert!(s.contains("0.0400 (auto)"), "{s}");
         // Without an in-process row, ours is our best variant, as before.
         let s = summary(&[row("rust-simt fused", 0.0360), row("triton", 0.0370)], c);
         assert!(
