@@ -168,9 +168,9 @@ def interleaved(a, torch, time_ms, inputs, memory_peers, dev, t0):
             for r in rows:
                 f.write(f"{r[0]},{r[1]},{r[2]},{r[3]}\n")
         with open(rounds_csv, "w") as f:
-            f.write("op,variant,shape,round,ms\n")
+            f.write("op,variant,shape,round,ms,median_ms,trim_ms\n")
             for r in per_round:
-                f.write(f"{r[0]},{r[1]},{r[2]},{r[3]},{r[4]}\n")
+                f.write(f"{r[0]},{r[1]},{r[2]},{r[3]},{r[4]},{r[5]},{r[6]}\n")
     rng = random.Random(12)
     ops = [o for o in a.ops.split(",") if o in ("gelu", "softmax", "row_sum")]
     for op in ops:
@@ -213,7 +213,8 @@ def interleaved(a, torch, time_ms, inputs, memory_peers, dev, t0):
                         print(f"peers: {op} {variant} {shape} failed: {str(e).splitlines()[0][:200]}", flush=True)
                         continue
                     times.setdefault(variant, {})[r] = ms
-                    per_round.append((op, variant, shape, r + 1, ms))
+                    both = getattr(time_ms, "last", None) or (ms, ms)
+                    per_round.append((op, variant, shape, r + 1, ms, both[0], both[1]))
                 del x
             for variant, ts in times.items():
                 rows.append((op, variant, shape, statistics.median(ts.values())))
@@ -268,6 +269,9 @@ def main():
                          "every shape's variants (ours and the peers) interleaved in a shuffled order, ROUNDS times, "
                          "on fresh inputs each round; writes --out (medians over rounds) and a per-round CSV beside it")
     ap.add_argument("--rounds", type=int, default=5, help="rounds of the --ours comparison")
+    ap.add_argument("--stat", choices=["median", "trim"], default="median",
+                    help="each variant's timing from its timed runs: median (do_bench's, the default) or trim, the mean "
+                         "of the middle 80%% (CUDA events resolve ~0.5 us: below ~10 us medians jump between levels)")
     ap.add_argument("--no-candidates", dest="candidates", action="store_false",
                     help="with --ours: time only the op's own plan at each shape, not the candidate kernels beside it")
     ap.add_argument("--only", metavar="SHAPES", help="with --ours: only these shapes (comma-separated, e.g. 16777216,4096x4096)")
@@ -437,14 +441,32 @@ def main():
             e_.record()
             e_.synchronize()
             ts.append(s_.elapsed_time(e_))
-        ts.sort()
-        return ts[len(ts) // 2]
+        return stat(ts)
+
+    def stat(ts):
+        """The --stat of one variant's timed runs (ms); the median and the trimmed
+        mean of the same runs stay in time_ms.last."""
+        ts = sorted(ts)
+        k = len(ts) // 10
+        mid = ts[k:len(ts) - k] or ts
+        time_ms.last = (ts[len(ts) // 2], sum(mid) / len(mid))
+        if a.stat == "median":
+            return ts[len(ts) // 2]
+        # Trimmed mean: CUDA events resolve about 0.5 us, so below ~10 us every sample
+        # is one of a few levels and a median jumps a whole level (5-10%) where the
+        # kernels differ by less; the mean of the middle 80% averages the levels.
+        k = len(ts) // 10
+        mid = ts[k:len(ts) - k] or ts
+        return sum(mid) / len(mid)
 
     def time_ms(fn):
         """One measurement, by the method --flush asks for (do_bench by default)."""
         if flush_buf is not None:
             return bench_read_flush(fn)
-        return do_bench(fn, warmup=25, rep=100, return_mode="median")
+        time_ms.last = None
+        if a.stat == "median":
+            return do_bench(fn, warmup=25, rep=100, return_mode="median")
+        return stat(do_bench(fn, warmup=25, rep=100, return_mode="all"))  # Triton >= 3.0
 
     def bench(op, variant, shape, fn, check=None):
         try:
@@ -467,7 +489,7 @@ def main():
             v += [("torch naive", lambda: gelu_naive(x)),
                   ("torch builtin", lambda: torch.nn.functional.gelu(x, approximate="tanh")),
                   ("triton", lambda: triton_gelu(x))]
-            if headline(op, shape) and comp("gelu", gelu_naive):
+            if (headline(op, shape) or a.ours) and comp("gelu", gelu_naive):
                 v.append(("torch.compile", lambda: compiled["gelu"](x)))
         elif op == "softmax":
             v += [("torch naive", lambda: softmax_naive(x)),
