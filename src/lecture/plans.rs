@@ -162,7 +162,7 @@ enum Choice {
 /// The plans of one shape, `(variant, choice)`: the op first, named as the sweep
 /// names it, then the candidates a future `Auto` might pick, which the sweep also
 /// times side by side: GeLU's other block shapes, and the looped softmax beside the
-/// register rows from 4096 columns and beside the long-row kernels (most of which
+/// register rows from 8192 columns and beside the long-row kernels (most of which
 /// cannot be replayed).
 fn choices(op: Op, d: &[usize]) -> Vec<(String, Choice)> {
     let mut v = vec![(
@@ -184,7 +184,7 @@ fn choices(op: Op, d: &[usize]) -> Vec<(String, Choice)> {
                 v.push((format!("rust-simt fused {}", k.label()), Choice::Gelu(k)));
             }
         }
-        Op::Softmax if d[1] >= 4096 => v.push((
+        Op::Softmax if d[1] >= 8192 => v.push((
             "rust-simt looped".into(),
             Choice::Softmax(softmax::SoftmaxKernel::Looped),
         )),

@@ -300,8 +300,9 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                         }
                     }
                     // The two-pass loop of `torch.compile` beside the register rows
-                    // where those hold 16 floats a thread or more.
-                    if (4096..=softmax::REGISTER_MAX_COLS).contains(&n) {
+                    // at 8192 and 16384 columns (at 4096 it ran 22% behind them: H100,
+                    // 2026-12-07, docs/PERFORMANCE.md session 37).
+                    if (8192..=softmax::REGISTER_MAX_COLS).contains(&n) {
                         push(
                             op,
                             "rust-simt looped",
