@@ -300,7 +300,7 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                         }
                     }
                     // The two-pass loop of `torch.compile` beside the register rows
-                    // at 8192 and 16384 columns (at 4096 it ran 22% behind them: H100,
+                    // at 8192 and 16384 columns (at 4096 it ran 28% slower than they: H100,
                     // 2026-12-07, docs/PERFORMANCE.md session 37).
                     if (8192..=softmax::REGISTER_MAX_COLS).contains(&n) {
                         push(
