@@ -4,10 +4,12 @@
 # what is left of the budget and skipped when too little is:
 #   1. our launches at every shape (`bin/benchmarking --plans`), then ours, our
 #      candidate kernels and the peers in one process (`peers.py --ours`, ROUNDS,
-#      default 3);
+#      default 3; STAT, default trim: the mean of each variant's middle 80% of runs,
+#      the median kept beside it in the rounds CSV);
 #   2. the sweep (what cannot be replayed, the long rows' copy rate), judged by
 #      memory_targets.py against the in-process peers;
-#   3. the GPU tests of the memory-bound ops;
+#   3. the Triton code torch.compile generates where it leads (results/inductor-code.txt),
+#      and the GPU tests of the memory-bound ops;
 #   4. compute-sanitizer (memcheck, racecheck, synccheck) on the softmax and row_sum
 #      examples.
 # OUT=dir collects results/ (results.tgz) and the log.
@@ -28,9 +30,9 @@ step() {
 echo "== commit $(cat COMMIT), clocks before: $(clk)"
 rm -rf results/plans results/r1
 step 60 100 bin/benchmarking --plans results/plans 2>&1 | tail -1
-echo "== ours, our candidates and the peers in one process, ${ROUNDS:-3} rounds ($(left) s left)"
+echo "== ours, our candidates and the peers in one process, ${ROUNDS:-3} rounds, --stat ${STAT:-trim} ($(left) s left)"
 step 120 "${INPROC_MAX:-300}" env PYTHONUNBUFFERED=1 python3 peers/peers.py --ours results/plans --rounds "${ROUNDS:-3}" \
-  --ops gelu,softmax,row_sum --out results/peers-inproc.csv > results/peers-inproc.log 2>&1
+  --stat "${STAT:-trim}" --ops gelu,softmax,row_sum --out results/peers-inproc.csv > results/peers-inproc.log 2>&1
 echo "peers rc=$?"; grep -v "done (" results/peers-inproc.log | tail -120
 echo "== clocks: $(clk)"
 echo "== sweep ($(left) s left)"
@@ -39,6 +41,9 @@ step 90 "${SWEEP_MAX:-200}" bin/benchmarking --sweep --ops gelu,softmax,row_sum 
 echo "sweep rc=$?"; grep -E "softmax|row_sum|gelu|copy" results/sweep.log | head -80
 echo "== issue 12's targets"; [ -d results/r1 ] && python3 memory_targets.py results/r1
 echo "== clocks: $(clk)"
+echo "== torch.compile's kernels at the shapes where it leads ($(left) s left)"
+step 60 60 python3 peers/inductor_code.py softmax:4096x16384 softmax:4096x1024 gelu:524288 row_sum:4x1048576 \
+  > results/inductor-code.txt 2>&1; echo "inductor_code rc=$? $(grep -c "def triton" results/inductor-code.txt) kernels"
 echo "== tests ($(left) s left)"
 for t in gelu softmax row_sum device_library; do
   step 40 150 tests/$t --test-threads=4 > results/test-$t.txt 2>&1
