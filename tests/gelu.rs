@@ -251,3 +251,52 @@ fn every_block_shape_in_place_ragged_and_misaligned() {
         }
     }
 }
+
+#[test]
+fn auto_runs_two_vectors_a_thread_from_2_to_32_mib() {
+    // `Auto`'s table (GELU_VEC2_MIN..=GELU_VEC2_MAX: 128x2), read off the launch it
+    // makes, with the result checked at each edge.
+    use rust_simt::ops::gelu::{GELU_VEC2_MAX, GELU_VEC2_MIN};
+    let g = gpu();
+    let (mut r, seed) = rng("gelu auto");
+    for (n, kernel) in [
+        (GELU_VEC2_MIN - 1, "gelu_fused"),
+        (GELU_VEC2_MIN, "gelu_fused_v2"),
+        (GELU_VEC2_MIN + 5, "gelu_fused_v2"),
+        (GELU_VEC2_MAX, "gelu_fused_v2"),
+        (GELU_VEC2_MAX + 1, "gelu_fused"),
+    ] {
+        assert_eq!(
+            GeluKernel::auto_for(n).label(),
+            if kernel == "gelu_fused" {
+                "256x1"
+            } else {
+                "128x2"
+            }
+        );
+        // The emulator checks the values at the lower edge; the upper edge (32 MiB)
+        // only for the launch made.
+        let check = n <= GELU_VEC2_MIN + 5 || on_gpu(&g);
+        let x = if check {
+            uniform(&mut r, n, -6.0, 6.0)
+        } else {
+            vec![0.5; n]
+        };
+        let xb = g.upload(&x).unwrap();
+        let mut y = poisoned(&g, n);
+        let ((), launches) = g.capture(|| gelu(&g, &xb, &mut y)).unwrap();
+        assert_eq!(launches.len(), 1);
+        assert_eq!(launches[0].kernel, kernel, "n = {n}");
+        if check {
+            assert_close(
+                &format!("gelu auto n={n}"),
+                seed,
+                &g.download(&y).unwrap(),
+                &reference::gelu_tanh(&x),
+                RTOL,
+                ATOL,
+                1e-4,
+            );
+        }
+    }
+}

@@ -161,7 +161,7 @@ enum Choice {
 
 /// The plans of one shape, `(variant, choice)`: the op first, named as the sweep
 /// names it, then the candidates a future `Auto` might pick, which the sweep also
-/// times side by side: GeLU's other block shapes, and the looped softmax beside the
+/// times side by side: GeLU's kernels other than the one `Auto` runs, and the looped softmax beside the
 /// register rows from 8192 columns and beside the long-row kernels (most of which
 /// cannot be replayed).
 fn choices(op: Op, d: &[usize]) -> Vec<(String, Choice)> {
@@ -176,12 +176,12 @@ fn choices(op: Op, d: &[usize]) -> Vec<(String, Choice)> {
     )];
     match op {
         Op::Gelu => {
-            for k in [
-                gelu::GeluKernel::Vec2,
-                gelu::GeluKernel::Vec4,
-                gelu::GeluKernel::Vec1Cs,
-            ] {
-                v.push((format!("rust-simt fused {}", k.label()), Choice::Gelu(k)));
+            // Every fused kernel but the one `Auto` runs at this length.
+            let own = gelu::GeluKernel::auto_for(d[0]);
+            for k in gelu::GeluKernel::ALL {
+                if k != gelu::GeluKernel::Auto && k != own {
+                    v.push((format!("rust-simt fused {}", k.label()), Choice::Gelu(k)));
+                }
             }
         }
         Op::Softmax if d[1] >= 8192 => v.push((

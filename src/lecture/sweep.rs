@@ -241,11 +241,11 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                         b.run(|| gelu::gelu(gpu, &x, &mut y))?.median_ms,
                     );
                     // The other block shapes (candidates for `Auto`), side by side.
-                    for k in [
-                        gelu::GeluKernel::Vec2,
-                        gelu::GeluKernel::Vec4,
-                        gelu::GeluKernel::Vec1Cs,
-                    ] {
+                    let own = gelu::GeluKernel::auto_for(n);
+                    for k in gelu::GeluKernel::ALL
+                        .into_iter()
+                        .filter(|&k| k != gelu::GeluKernel::Auto && k != own)
+                    {
                         push(
                             op,
                             &format!("rust-simt fused {}", k.label()),

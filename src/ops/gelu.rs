@@ -17,7 +17,9 @@ fn vec_launch<K: Kernel>(n: u32) -> Result<LaunchConfig> {
 /// `kernels::config::GELU_CONFIGS` (threads, 16-byte vectors a thread).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GeluKernel {
-    /// The library's choice: today [`GeluKernel::Vec1`] at every size.
+    /// The library's choice by length ([`GeluKernel::auto_for`]): [`GeluKernel::Vec2`]
+    /// from [`GELU_VEC2_MIN`] to [`GELU_VEC2_MAX`] elements, [`GeluKernel::Vec1`]
+    /// elsewhere.
     Auto,
     /// `gelu_fused`: 256 threads, one vector each.
     Vec1,
@@ -56,7 +58,18 @@ impl GeluKernel {
         GeluKernel::ALL.into_iter().find(|k| k.label() == s)
     }
 
-    /// `(threads, 16-byte vectors a thread)` of this kernel (`Auto`: the one it picks).
+    /// The kernel [`GeluKernel::Auto`] runs for `n` elements (any other kernel is
+    /// itself).
+    pub fn auto_for(n: usize) -> GeluKernel {
+        if (GELU_VEC2_MIN..=GELU_VEC2_MAX).contains(&n) {
+            GeluKernel::Vec2
+        } else {
+            GeluKernel::Vec1
+        }
+    }
+
+    /// `(threads, 16-byte vectors a thread)` of this kernel (`Auto`: `gelu_fused`'s;
+    /// resolve it with [`auto_for`](Self::auto_for) for a given length).
     pub fn config(self) -> (u32, u32) {
         GELU_CONFIGS[match self {
             GeluKernel::Auto | GeluKernel::Vec1 | GeluKernel::Vec1Cs => 0,
@@ -65,6 +78,16 @@ impl GeluKernel {
         }]
     }
 }
+
+/// The shortest tensor `Auto` runs with two vectors a thread (2 MiB). Measured in
+/// the peers' process on an H100 (2026-12-07, docs/PERFORMANCE.md session 37, three
+/// rounds): 128x2 against 256x1 at 2^19 .. 2^23, medians of per-round ratios 1.098,
+/// 1.004, 1.029, 1.024, 1.026 (the 2^21 and 2^22 rounds all ahead); at 2^24 .. 2^27
+/// level (0.996-0.999), below 2^19 within the event timer's levels (0.907-0.983).
+pub const GELU_VEC2_MIN: usize = 1 << 19;
+/// The longest tensor `Auto` runs with two vectors a thread (32 MiB); see
+/// [`GELU_VEC2_MIN`].
+pub const GELU_VEC2_MAX: usize = 1 << 23;
 
 /// A launch of `K`, a block of `threads` taking `4·threads·vecs` elements of `n`.
 fn tile_launch<K: Kernel>(n: u32, (threads, vecs): (u32, u32)) -> Result<LaunchConfig> {
@@ -105,6 +128,10 @@ unsafe fn launch_fused(
     y: *mut f32,
     n: u32,
 ) -> Result<()> {
+    let kernel = match kernel {
+        GeluKernel::Auto => GeluKernel::auto_for(n as usize),
+        k => k,
+    };
     let c = kernel.config();
     // SAFETY (each launch): the caller's contract; the grid is the kernel's Thread Mapping.
     unsafe {
