@@ -8,6 +8,11 @@ use rust_simt::{reference, SimtError};
 const RTOL: f64 = 2e-5;
 const ATOL: f64 = 1e-6;
 
+/// `got` against `want` within GeLU's tolerances ([`RTOL`], [`ATOL`]).
+fn close(what: &str, seed: u64, got: &[f32], want: &[f64]) {
+    assert_close(what, seed, got, want, RTOL, ATOL, 1e-4);
+}
+
 fn run_all(n: usize, lo: f32, hi: f32) {
     let g = gpu();
     let (mut r, seed) = rng("gelu");
@@ -19,27 +24,21 @@ fn run_all(n: usize, lo: f32, hi: f32) {
     for k in GeluKernel::ALL {
         let mut y = poisoned(&g, n);
         gelu_with(&g, k, &xb, &mut y).unwrap();
-        assert_close(
+        close(
             &format!("gelu_fused {} n={n}", k.label()),
             seed,
             &g.download(&y).unwrap(),
             &want,
-            RTOL,
-            ATOL,
-            1e-4,
         );
     }
     let mut y = poisoned(&g, n);
     let mut tmp = poisoned(&g, n);
     gelu_naive(&g, &xb, &mut y, &mut tmp).unwrap();
-    assert_close(
+    close(
         &format!("gelu_naive n={n}"),
         seed,
         &g.download(&y).unwrap(),
         &want,
-        RTOL,
-        ATOL,
-        1e-4,
     );
     let mut y = poisoned(&g, n);
     gelu_erf(&g, &xb, &mut y).unwrap();
@@ -203,14 +202,11 @@ fn every_block_shape_in_place_ragged_and_misaligned() {
         let p = b.ptr_mut();
         // SAFETY: b holds 2047 floats on g; in place is in each kernel's contract.
         unsafe { launch_shape(&g, which, p, p, 2047) };
-        assert_close(
+        close(
             &format!("gelu {} in place", which.label()),
             seed,
             &g.download(&b).unwrap(),
             &reference::gelu_tanh(&x[..2047]),
-            RTOL,
-            ATOL,
-            1e-4,
         );
         for (off, m) in [
             (0, 2047),
@@ -239,14 +235,11 @@ fn every_block_shape_in_place_ragged_and_misaligned() {
                 "{}, {m} floats at +{off}: wrote outside them",
                 which.label()
             );
-            assert_close(
+            close(
                 &format!("gelu {}, {m} floats at +{off}", which.label()),
                 seed,
                 &got[off..off + m],
                 &reference::gelu_tanh(&x[off..off + m]),
-                RTOL,
-                ATOL,
-                1e-4,
             );
         }
     }
@@ -288,14 +281,11 @@ fn auto_runs_two_vectors_a_thread_from_2_to_32_mib() {
         assert_eq!(launches.len(), 1);
         assert_eq!(launches[0].kernel, kernel, "n = {n}");
         if check {
-            assert_close(
+            close(
                 &format!("gelu auto n={n}"),
                 seed,
                 &g.download(&y).unwrap(),
                 &reference::gelu_tanh(&x),
-                RTOL,
-                ATOL,
-                1e-4,
             );
         }
     }
