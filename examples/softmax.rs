@@ -125,6 +125,7 @@ fn main() -> Result<()> {
         SoftmaxKernel::SplitAsync,
         SoftmaxKernel::Split,
         SoftmaxKernel::Online,
+        SoftmaxKernel::Looped,
         SoftmaxKernel::Stream,
         SoftmaxKernel::Bulk,
     ] {

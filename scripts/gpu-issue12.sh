@@ -11,7 +11,8 @@
 #   3. the Triton code torch.compile generates where it leads (results/inductor-code.txt),
 #      and the GPU tests of the memory-bound ops;
 #   4. compute-sanitizer (memcheck, racecheck, synccheck) on the softmax and row_sum
-#      examples.
+#      examples, and memcheck on the GeLU tests (every GeLU kernel on ragged, in-place
+#      and misaligned views).
 # OUT=dir collects results/ (results.tgz) and the log.
 cd "$(dirname "$0")"
 OUT=${OUT:-out}; mkdir -p "$OUT" results
@@ -54,5 +55,7 @@ for tool in memcheck racecheck synccheck; do for ex in softmax row_sum; do
   step 40 90 env SIMT_SMALL=1 compute-sanitizer --tool $tool --error-exitcode 9 bin/$ex > results/san-$tool-$ex.txt 2>&1
   echo "$ex $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|skipped' results/san-$tool-$ex.txt | tail -1)"
 done; done
+step 40 120 compute-sanitizer --tool memcheck --error-exitcode 9 tests/gelu --test-threads=1 > results/san-memcheck-test-gelu.txt 2>&1
+echo "tests/gelu memcheck rc=$? $(grep -E 'ERROR SUMMARY|test result|skipped' results/san-memcheck-test-gelu.txt | tr '\n' ' ')"
 echo "== clocks after: $(clk); $SECONDS s"
 tar czf "$OUT/results.tgz" results
