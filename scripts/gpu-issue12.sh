@@ -11,8 +11,8 @@
 #   3. the Triton code torch.compile generates where it leads (results/inductor-code.txt),
 #      and the GPU tests of the memory-bound ops;
 #   4. compute-sanitizer (memcheck, racecheck, synccheck) on the softmax and row_sum
-#      examples, and memcheck on the GeLU tests (every GeLU kernel on ragged, in-place
-#      and misaligned views).
+#      examples, memcheck on the GeLU tests (every GeLU kernel on ragged, in-place
+#      and misaligned views), all three on the bulk-copied softmax rows' tests.
 # OUT=dir collects results/ (results.tgz) and the log.
 cd "$(dirname "$0")"
 OUT=${OUT:-out}; mkdir -p "$OUT" results
@@ -57,5 +57,9 @@ for tool in memcheck racecheck synccheck; do for ex in softmax row_sum; do
 done; done
 step 40 120 compute-sanitizer --tool memcheck --error-exitcode 9 tests/gelu --test-threads=1 > results/san-memcheck-test-gelu.txt 2>&1
 echo "tests/gelu memcheck rc=$? $(grep -E 'ERROR SUMMARY|test result|skipped' results/san-memcheck-test-gelu.txt | tr '\n' ' ')"
+for tool in memcheck racecheck synccheck; do
+  step 40 90 compute-sanitizer --tool $tool --error-exitcode 9 tests/softmax row_bulk --test-threads=1 > results/san-$tool-test-row-bulk.txt 2>&1
+  echo "tests/softmax row_bulk $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test result|skipped' results/san-$tool-test-row-bulk.txt | tr '\n' ' ')"
+done
 echo "== clocks after: $(clk); $SECONDS s"
 tar czf "$OUT/results.tgz" results

@@ -21,6 +21,24 @@ LONG_SOFTMAX = ["256x65536", "64x262144", "8x1048576", "1x100000", "4x3000017"]
 ODD_ROW_SUM = ["4x16777217", "4194304x3", "1x1", "1025x1025"]
 MATMUL_SHAPES = ["1x8192x8192", "8192x1x8192", "64x4096x4096", "4096x4096x64", "1000x1000x1000"]
 
+# The ops as a PyTorch user writes them in eager mode: the "torch naive" peers, and
+# what torch.compile compiles (also imported by probes/inductor_code.py, which prints
+# the kernels Inductor generates from them). Tensor methods, so that the module
+# needs no torch at import time.
+def gelu_naive(x):
+    return 0.5 * x * (1 + (0.79788456 * (x + 0.044715 * x ** 3)).tanh())
+
+
+def softmax_naive(x):
+    m = x.max(dim=1, keepdim=True).values
+    e = (x - m).exp()
+    return e / e.sum(dim=1, keepdim=True)
+
+
+def row_sum(x):
+    return x.sum(dim=1)
+
+
 def shapes(op, quick):
     p2 = lambda lo, hi, st=1: [1 << e for e in range(lo, hi + 1, st)]
     if quick:
@@ -396,14 +414,6 @@ def main():
             rows.append((op, "triton fp32 (ieee) best of 11 configs", shape, best[0]))
             print(f"peers: {shape} best triton config {best[1]} {best[0]:.4f} ms", flush=True)
 
-    def gelu_naive(x):
-        return 0.5 * x * (1 + torch.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
-
-    def softmax_naive(x):
-        m = x.max(dim=1, keepdim=True).values
-        e = torch.exp(x - m)
-        return e / e.sum(dim=1, keepdim=True)
-
     compiled = {}
     def comp(name, fn):
         if a.no_compile:
@@ -502,7 +512,7 @@ def main():
                 v.append(("torch.compile", lambda: compiled["softmax"](x)))
         elif op == "row_sum":
             v.append(("torch builtin", lambda: x.sum(dim=1)))
-            if (headline(op, shape) or shape in ODD_ROW_SUM or a.ours) and comp("row_sum", lambda t: t.sum(dim=1)):
+            if (headline(op, shape) or shape in ODD_ROW_SUM or a.ours) and comp("row_sum", row_sum):
                 v.append(("torch.compile", lambda: compiled["row_sum"](x)))
         return v
 

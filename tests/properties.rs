@@ -37,6 +37,7 @@ use rust_simt::ops::row_sum::row_sum;
 use rust_simt::ops::softmax::{
     bulk_max_cols, has_clusters, max_cols, softmax_naive, softmax_with, split_async_max_cols,
     split_max_cols, split_wide_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS, REGISTER_MAX_COLS,
+    ROW_BULK_MAX_COLS,
 };
 use rust_simt::{reference, BackendKind, Buffer, Gpu, Layout, SimtError};
 
@@ -448,10 +449,11 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
         SoftmaxKernel::Bulk => {
             x_aligned && cols.is_multiple_of(4) && cols <= bulk_max_cols(g).unwrap()
         }
+        SoftmaxKernel::RowBulk => x_aligned && cols.is_multiple_of(4) && cols <= ROW_BULK_MAX_COLS,
     }
 }
 
-const SOFTMAX_KERNELS: [SoftmaxKernel; 11] = SoftmaxKernel::ALL;
+const SOFTMAX_KERNELS: [SoftmaxKernel; 12] = SoftmaxKernel::ALL;
 
 /// Softmax rows for `vals`: the stability case puts -inf in about 1 entry in 8,
 /// makes one row all -inf (NaN out, as PyTorch) and adds ±1e30.
@@ -501,13 +503,17 @@ fn check_softmax(g: &Gpu, &(ki, xv, yv, vals, seed): &SoftmaxCase) -> Result<(),
         // Bulk copies 16-byte units: so are misaligned rows and a column count that is
         // not a multiple of 4.
         Err(SimtError::Shape { .. })
-            if k == SoftmaxKernel::Bulk && !(aligned && xv.cols % 4 == 0) =>
+            if matches!(k, SoftmaxKernel::Bulk | SoftmaxKernel::RowBulk)
+                && !(aligned && xv.cols % 4 == 0) =>
         {
             return Ok(())
         }
         // Clusters and bulk copies need Hopper.
         Err(SimtError::Unsupported(_))
-            if matches!(k, SoftmaxKernel::Cluster | SoftmaxKernel::Bulk) && !has_clusters(g) =>
+            if matches!(
+                k,
+                SoftmaxKernel::Cluster | SoftmaxKernel::Bulk | SoftmaxKernel::RowBulk
+            ) && !has_clusters(g) =>
         {
             return Ok(())
         }

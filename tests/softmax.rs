@@ -6,7 +6,7 @@ use rust_simt::emulator::{EmuConfig, Order};
 use rust_simt::ops::softmax::{
     bulk_max_cols, has_clusters, max_cols, softmax, softmax_naive, softmax_with,
     split_async_max_cols, split_max_cols, split_wide_max_cols, SoftmaxKernel, CLUSTER_MAX_COLS,
-    REGISTER_MAX_COLS,
+    REGISTER_MAX_COLS, ROW_BULK_MAX_COLS,
 };
 use rust_simt::Layout;
 use rust_simt::{reference, Gpu, SimtError};
@@ -46,6 +46,9 @@ fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
     // Rows 16-byte aligned with a multiple of 4 columns, on Hopper and the emulator.
     if cols.is_multiple_of(4) && cols <= bulk_max_cols(g).unwrap() {
         v.push(SoftmaxKernel::Bulk);
+    }
+    if cols.is_multiple_of(4) && cols <= ROW_BULK_MAX_COLS && has_clusters(g) {
+        v.push(SoftmaxKernel::RowBulk);
     }
     v
 }
@@ -642,6 +645,145 @@ fn bulk_rows_every_order() {
         if on_gpu(&g) {
             break;
         }
+    }
+}
+
+/// The bulk-copied rows in place (`y` is `x`), launched directly: the safe API's
+/// views of one buffer cannot alias.
+fn row_bulk_in_place(g: &Gpu, xy: &mut rust_simt::Buffer<f32>, rows: usize, cols: usize) {
+    use rust_simt::kernels::softmax_row_bulk as k;
+    use rust_simt::{dim3, LaunchConfig};
+    assert!(cols.is_multiple_of(4) && cols <= ROW_BULK_MAX_COLS && xy.len() >= rows * cols);
+    let p = xy.ptr_mut();
+    let (r, c) = (rows as u32, cols as u32);
+    // SAFETY: xy holds rows·cols floats on g (asserted), a device allocation (16-byte
+    // aligned) with a multiple of 4 columns, at most ROW_BULK_MAX_COLS (asserted); in
+    // place is in the kernel's contract; grid.x = rows; the launch gives cols·4 bytes
+    // of dynamic shared memory (the kernel's launch contract); the module is loaded
+    // (the caller ran softmax_with on g first).
+    unsafe {
+        g.launch::<k::softmax_row_bulk>(
+            LaunchConfig::for_kernel::<k::softmax_row_bulk>(dim3(r, 1, 1)),
+            (p as *const f32, p, r, c, c, c),
+        )
+    }
+    .unwrap();
+}
+
+/// The bulk-copied rows (`softmax_row_bulk`) under every thread order: the longest
+/// row (16384 columns, two copies), a row one copy long and one a copy and a vector
+/// (8196: the second copy is 16 bytes), a row shorter than the block's first
+/// vectors (4 and 1020 columns: most threads hold nothing), a ragged count that is
+/// not a power of two, the stability cases of `long_rows` (a row of -inf gives NaN,
+/// -inf entries 0), in place, and a strided input into an output whose rows are not
+/// 16-byte aligned (scalar stores) with its padding left alone.
+#[test]
+fn row_bulk_every_order() {
+    for order in [Order::InOrder, Order::Reversed, Order::Random(5)] {
+        let g = gpu_four_sms(order);
+        if !has_clusters(&g) {
+            return;
+        }
+        let (mut r, seed) = rng("softmax row bulk");
+        for (rows, cols) in [
+            (6, ROW_BULK_MAX_COLS),
+            (5, 8192),
+            (3, 8196),
+            (9, 4),
+            (2, 1020),
+            (7, 12004),
+        ] {
+            let x = long_rows(&mut r, rows, cols);
+            let want = reference::softmax(&x, rows, cols);
+            let xb = g.upload(&x).unwrap();
+            let y = run_checked(&g, SoftmaxKernel::RowBulk, &xb, rows, cols, &want, seed);
+            if rows > 2 {
+                assert!(
+                    y[2 * cols..3 * cols].iter().all(|v| v.is_nan()),
+                    "all -inf row: NaN"
+                );
+            }
+            if rows > 1 && cols > 9000 {
+                assert!(
+                    y[cols..cols + 9000].iter().all(|&v| v == 0.0),
+                    "-inf entries: 0"
+                );
+            }
+            // In place: the copy lands before any write of the row.
+            let mut xy = g.upload(&x).unwrap();
+            row_bulk_in_place(&g, &mut xy, rows, cols);
+            assert_close(
+                &format!("softmax RowBulk in place {rows}x{cols}"),
+                seed,
+                &g.download(&xy).unwrap(),
+                &want,
+                RTOL,
+                ATOL,
+                1e-5,
+            );
+        }
+        let (rows, cols, ldx, ldy) = (5, 16380, 16384, 16381);
+        let buf = uniform(&mut r, rows * ldx, -4.0, 4.0);
+        let dense = dense_rows(&buf, rows, cols, ldx);
+        let want = reference::softmax(&dense, rows, cols);
+        let xb = g.upload(&buf).unwrap();
+        let mut y = poisoned(&g, rows * ldy);
+        softmax_with(
+            &g,
+            SoftmaxKernel::RowBulk,
+            xb.matrix_strided(Layout::strided(rows, cols, ldx)).unwrap(),
+            y.matrix_mut_strided(Layout::strided(rows, cols, ldy))
+                .unwrap(),
+        )
+        .unwrap();
+        let y = g.download(&y).unwrap();
+        assert_close(
+            "softmax RowBulk strided",
+            seed,
+            &dense_rows(&y, rows, cols, ldy),
+            &want,
+            RTOL,
+            ATOL,
+            1e-5,
+        );
+        assert!(y[cols..ldy].iter().all(|v| v.is_nan()), "padding untouched");
+        if on_gpu(&g) {
+            break;
+        }
+    }
+}
+
+/// What the bulk-copied rows refuse, with errors that say what to do: rows not
+/// 16-byte aligned (the stride, then the start), a column count not a multiple of
+/// 4, rows longer than one block's shared memory holds.
+#[test]
+fn row_bulk_refusals_are_errors() {
+    let g = gpu_four_sms(Order::InOrder);
+    if !has_clusters(&g) {
+        return;
+    }
+    let run = |rows: usize, cols: usize, ld: usize, offset: usize| {
+        let xb = g.upload(&vec![0.5f32; rows * ld + offset]).unwrap();
+        let mut y = g.alloc::<f32>(rows * ld).unwrap();
+        softmax_with(
+            &g,
+            SoftmaxKernel::RowBulk,
+            xb.matrix_at(offset, Layout::strided(rows, cols, ld))
+                .unwrap(),
+            y.matrix_mut_strided(Layout::strided(rows, cols, ld))
+                .unwrap(),
+        )
+    };
+    for (rows, cols, ld, offset) in [(2, 1001, 1001, 0), (2, 1000, 1002, 0), (2, 1000, 1000, 1)] {
+        match run(rows, cols, ld, offset) {
+            Err(SimtError::Shape { detail, .. }) => assert!(detail.contains("Auto"), "{detail}"),
+            other => panic!("{rows}x{cols} ld {ld} offset {offset}: {other:?}"),
+        }
+    }
+    let long = ROW_BULK_MAX_COLS + 4;
+    match run(1, long, long, 0) {
+        Err(SimtError::TooLarge { detail, .. }) => assert!(detail.contains("Auto"), "{detail}"),
+        other => panic!("1x{long}: {other:?}"),
     }
 }
 

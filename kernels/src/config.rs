@@ -124,6 +124,17 @@ pub const SOFTMAX_ONLINE_THREADS: u32 = 512;
 /// passes over it, 4 vectors in flight a thread): 8192 columns a group of loads.
 pub const SOFTMAX_LOOPED_THREADS: u32 = 512;
 
+/// Threads per block of the bulk-copied row softmax (`softmax_row_bulk`: a block per
+/// row, the row in shared memory) and 16-byte vectors a thread: rows up to
+/// `4·512·8 = 16384` columns, the register kernels' longest.
+pub const SOFTMAX_ROW_BULK_THREADS: u32 = 512;
+pub const SOFTMAX_ROW_BULK_VECS: u32 = 8;
+/// The longest row of `softmax_row_bulk` (64 KiB of shared memory a block).
+pub const SOFTMAX_ROW_BULK_MAX_COLS: u32 = 4 * SOFTMAX_ROW_BULK_THREADS * SOFTMAX_ROW_BULK_VECS;
+/// Columns a bulk copy of `softmax_row_bulk` moves (32 KiB, the size the long-row
+/// bulk kernel copies): a 16384-column row is two copies.
+pub const SOFTMAX_ROW_BULK_PIECE: u32 = 8192;
+
 /// The fused GeLU's block shapes, `(threads, 16-byte vectors per thread)`:
 /// `gelu_fused` (one vector a thread, the first), `gelu_fused_v2` (Triton's
 /// pointwise shape for large tensors: 1024 elements a block of 4 warps) and

@@ -16,6 +16,7 @@
 //! | [`softmax_stream`] | long rows of any length as one stream of chunk reads and chunk writes, L2 holding each chunk between its two touches (DRAM reads and writes overlap) |
 //! | [`softmax_split_wide`] | long rows over cooperating blocks, chunks of 128 KiB half in registers and half staged in shared memory (8 rows of 2^20 floats in one wave on an H100) |
 //! | [`softmax_bulk`] | long rows in chunks of 8192 brought on chip by bulk copies into a ring, reduced, exchanged (epoch-tagged pairs) and written by specialised warps (Hopper, sm_90a module) |
+//! | [`softmax_row_bulk`] | a block per row, the row brought into shared memory by bulk copies (no row in registers: three 16384-column rows an SM; Hopper, sm_90a module) |
 //! | [`softmax_cluster`] | long rows over a thread-block cluster: chunks in registers, `(max, sum)` pairs over distributed shared memory (Hopper, sm_90a module) |
 //! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
 //! | [`softmax_looped`] | rows of any length, a block per row reading it twice (online pair, then the write; the second read from L2): `torch.compile`'s loop |
@@ -118,7 +119,8 @@ hopper!(
     matmul_wgmma,
     matmul_wgmma_cluster,
     softmax_bulk,
-    softmax_cluster
+    softmax_cluster,
+    softmax_row_bulk
 );
 
 pub use simt_std;

@@ -1,33 +1,60 @@
 #!/usr/bin/env python3
 """Prints the Triton kernels `torch.compile` (Inductor) generates for the peers'
-GeLU, softmax and row sum at given shapes, with their launch configuration, so that
-ours can be set against what the best peer actually runs (issue 12: at 4096 x 16384
+GeLU, softmax and row sum at given shapes, and the launch it actually makes, so that
+ours can be set against what the best peer runs (issue 12: at 4096 x 16384
 `torch.compile`'s softmax is 1% ahead of ours, and a two-pass loop as we wrote it is
 4% behind).
 
     python3 scripts/probes/inductor_code.py softmax:4096x16384 gelu:4194304 > inductor.txt
 
-Each op is compiled as `peers.py` compiles it (`dynamic=False`, the same functions),
-run once on uniform inputs, and the source Inductor wrote is printed (the generated
-module: kernels with their `triton_heuristics` metadata, `num_warps`, block sizes and
-grid).
+Each op is compiled as `peers.py` compiles it (`dynamic=False`, the same functions,
+imported from it), run once on uniform inputs, and the source Inductor wrote is
+printed: the generated module, kernels with their `triton_heuristics` metadata and
+the candidate configurations it autotunes over. Which configuration won shows only
+at run time, so the compiled function is then run under the profiler and each kernel
+launch is printed with its grid, block, registers, shared memory and duration
+(`grid` = rows / XBLOCK for a reduction, `block` = 32 x num_warps).
 """
-import sys
+import json, os, sys, tempfile
+
+# peers.py sits beside this file in the bundle (peers/) and one folder up in the
+# repository (scripts/).
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(HERE)]
+from peers import gelu_naive, row_sum, softmax_naive  # noqa: E402
+
+
+def launches(torch, f, x):
+    """The kernels one call of `f(x)` launches, from a profiler trace."""
+    from torch.profiler import ProfilerActivity, profile
+
+    f(x)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            f(x)
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as fh:
+            events = json.load(fh).get("traceEvents", [])
+    out = []
+    for e in events:
+        if e.get("cat") != "kernel":
+            continue
+        a = e.get("args", {})
+        out.append(f"  {e.get('name')}: grid {a.get('grid')}, block {a.get('block')}, "
+                   f"{a.get('registers per thread')} registers, "
+                   f"{a.get('shared memory')} B shared, {e.get('dur')} us")
+    return out
 
 
 def main(argv):
     import torch
     from torch._inductor.utils import run_and_get_code
 
-    def gelu_naive(x):
-        return 0.5 * x * (1 + torch.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
-
-    def softmax_naive(x):
-        m = x.max(dim=1, keepdim=True).values
-        e = torch.exp(x - m)
-        return e / e.sum(dim=1, keepdim=True)
-
-    fns = {"gelu": gelu_naive, "softmax": softmax_naive, "row_sum": lambda t: t.sum(dim=1)}
+    fns = {"gelu": gelu_naive, "softmax": softmax_naive, "row_sum": row_sum}
     for spec in argv or ["softmax:4096x16384"]:
         op, shape = spec.split(":")
         d = [int(v) for v in shape.split("x")]
@@ -38,6 +65,11 @@ def main(argv):
         print(f"===== {op} {shape}: {len(code)} generated module(s), torch {torch.__version__} =====")
         for c in code:
             print(c)
+        print(f"===== {op} {shape}: launches of three calls (profiler) =====")
+        try:
+            print("\n".join(launches(torch, f, x)) or "  (no kernel events in the trace)")
+        except Exception as e:  # noqa: BLE001 -- a probe: say why, go on to the next shape
+            print(f"  profiler unavailable: {e}")
     return 0
 
 

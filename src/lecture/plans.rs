@@ -161,9 +161,9 @@ enum Choice {
 
 /// The plans of one shape, `(variant, choice)`: the op first, named as the sweep
 /// names it, then the candidates a future `Auto` might pick, which the sweep also
-/// times side by side: GeLU's kernels other than the one `Auto` runs, and the looped softmax beside the
+/// times side by side: GeLU's kernels other than the one `Auto` runs; the looped softmax beside the
 /// register rows from 8192 columns and beside the long-row kernels (most of which
-/// cannot be replayed).
+/// cannot be replayed); the bulk-copied rows from 4096 to 16384 columns.
 fn choices(op: Op, d: &[usize]) -> Vec<(String, Choice)> {
     let mut v = vec![(
         match op {
@@ -184,10 +184,22 @@ fn choices(op: Op, d: &[usize]) -> Vec<(String, Choice)> {
                 }
             }
         }
-        Op::Softmax if d[1] >= 8192 => v.push((
-            "rust-simt looped".into(),
-            Choice::Softmax(softmax::SoftmaxKernel::Looped),
-        )),
+        Op::Softmax => {
+            if d[1] >= 8192 {
+                v.push((
+                    "rust-simt looped".into(),
+                    Choice::Softmax(softmax::SoftmaxKernel::Looped),
+                ));
+            }
+            // The bulk-copied rows beside the register rows they might replace (planned
+            // where the device takes them: Hopper).
+            if (4096..=softmax::ROW_BULK_MAX_COLS).contains(&d[1]) {
+                v.push((
+                    "rust-simt row-bulk".into(),
+                    Choice::Softmax(softmax::SoftmaxKernel::RowBulk),
+                ));
+            }
+        }
         _ => {}
     }
     v
@@ -221,6 +233,12 @@ pub fn write(
             let x = gpu.alloc::<f32>(xn)?;
             let mut y = gpu.alloc::<f32>(yn)?;
             for (variant, choice) in choices(op, &d) {
+                if let Choice::Softmax(k) = choice {
+                    // Dense rows of a fresh buffer: 16-byte aligned when cols % 4 == 0.
+                    if !softmax::takes(gpu, k, d[1], d[1] % 4 == 0)? {
+                        continue;
+                    }
+                }
                 let mut run = || match choice {
                     Choice::Op => match op {
                         Op::Gelu => gelu::gelu(gpu, &x, &mut y),

@@ -299,24 +299,23 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                             }
                         }
                     }
-                    // The two-pass loop of `torch.compile` beside the register rows
-                    // at 8192 and 16384 columns (at 4096 it ran 28% slower than they: H100,
-                    // 2026-12-07, docs/PERFORMANCE.md session 37).
-                    if (8192..=softmax::REGISTER_MAX_COLS).contains(&n) {
-                        push(
-                            op,
-                            "rust-simt looped",
-                            &shape,
-                            b.run(|| {
-                                softmax::softmax_with(
-                                    gpu,
-                                    softmax::SoftmaxKernel::Looped,
-                                    x.matrix(m, n)?,
-                                    y.matrix_mut(m, n)?,
-                                )
-                            })?
-                            .median_ms,
-                        );
+                    // Candidates beside the register rows: the two-pass loop of
+                    // `torch.compile` at 8192 and 16384 columns (at 4096 it ran 28%
+                    // slower than they: H100, 2026-12-07, docs/PERFORMANCE.md session
+                    // 37), and the bulk-copied rows from 4096 (where the device takes
+                    // them: Hopper).
+                    for (k, name, from) in [
+                        (softmax::SoftmaxKernel::Looped, "rust-simt looped", 8192),
+                        (softmax::SoftmaxKernel::RowBulk, "rust-simt row-bulk", 4096),
+                    ] {
+                        if (from..=softmax::REGISTER_MAX_COLS).contains(&n)
+                            && softmax::takes(gpu, k, n, n % 4 == 0)?
+                        {
+                            let t = b.run(|| {
+                                softmax::softmax_with(gpu, k, x.matrix(m, n)?, y.matrix_mut(m, n)?)
+                            })?;
+                            push(op, name, &shape, t.median_ms);
+                        }
                     }
                     // The earlier stage (the row staged in shared memory), where it fits.
                     if n <= softmax::max_cols(gpu) {

@@ -25,12 +25,13 @@
 use kernels::config::{
     SOFTMAX_ASYNC_CHUNK, SOFTMAX_BULK_CHUNK, SOFTMAX_BULK_STAGES, SOFTMAX_CLUSTER_CONFIGS,
     SOFTMAX_CLUSTER_MAX_COLS, SOFTMAX_CLUSTER_SLICE, SOFTMAX_MAX_COLS, SOFTMAX_ONLINE_THREADS,
-    SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK, SOFTMAX_STREAM_CHUNK, SOFTMAX_WARP_VECS,
-    SOFTMAX_WIDE_CHUNK, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
+    SOFTMAX_ROW_BULK_MAX_COLS, SOFTMAX_ROW_CONFIGS, SOFTMAX_SPLIT_CHUNK, SOFTMAX_STREAM_CHUNK,
+    SOFTMAX_WARP_VECS, SOFTMAX_WIDE_CHUNK, WARP_ROWS_THREADS, WARP_ROW_MAX_COLS, WARP_SIZE,
 };
 use kernels::params::{MatMut, MatRef, SoftmaxBulkParams, SoftmaxOnlineParams, SoftmaxSplitParams};
 use kernels::softmax_bulk as kb;
 use kernels::softmax_cluster as kc;
+use kernels::softmax_row_bulk as krb;
 use kernels::softmax_split as ks;
 use kernels::softmax_split_async as ksa;
 use kernels::softmax_split_wide as ksw;
@@ -83,7 +84,15 @@ pub enum SoftmaxKernel {
     /// warps of a persistent grid: rows 16-byte aligned with a multiple of 4 columns,
     /// up to [`bulk_max_cols`], on Hopper (the `sm_90a` module).
     Bulk,
+    /// A block per row, the row brought into shared memory by bulk copies (no row
+    /// in registers, so three 16384-column rows an SM where the register kernel
+    /// holds two): rows 16-byte aligned with a multiple of 4 columns, up to
+    /// [`ROW_BULK_MAX_COLS`], on Hopper (the `sm_90a` module).
+    RowBulk,
 }
+
+/// The longest row of [`SoftmaxKernel::RowBulk`].
+pub const ROW_BULK_MAX_COLS: usize = SOFTMAX_ROW_BULK_MAX_COLS as usize;
 
 /// The longest row the shared-memory kernel ([`SoftmaxKernel::SharedRow`]) takes on
 /// this device: `SOFTMAX_MAX_COLS`, and no more than shared memory per block holds.
@@ -106,7 +115,7 @@ pub fn has_clusters(gpu: &Gpu) -> bool {
 
 impl SoftmaxKernel {
     /// Every kernel, in the order of the enum.
-    pub const ALL: [SoftmaxKernel; 11] = [
+    pub const ALL: [SoftmaxKernel; 12] = [
         SoftmaxKernel::Auto,
         SoftmaxKernel::SharedRow,
         SoftmaxKernel::Registers,
@@ -118,6 +127,7 @@ impl SoftmaxKernel {
         SoftmaxKernel::Looped,
         SoftmaxKernel::Stream,
         SoftmaxKernel::Bulk,
+        SoftmaxKernel::RowBulk,
     ];
 
     /// A stable text form (the tuning cache's).
@@ -134,6 +144,7 @@ impl SoftmaxKernel {
             SoftmaxKernel::Looped => "looped",
             SoftmaxKernel::Stream => "stream",
             SoftmaxKernel::Bulk => "bulk",
+            SoftmaxKernel::RowBulk => "row-bulk",
         }
     }
 
@@ -158,6 +169,7 @@ pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Re
         SoftmaxKernel::SplitAsync => aligned && cols <= split_async_max_cols(gpu)?,
         SoftmaxKernel::SplitWide => wide_cols(cols, aligned) <= split_wide_max_cols(gpu)?,
         SoftmaxKernel::Bulk => bulk_takes(gpu, cols, aligned)?,
+        SoftmaxKernel::RowBulk => row_bulk_takes(gpu, cols, aligned),
     })
 }
 
@@ -165,6 +177,12 @@ pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Re
 /// aligned, a multiple of 4 columns, the sm_90a module, at most [`bulk_max_cols`].
 fn bulk_takes(gpu: &Gpu, cols: usize, aligned: bool) -> Result<bool> {
     Ok(aligned && cols.is_multiple_of(4) && has_clusters(gpu) && cols <= bulk_max_cols(gpu)?)
+}
+
+/// Whether [`SoftmaxKernel::RowBulk`] takes rows of `cols` columns here: rows 16-byte
+/// aligned, a multiple of 4 columns, at most [`ROW_BULK_MAX_COLS`], the sm_90a module.
+fn row_bulk_takes(gpu: &Gpu, cols: usize, aligned: bool) -> bool {
+    aligned && cols.is_multiple_of(4) && cols <= ROW_BULK_MAX_COLS && has_clusters(gpu)
 }
 
 /// How many blocks of [`SoftmaxKernel::Bulk`] the device holds at once (one per SM
@@ -752,6 +770,32 @@ pub fn softmax_with(
             // (Gpu::pair_slots); grid at most items and what is resident (checked again
             // by the cooperative launch).
             unsafe { gpu.launch::<kb::softmax_bulk>(cfg, (p,)) }
+        }
+        SoftmaxKernel::RowBulk => {
+            if !has_clusters(gpu) {
+                return Err(SimtError::Unsupported(format!(
+                    "SoftmaxKernel::RowBulk needs bulk copies (compute capability 9.0, the sm_90a module) and this device is {}; use SoftmaxKernel::Auto",
+                    gpu.props().sm()
+                )));
+            }
+            if !aligned || !n.is_multiple_of(4) {
+                return Err(SimtError::Shape {
+                    op,
+                    detail: format!("SoftmaxKernel::RowBulk copies rows as 16-byte units: x needs a 16-byte aligned start, a row stride that is a multiple of 4 and a multiple of 4 columns (rows of {n}); use SoftmaxKernel::Auto"),
+                });
+            }
+            if n > ROW_BULK_MAX_COLS {
+                return Err(too_long(
+                    ROW_BULK_MAX_COLS,
+                    "row-bulk",
+                    "a row must fit one block's shared memory; use SoftmaxKernel::Auto",
+                ));
+            }
+            // SAFETY: views checked on this Gpu; x's rows 16-byte aligned with a multiple
+            // of 4 columns, at most ROW_BULK_MAX_COLS (checked above; x's buffer, a
+            // device allocation, starts 16-byte aligned); grid.x = rows (< 2^31, checked
+            // above); the launch contract gives cols·4 bytes of dynamic shared memory.
+            unsafe { launch_rows::<krb::softmax_row_bulk>(gpu, dim3(rows, 1, 1), args) }
         }
         SoftmaxKernel::Looped => {
             // SAFETY: views checked on this Gpu (global memory); grid.x = rows, one
