@@ -235,7 +235,7 @@ pub fn write(
             for (variant, choice) in choices(op, &d) {
                 if let Choice::Softmax(k) = choice {
                     // Dense rows of a fresh buffer: 16-byte aligned when cols % 4 == 0.
-                    if !softmax::takes(gpu, k, d[1], d[1] % 4 == 0)? {
+                    if !softmax::takes(gpu, k, d[1], d[1].is_multiple_of(4))? {
                         continue;
                     }
                 }
@@ -294,6 +294,25 @@ pub fn write(
 mod tests {
     use super::*;
     use crate::{dim3, Dim3};
+
+    /// The softmax candidates by row length: the bulk-copied rows from 4096 to 16384
+    /// columns, the looped kernel from 8192, neither below 4096; always after the op.
+    #[test]
+    fn softmax_candidates_by_row_length() {
+        let names = |cols: usize| -> Vec<String> {
+            choices(Op::Softmax, &[64, cols])
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect()
+        };
+        assert_eq!(names(2048), ["rust-simt fused"]);
+        assert_eq!(names(4096), ["rust-simt fused", "rust-simt row-bulk"]);
+        assert_eq!(
+            names(16384),
+            ["rust-simt fused", "rust-simt looped", "rust-simt row-bulk"]
+        );
+        assert_eq!(names(16388), ["rust-simt auto", "rust-simt looped"]);
+    }
 
     fn launch(params: Vec<ParamValue>, cooperative: bool) -> CapturedLaunch {
         CapturedLaunch {

@@ -309,7 +309,7 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                         (softmax::SoftmaxKernel::RowBulk, "rust-simt row-bulk", 4096),
                     ] {
                         if (from..=softmax::REGISTER_MAX_COLS).contains(&n)
-                            && softmax::takes(gpu, k, n, n % 4 == 0)?
+                            && softmax::takes(gpu, k, n, n.is_multiple_of(4))?
                         {
                             let t = b.run(|| {
                                 softmax::softmax_with(gpu, k, x.matrix(m, n)?, y.matrix_mut(m, n)?)
