@@ -129,6 +129,9 @@ pub const SOFTMAX_LOOPED_THREADS: u32 = 512;
 /// `4·512·8 = 16384` columns, the register kernels' longest.
 pub const SOFTMAX_ROW_BULK_THREADS: u32 = 512;
 pub const SOFTMAX_ROW_BULK_VECS: u32 = 8;
+/// Blocks an SM `softmax_row_bulk` is compiled for (`.minnctapersm`): three
+/// 16384-column rows (3 x 64 KiB of shared memory), so at most 42 registers a thread.
+pub const SOFTMAX_ROW_BULK_MIN_BLOCKS: u32 = 3;
 /// The longest row of `softmax_row_bulk` (64 KiB of shared memory a block).
 pub const SOFTMAX_ROW_BULK_MAX_COLS: u32 = 4 * SOFTMAX_ROW_BULK_THREADS * SOFTMAX_ROW_BULK_VECS;
 /// Columns a bulk copy of `softmax_row_bulk` moves (32 KiB, the size the long-row

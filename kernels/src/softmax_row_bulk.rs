@@ -25,8 +25,8 @@
 //! with a multiple of 4 columns, at most [`SOFTMAX_ROW_BULK_MAX_COLS`]. A row of only
 //! `-inf`, or holding a NaN, gives NaN, as `torch.softmax` does.
 use crate::config::{
-    SOFTMAX_ROW_BULK_MAX_COLS, SOFTMAX_ROW_BULK_PIECE, SOFTMAX_ROW_BULK_THREADS,
-    SOFTMAX_ROW_BULK_VECS,
+    SOFTMAX_ROW_BULK_MAX_COLS, SOFTMAX_ROW_BULK_MIN_BLOCKS, SOFTMAX_ROW_BULK_PIECE,
+    SOFTMAX_ROW_BULK_THREADS, SOFTMAX_ROW_BULK_VECS,
 };
 use crate::softmax_parts::{staged_exp_sum, staged_max, staged_store_scaled};
 use simt_std::kernel;
@@ -54,7 +54,8 @@ kernel! {
     ///
     /// # Safety
     /// `x` readable at `x[r*ld_x + c]`, `y` writable at `y[r*ld_y + c]` for
-    /// `r < rows, c < cols`; `y` is `x` (in place) or does not overlap it; `x` and
+    /// `r < rows, c < cols`; `y` is `x` with `ld_y = ld_x` (in place) or does not
+    /// overlap it; `x` and
     /// `ld_x` 16-byte aligned (`x as usize % 16 == 0`, `ld_x % 4 == 0`); `cols` a
     /// positive multiple of 4, at most `SOFTMAX_ROW_BULK_MAX_COLS`; `grid.x = rows`;
     /// `cols·4` bytes of dynamic shared memory (the launch gives them).
@@ -71,7 +72,7 @@ kernel! {
     /// # Tiling
     /// The row lives in dynamic shared memory `s[0..cols]`, column `c` at `s[c]`:
     /// pieces of `SOFTMAX_ROW_BULK_PIECE` columns, one bulk copy each.
-    #[launch(threads = SOFTMAX_ROW_BULK_THREADS, shared = cols as u64 * 4, target = "sm_90a")]
+    #[launch(threads = SOFTMAX_ROW_BULK_THREADS, min_blocks = SOFTMAX_ROW_BULK_MIN_BLOCKS, shared = cols as u64 * 4, target = "sm_90a")]
     pub unsafe fn softmax_row_bulk(x: *const f32, y: *mut f32, rows: u32, cols: u32, ld_x: u32, ld_y: u32) {
         let bar = shared_array!(SOFTMAX_ROW_BULK_BAR, u64, 1);
         let scratch = shared_array!(SOFTMAX_ROW_BULK_SCRATCH, f32, 64);
@@ -95,8 +96,9 @@ kernel! {
             // piece starts at a multiple of 4 columns) and a multiple of 16 bytes long
             // (cols % 4 == 0); its destination is the same columns of the launch's
             // cols·4 bytes of dynamic shared memory, read only after the phase
-            // completes; nothing writes x's row r before then (y = x is written only
-            // after the wait below).
+            // completes; nothing writes x's row r before then (in place, y's row r is
+            // x's, ld_y = ld_x, written only after the wait below; other rows are
+            // other blocks').
             unsafe {
                 mbarrier::arrive_expect_tx(bar, 4 * cols);
                 let mut c = 0;
@@ -107,6 +109,9 @@ kernel! {
                 }
             }
         }
+        // Warp 0 reconverges before it waits (mbarrier rule 4: the issuing lane's warp
+        // waits together).
+        simt_std::warp::sync();
         // SAFETY: initialised; phase 0 completes when every piece has landed.
         unsafe { mbarrier::wait(bar, 0) };
         // SAFETY (the three passes): the row landed; each thread reads and writes only

@@ -41,7 +41,7 @@ def launches(torch, f, x):
             events = json.load(fh).get("traceEvents", [])
     out = []
     for e in events:
-        if e.get("cat") != "kernel":
+        if str(e.get("cat", "")).lower() != "kernel":
             continue
         a = e.get("args", {})
         out.append(f"  {e.get('name')}: grid {a.get('grid')}, block {a.get('block')}, "

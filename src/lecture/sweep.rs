@@ -304,13 +304,19 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                     // slower than they: H100, 2026-12-07, docs/PERFORMANCE.md session
                     // 37), and the bulk-copied rows from 4096 (where the device takes
                     // them: Hopper).
-                    for (k, name, from) in [
-                        (softmax::SoftmaxKernel::Looped, "rust-simt looped", 8192),
-                        (softmax::SoftmaxKernel::RowBulk, "rust-simt row-bulk", 4096),
+                    for (k, name, cols) in [
+                        (
+                            softmax::SoftmaxKernel::Looped,
+                            "rust-simt looped",
+                            8192..=softmax::REGISTER_MAX_COLS,
+                        ),
+                        (
+                            softmax::SoftmaxKernel::RowBulk,
+                            "rust-simt row-bulk",
+                            4096..=softmax::ROW_BULK_MAX_COLS,
+                        ),
                     ] {
-                        if (from..=softmax::REGISTER_MAX_COLS).contains(&n)
-                            && softmax::takes(gpu, k, n, n.is_multiple_of(4))?
-                        {
+                        if cols.contains(&n) && softmax::takes(gpu, k, n, n.is_multiple_of(4))? {
                             let t = b.run(|| {
                                 softmax::softmax_with(gpu, k, x.matrix(m, n)?, y.matrix_mut(m, n)?)
                             })?;

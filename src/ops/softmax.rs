@@ -788,12 +788,12 @@ pub fn softmax_with(
                 return Err(too_long(
                     ROW_BULK_MAX_COLS,
                     "row-bulk",
-                    "a row must fit one block's shared memory; use SoftmaxKernel::Auto",
+                    "its 512 threads hold 8 vectors of 4 columns each; use SoftmaxKernel::Auto",
                 ));
             }
-            // SAFETY: views checked on this Gpu; x's rows 16-byte aligned with a multiple
-            // of 4 columns, at most ROW_BULK_MAX_COLS (checked above; x's buffer, a
-            // device allocation, starts 16-byte aligned); grid.x = rows (< 2^31, checked
+            // SAFETY: views checked on this Gpu (y is x only exactly, with ld_y = ld_x);
+            // x's rows 16-byte aligned (x.ptr() and ld_x) with a multiple of 4 columns,
+            // at most ROW_BULK_MAX_COLS (checked above); grid.x = rows (< 2^31, checked
             // above); the launch contract gives cols·4 bytes of dynamic shared memory.
             unsafe { launch_rows::<krb::softmax_row_bulk>(gpu, dim3(rows, 1, 1), args) }
         }
