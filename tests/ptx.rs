@@ -246,3 +246,39 @@ fn check_spills(arch: &str, r: &rust_simt::profile::Resources) {
         r.spill_loads
     );
 }
+
+/// No kernel sends the threads of a block to different aligned barriers on a
+/// thread-dependent branch (`simt_builder::ptx::divergent_barriers`): undefined
+/// behaviour that the emulator, running the source, cannot see, and that hung
+/// `softmax_row_bulk` on an H100 (2026-12-08) until its two `t == 0` regions became
+/// one. The four Hopper probes have the shape and are known to hang on the H100
+/// (docs/GPU-RUNS.md, 2026-11-22): their tests run on the emulator only.
+#[test]
+fn no_kernel_splits_a_block_barrier() {
+    const KNOWN: [&str; 4] = [
+        "probe_bulk",
+        "probe_tma",
+        "probe_wgmma",
+        "probe_wgmma_misuse",
+    ];
+    let mut bad = Vec::new();
+    for m in [&MODULE, &rust_simt::ptx::sm90a::MODULE] {
+        let ptx = m.ptx();
+        for k in simt_builder::ptx::entries(ptx) {
+            let found = simt_builder::ptx::divergent_barriers(
+                &simt_builder::ptx::entry_text(ptx, &k).unwrap(),
+            );
+            if KNOWN.contains(&k.as_str()) {
+                assert!(!found.is_empty(), "{k}: fixed? take it off the list");
+            } else if !found.is_empty() {
+                bad.push(format!("{k}: {}", found.join(", ")));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "aligned barriers reached at different instructions by a divergent branch (keep each \
+         thread-0 region and its block barrier as one `if`, then one sync_threads()):\n{}",
+        bad.join("\n")
+    );
+}

@@ -82,14 +82,19 @@ kernel! {
         let (t, n) = (thread_idx().x as usize, cols as usize);
         // SAFETY: r < rows (grid.x = rows).
         let (xr, yr) = unsafe { (x.add(r * ld_x as usize), y.add(r * ld_y as usize)) };
+        // One region of thread 0 and then one block barrier. (Written as two regions,
+        // `if t == 0 { init } sync_threads(); if t == 0 { issue }`, the compiler merged
+        // the two branches and gave thread 0 a `bar.sync` of its own apart from the
+        // other threads' one: an aligned barrier reached at two places by a divergent
+        // warp, which hung on the H100 (2026-12-08). tests/ptx.rs now refuses it.)
         if t == 0 {
-            // SAFETY: thread 0 alone, before the barrier below; this kernel's own
-            // 8-byte aligned slot of static shared memory.
+            // SAFETY: thread 0 alone; this kernel's own 8-byte aligned slot of static
+            // shared memory. The fences make the initialisation visible to the
+            // asynchronous proxy (the copies below complete on it) and, with the block
+            // barrier after this region, to the other threads before they wait.
             unsafe { mbarrier::init(bar, 1) };
             mbarrier::fence_init();
-        }
-        sync_threads();
-        if t == 0 {
+            tma::fence_proxy_async();
             // SAFETY: the barrier is initialised (above) and its phase 0 announces the
             // row's 4·cols bytes, which the pieces below copy exactly; each piece's
             // source is inside row r of x, 16-byte aligned (x, ld_x aligned and the
@@ -109,9 +114,8 @@ kernel! {
                 }
             }
         }
-        // Warp 0 reconverges before it waits (mbarrier rule 4: the issuing lane's warp
-        // waits together).
-        simt_std::warp::sync();
+        // Every thread, warp 0 reconverged, sees the initialised barrier.
+        sync_threads();
         // SAFETY: initialised; phase 0 completes when every piece has landed.
         unsafe { mbarrier::wait(bar, 0) };
         // SAFETY (the three passes): the row landed; each thread reads and writes only
