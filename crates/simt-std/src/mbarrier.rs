@@ -38,10 +38,16 @@
 //!    ([`crate::warp::sync`]) before the next wait. Stage 6t of the lecture's matmul
 //!    (warp 0 issues and multiplies) runs so on the H200 (2026-11-24, every test and
 //!    compute-sanitizer clean). On the H100 (2026-11-22) two probes whose thread 0
-//!    issued a TMA copy while lanes 1-31 of its warp waited for it hung, but they also
-//!    hung with the issuing thread in a warpgroup of its own, so that pattern is not
-//!    established as the cause; `matmul_wgmma`'s producer warpgroup still lets its
-//!    other threads exit. The emulator does not model the hang.
+//!    issued a TMA copy while lanes 1-31 of its warp waited for it hung, and they also
+//!    hung with the issuing thread in a warpgroup of its own. The cause (found
+//!    2026-12-08, when `softmax_row_bulk` hung the same way) was not the mbarrier:
+//!    written as `if t == 0 { init } sync_threads(); if t == 0 { issue }`, the
+//!    compiler copied the block barrier into both arms of the branch, so thread 0 met
+//!    the block at a `bar.sync` of its own, undefined behaviour for an aligned
+//!    barrier. Keep the initialisation and the first issue in one `if`, then one
+//!    `sync_threads()`; `simt_builder::ptx::divergent_barriers` finds the shape in
+//!    PTX, and tests/ptx.rs runs it on every kernel. The emulator runs the source
+//!    and cannot see it.
 use crate::shared::Smem;
 
 /// Initialises the barrier at `bar` to expect `count` arrivals per phase
