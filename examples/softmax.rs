@@ -126,6 +126,7 @@ fn main() -> Result<()> {
         SoftmaxKernel::Split,
         SoftmaxKernel::Online,
         SoftmaxKernel::Looped,
+        SoftmaxKernel::ThreePass,
         SoftmaxKernel::Stream,
         SoftmaxKernel::Bulk,
     ] {

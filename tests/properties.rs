@@ -436,6 +436,7 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
         | SoftmaxKernel::Online
         | SoftmaxKernel::Looped
         | SoftmaxKernel::Stream => true,
+        SoftmaxKernel::ThreePass => has_clusters(g),
         SoftmaxKernel::SharedRow => cols <= max_cols(g),
         SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS,
@@ -453,7 +454,7 @@ fn softmax_takes(g: &Gpu, k: SoftmaxKernel, cols: usize, x_aligned: bool) -> boo
     }
 }
 
-const SOFTMAX_KERNELS: [SoftmaxKernel; 12] = SoftmaxKernel::ALL;
+const SOFTMAX_KERNELS: [SoftmaxKernel; 13] = SoftmaxKernel::ALL;
 
 /// Softmax rows for `vals`: the stability case puts -inf in about 1 entry in 8,
 /// makes one row all -inf (NaN out, as PyTorch) and adds ±1e30.
@@ -512,7 +513,10 @@ fn check_softmax(g: &Gpu, &(ki, xv, yv, vals, seed): &SoftmaxCase) -> Result<(),
         Err(SimtError::Unsupported(_))
             if matches!(
                 k,
-                SoftmaxKernel::Cluster | SoftmaxKernel::Bulk | SoftmaxKernel::RowBulk
+                SoftmaxKernel::Cluster
+                    | SoftmaxKernel::Bulk
+                    | SoftmaxKernel::RowBulk
+                    | SoftmaxKernel::ThreePass
             ) && !has_clusters(g) =>
         {
             return Ok(())

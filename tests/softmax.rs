@@ -23,6 +23,9 @@ fn kernels_for(g: &Gpu, cols: usize) -> Vec<SoftmaxKernel> {
         SoftmaxKernel::Looped,
         SoftmaxKernel::Stream,
     ];
+    if has_clusters(g) {
+        v.push(SoftmaxKernel::ThreePass);
+    }
     if cols <= max_cols(g) {
         v.push(SoftmaxKernel::SharedRow);
     }
@@ -547,6 +550,7 @@ fn long_rows_strided() {
         SoftmaxKernel::Stream,
     ];
     if has_clusters(&g) {
+        ks.push(SoftmaxKernel::ThreePass);
         ks.push(SoftmaxKernel::Cluster);
     }
     for k in ks {

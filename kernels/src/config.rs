@@ -138,6 +138,12 @@ pub const SOFTMAX_ROW_BULK_MAX_COLS: u32 = 4 * SOFTMAX_ROW_BULK_THREADS * SOFTMA
 /// bulk kernel copies): a 16384-column row is two copies.
 pub const SOFTMAX_ROW_BULK_PIECE: u32 = 8192;
 
+/// Threads per block of the three-loop softmax (`softmax_three_pass`: what
+/// `torch.compile` runs at 4096 x 16384 on an H100, one program of 32 warps a row)
+/// and the blocks an SM it is compiled for (two: at most 32 registers a thread).
+pub const SOFTMAX_THREE_PASS_THREADS: u32 = 1024;
+pub const SOFTMAX_THREE_PASS_MIN_BLOCKS: u32 = 2;
+
 /// The fused GeLU's block shapes, `(threads, 16-byte vectors per thread)`:
 /// `gelu_fused` (one vector a thread, the first), `gelu_fused_v2` (Triton's
 /// pointwise shape for large tensors: 1024 elements a block of 4 warps) and

@@ -20,6 +20,7 @@
 //! | [`softmax_cluster`] | long rows over a thread-block cluster: chunks in registers, `(max, sum)` pairs over distributed shared memory (Hopper, sm_90a module) |
 //! | [`softmax_online`] | rows of any length: two-pass online softmax with `(max, sum)` pairs |
 //! | [`softmax_looped`] | rows of any length, a block per row reading it twice (online pair, then the write; the second read from L2): `torch.compile`'s loop |
+//! | [`softmax_three_pass`] | rows of any length, a block of 1024 per row and three loops (max, sum, write; the later two from L2): the kernel `torch.compile` runs at 4096 x 16384 (L2 cache policies: sm_90a module) |
 //! | [`row_sum`] | blocks per row (the row's last block adds their sums in order), lane groups per row |
 //! | [`row_sum_wide`] | rows of 129-1024 columns: a warp per row, four 16-byte loads a lane in flight |
 //! | [`row_sum_tiny`] | millions of rows of 1-3 columns: four rows per thread, 16-byte loads and stores |
@@ -120,7 +121,8 @@ hopper!(
     matmul_wgmma_cluster,
     softmax_bulk,
     softmax_cluster,
-    softmax_row_bulk
+    softmax_row_bulk,
+    softmax_three_pass
 );
 
 pub use simt_std;

@@ -27,7 +27,8 @@
 //!
 //! A row of only `-inf`, or holding a NaN, gives NaN, as `torch.softmax` does.
 use crate::config::SOFTMAX_LOOPED_THREADS;
-use crate::softmax_online::{block_combine, fold_span, write_span};
+use crate::softmax_online::{block_combine, fold_span};
+use crate::softmax_parts::write_span;
 use simt_std::kernel;
 use simt_std::math::rcp;
 use simt_std::memory::is_aligned16;

@@ -26,9 +26,9 @@
 //! `torch.softmax` gives.
 use crate::config::SOFTMAX_ONLINE_THREADS;
 use crate::params::SoftmaxOnlineParams;
-use crate::softmax_parts::{combine, warp_combine};
+use crate::softmax_parts::{combine, warp_combine, write_span};
 use simt_std::math::{exp, rcp};
-use simt_std::memory::{is_aligned16, load4, load4_cs, load4_first, store4, store4_first, F32x4};
+use simt_std::memory::{is_aligned16, load4, load4_first, F32x4};
 use simt_std::shared::Smem;
 use simt_std::shared_array;
 use simt_std::thread::sync_threads;
@@ -170,60 +170,6 @@ pub(crate) unsafe fn fold_span(
         c += step;
     }
     (m, s)
-}
-
-/// Writes `y = exp(x - m)·inv` over this thread's vectors of `[start..end)` (the
-/// vectors of [`fold_span`]), `U` loads in flight before the first exp. With `LAST`,
-/// the whole vectors of `x` are read as their last use ([`load4_cs`]: evict-first
-/// in L2), for a kernel whose pass 1 read them into L2 and which wants the rows
-/// not yet re-read to stay there.
-///
-/// # Safety
-/// `x[start..end]` readable and `y[start..end]` writable, `y` either `x` or not
-/// overlapping it; `start % 4 == 0`; with `LAST`, `x` in global memory.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn write_span<const LAST: bool>(
-    x: *const f32,
-    y: *mut f32,
-    start: usize,
-    end: usize,
-    t: usize,
-    lanes: usize,
-    m: f32,
-    inv: f32,
-) {
-    let (vx, vy) = (is_aligned16(x), is_aligned16(y));
-    let step = 4 * lanes;
-    let mut c = start + 4 * t;
-    // Whole groups of U vectors: U loads in flight before the first exp.
-    while vx && vy && c + (U - 1) * step + 4 <= end {
-        let mut a = [F32x4::splat(0.0); U];
-        unroll!(4, K => {
-            // SAFETY: the group ends by `end`; aligned (vx, c % 4 == 0); global with LAST.
-            a[K] = unsafe {
-                if LAST {
-                    load4_cs(x.add(c + K * step))
-                } else {
-                    load4(x.add(c + K * step))
-                }
-            };
-        });
-        unroll!(4, K => {
-            // SAFETY: as the loads, in y (vy).
-            unsafe { store4(y.add(c + K * step), a[K].map(|v| exp(v - m) * inv)) };
-        });
-        c += U * step;
-    }
-    while c < end {
-        let valid = (end - c).min(4) as u32;
-        // SAFETY: columns c..c+valid are in the span, in x and in y.
-        unsafe {
-            let a = load4_first(x.add(c), valid, vx);
-            store4_first(y.add(c), a.map(|v| exp(v - m) * inv), valid, vy);
-        }
-        c += step;
-    }
 }
 
 /// The chunk of block `b`: `(row, first column, end column)`.

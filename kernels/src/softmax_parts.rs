@@ -3,7 +3,8 @@
 //! combination of `(max, sum)` pairs.
 use simt_std::math::exp;
 use simt_std::memory::{
-    compiler_barrier, load4, load4_cs, load4_first, prefetch_l2, store4, store4_cs, store4_first,
+    compiler_barrier, is_aligned16, load4, load4_cs, load4_first, prefetch_l2, store4, store4_cs,
+    store4_first,
     F32x4,
 };
 use simt_std::pipeline::copy_async;
@@ -461,6 +462,60 @@ pub(crate) unsafe fn staged_store_scaled<const V: usize>(
             }
         }
         k += 1;
+    }
+}
+
+/// Writes `y = exp(x - m)·inv` over this thread's vectors of `[start..end)` (the
+/// vectors of `softmax_online`'s `fold_span`), 4 loads in flight before the first exp. With `LAST`,
+/// the whole vectors of `x` are read as their last use ([`load4_cs`]: evict-first
+/// in L2), for a kernel whose pass 1 read them into L2 and which wants the rows
+/// not yet re-read to stay there.
+///
+/// # Safety
+/// `x[start..end]` readable and `y[start..end]` writable, `y` either `x` or not
+/// overlapping it; `start % 4 == 0`; with `LAST`, `x` in global memory.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn write_span<const LAST: bool>(
+    x: *const f32,
+    y: *mut f32,
+    start: usize,
+    end: usize,
+    t: usize,
+    lanes: usize,
+    m: f32,
+    inv: f32,
+) {
+    let (vx, vy) = (is_aligned16(x), is_aligned16(y));
+    let step = 4 * lanes;
+    let mut c = start + 4 * t;
+    // Whole groups of 4 vectors: 4 loads in flight before the first exp.
+    while vx && vy && c + 3 * step + 4 <= end {
+        let mut a = [F32x4::splat(0.0); 4];
+        unroll!(4, K => {
+            // SAFETY: the group ends by `end`; aligned (vx, c % 4 == 0); global with LAST.
+            a[K] = unsafe {
+                if LAST {
+                    load4_cs(x.add(c + K * step))
+                } else {
+                    load4(x.add(c + K * step))
+                }
+            };
+        });
+        unroll!(4, K => {
+            // SAFETY: as the loads, in y (vy).
+            unsafe { store4(y.add(c + K * step), a[K].map(|v| exp(v - m) * inv)) };
+        });
+        c += 4 * step;
+    }
+    while c < end {
+        let valid = (end - c).min(4) as u32;
+        // SAFETY: columns c..c+valid are in the span, in x and in y.
+        unsafe {
+            let a = load4_first(x.add(c), valid, vx);
+            store4_first(y.add(c), a.map(|v| exp(v - m) * inv), valid, vy);
+        }
+        c += step;
     }
 }
 

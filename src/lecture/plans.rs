@@ -190,6 +190,10 @@ fn choices(op: Op, d: &[usize]) -> Vec<(String, Choice)> {
                     "rust-simt looped".into(),
                     Choice::Softmax(softmax::SoftmaxKernel::Looped),
                 ));
+                v.push((
+                    "rust-simt three-pass".into(),
+                    Choice::Softmax(softmax::SoftmaxKernel::ThreePass),
+                ));
             }
             // The bulk-copied rows beside the register rows they might replace (planned
             // where the device takes them: Hopper).
@@ -296,7 +300,8 @@ mod tests {
     use crate::{dim3, Dim3};
 
     /// The softmax candidates by row length: the bulk-copied rows from 4096 to 16384
-    /// columns, the looped kernel from 8192, neither below 4096; always after the op.
+    /// columns, the looped and three-loop kernels from 8192, none below 4096; always
+    /// after the op.
     #[test]
     fn softmax_candidates_by_row_length() {
         let names = |cols: usize| -> Vec<String> {
@@ -309,9 +314,17 @@ mod tests {
         assert_eq!(names(4096), ["rust-simt fused", "rust-simt row-bulk"]);
         assert_eq!(
             names(16384),
-            ["rust-simt fused", "rust-simt looped", "rust-simt row-bulk"]
+            [
+                "rust-simt fused",
+                "rust-simt looped",
+                "rust-simt three-pass",
+                "rust-simt row-bulk"
+            ]
         );
-        assert_eq!(names(16388), ["rust-simt auto", "rust-simt looped"]);
+        assert_eq!(
+            names(16388),
+            ["rust-simt auto", "rust-simt looped", "rust-simt three-pass"]
+        );
     }
 
     fn launch(params: Vec<ParamValue>, cooperative: bool) -> CapturedLaunch {

@@ -289,6 +289,7 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                             (softmax::SoftmaxKernel::SplitWide, "rust-simt split-wide"),
                             (softmax::SoftmaxKernel::Online, "rust-simt online"),
                             (softmax::SoftmaxKernel::Looped, "rust-simt looped"),
+                            (softmax::SoftmaxKernel::ThreePass, "rust-simt three-pass"),
                             (softmax::SoftmaxKernel::Stream, "rust-simt stream"),
                             (softmax::SoftmaxKernel::Bulk, "rust-simt bulk"),
                         ] {
@@ -308,6 +309,11 @@ pub fn run(gpu: &Gpu, ops: &[Op], quick: bool) -> Result<Vec<Row>> {
                         (
                             softmax::SoftmaxKernel::Looped,
                             "rust-simt looped",
+                            8192..=softmax::REGISTER_MAX_COLS,
+                        ),
+                        (
+                            softmax::SoftmaxKernel::ThreePass,
+                            "rust-simt three-pass",
                             8192..=softmax::REGISTER_MAX_COLS,
                         ),
                         (

@@ -38,6 +38,7 @@ use kernels::softmax_split_wide as ksw;
 use kernels::softmax_stream as kst;
 use kernels::{
     row_sum as rs, softmax as k, softmax_looped as kl, softmax_online as ko, softmax_regs as kr,
+    softmax_three_pass as k3,
 };
 use simt::{dim3, Buffer, Gpu, Kernel, LaunchConfig, MatrixMut, MatrixRef, Result, SimtError};
 
@@ -89,6 +90,11 @@ pub enum SoftmaxKernel {
     /// holds two): rows 16-byte aligned with a multiple of 4 columns, up to
     /// [`ROW_BULK_MAX_COLS`], on Hopper (the `sm_90a` module).
     RowBulk,
+    /// A block of 1024 threads per row and three loops over it (max, sum, write; the
+    /// last two from L2): the kernel `torch.compile` runs at 4096 x 16384 on an H100.
+    /// Any length, one launch, no scratch memory; on Hopper (the `sm_90a` module:
+    /// L2 cache policies).
+    ThreePass,
 }
 
 /// The longest row of [`SoftmaxKernel::RowBulk`].
@@ -115,7 +121,7 @@ pub fn has_clusters(gpu: &Gpu) -> bool {
 
 impl SoftmaxKernel {
     /// Every kernel, in the order of the enum.
-    pub const ALL: [SoftmaxKernel; 12] = [
+    pub const ALL: [SoftmaxKernel; 13] = [
         SoftmaxKernel::Auto,
         SoftmaxKernel::SharedRow,
         SoftmaxKernel::Registers,
@@ -128,6 +134,7 @@ impl SoftmaxKernel {
         SoftmaxKernel::Stream,
         SoftmaxKernel::Bulk,
         SoftmaxKernel::RowBulk,
+        SoftmaxKernel::ThreePass,
     ];
 
     /// A stable text form (the tuning cache's).
@@ -145,6 +152,7 @@ impl SoftmaxKernel {
             SoftmaxKernel::Stream => "stream",
             SoftmaxKernel::Bulk => "bulk",
             SoftmaxKernel::RowBulk => "row-bulk",
+            SoftmaxKernel::ThreePass => "three-pass",
         }
     }
 
@@ -162,6 +170,7 @@ pub fn takes(gpu: &Gpu, kernel: SoftmaxKernel, cols: usize, aligned: bool) -> Re
         | SoftmaxKernel::Online
         | SoftmaxKernel::Looped
         | SoftmaxKernel::Stream => true,
+        SoftmaxKernel::ThreePass => has_clusters(gpu),
         SoftmaxKernel::SharedRow => cols <= max_cols(gpu),
         SoftmaxKernel::Registers => cols <= REGISTER_MAX_COLS,
         SoftmaxKernel::Cluster => cols <= CLUSTER_MAX_COLS && has_clusters(gpu),
@@ -796,6 +805,18 @@ pub fn softmax_with(
             // at most ROW_BULK_MAX_COLS (checked above); grid.x = rows (< 2^31, checked
             // above); the launch contract gives cols·4 bytes of dynamic shared memory.
             unsafe { launch_rows::<krb::softmax_row_bulk>(gpu, dim3(rows, 1, 1), args) }
+        }
+        SoftmaxKernel::ThreePass => {
+            if !has_clusters(gpu) {
+                return Err(SimtError::Unsupported(format!(
+                    "SoftmaxKernel::ThreePass is built for compute capability 9.0 (the sm_90a module: L2 cache policies) and this device is {}; use SoftmaxKernel::Auto or Looped",
+                    gpu.props().sm()
+                )));
+            }
+            // SAFETY: views checked on this Gpu (global memory; y is x only exactly,
+            // with ld_y = ld_x); grid.x = rows, one block per row (rows < 2^31,
+            // checked above).
+            unsafe { launch_rows::<k3::softmax_three_pass>(gpu, dim3(rows, 1, 1), args) }
         }
         SoftmaxKernel::Looped => {
             // SAFETY: views checked on this Gpu (global memory); grid.x = rows, one

@@ -375,6 +375,39 @@ pub unsafe fn load4_cs(p: *const f32) -> F32x4 {
     }
 }
 
+/// Loads 4 consecutive `f32` that the kernel will read again soon, asking L2 to keep
+/// their lines (`createpolicy.fractional.L2::evict_last` and
+/// `ld.global.L1::evict_last.L2::cache_hint.v4.f32`: what Triton emits for
+/// `eviction_policy="evict_last"`): a row read in several passes, the later ones
+/// from L2. The cache policy needs PTX ISA 7.4: kernels of the `sm_90a` module
+/// (ptxas refuses it in an older module, at build time).
+///
+/// # Safety
+/// As [`load4`], and `p` is in global memory.
+#[inline(always)]
+pub unsafe fn load4_keep(p: *const f32) -> F32x4 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (x, y, z, w): (f32, f32, f32, f32);
+        // SAFETY: caller's contract (valid, aligned, global). Not `pure`, as
+        // [`load4_cs`]: an in-place kernel writes these lines later.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .b64 pol; createpolicy.fractional.L2::evict_last.b64 pol, 1.0;",
+                "ld.global.L1::evict_last.L2::cache_hint.v4.f32 {{{x}, {y}, {z}, {w}}}, [{p}], pol; }}",
+                x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+                p = in(reg64) p, options(readonly, nostack)
+            )
+        };
+        F32x4 { x, y, z, w }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: caller's contract; the hint changes no value.
+    unsafe {
+        load4(p)
+    }
+}
+
 /// Stores 4 consecutive `f32` as streaming data (`st.global.cs.v4.f32`: the lines
 /// marked evict-first in L2), for output the kernel does not read again.
 ///
