@@ -3,7 +3,8 @@
 # (`SoftmaxKernel::RowBulk`) checked and timed in one short device call (at most
 # BUDGET seconds, default 260), most important first: its tests (under a timeout:
 # a hang shows as rc=124), memcheck on them, then ours, the candidates (RowBulk, the
-# looped kernel) and the peers in one process at SHAPES (default 4096 x 4096 / 8192 /
+# looped and three-loop kernels) and the peers in one process at SHAPES (default
+# 4096 x 4096 / 8192 /
 # 16384; ROUNDS, default 3, --stat trim), synccheck and racecheck on RowBulk's tests,
 # the whole softmax test binary.
 # OUT=dir collects results/ (results.tgz) and the log.
