@@ -45,8 +45,10 @@
 //!    compiler copied the block barrier into both arms of the branch, so thread 0 met
 //!    the block at a `bar.sync` of its own, undefined behaviour for an aligned
 //!    barrier. Keep the initialisation and the first issue in one `if`, then one
-//!    `sync_threads()`; `simt_builder::ptx::divergent_barriers` finds the shape in
-//!    PTX, and tests/ptx.rs runs it on every kernel. The emulator runs the source
+//!    `sync_threads()`; that is not always enough (a later branch implied by the
+//!    thread-0 condition, such as the probes' `t < 128`, lets the compiler split the
+//!    barrier again), so `simt_builder::ptx::divergent_barriers` finds the shape in
+//!    PTX and tests/ptx.rs runs it on every kernel. The emulator runs the source
 //!    and cannot see it.
 use crate::shared::Smem;
 
