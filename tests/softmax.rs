@@ -577,6 +577,58 @@ fn long_rows_strided() {
     }
 }
 
+/// The marks `long_rows` leaves in a softmax of its rows: row 2 (all -inf) NaN, the
+/// first 9000 entries of row 1 (-inf) exactly 0.
+fn long_rows_marks(y: &[f32], rows: usize, cols: usize) {
+    if rows > 2 {
+        assert!(
+            y[2 * cols..3 * cols].iter().all(|v| v.is_nan()),
+            "all -inf row: NaN"
+        );
+    }
+    if rows > 1 && cols > 9000 {
+        assert!(
+            y[cols..cols + 9000].iter().all(|&v| v == 0.0),
+            "-inf entries: 0"
+        );
+    }
+}
+
+/// `k` on `rows x cols` taken from rows `ldx` apart into a NaN-poisoned output with
+/// rows `ldy` apart: checked against float64, and the output's padding untouched.
+fn strided_case(
+    g: &Gpu,
+    k: SoftmaxKernel,
+    r: &mut impl rand::Rng,
+    seed: u64,
+    (rows, cols, ldx, ldy): (usize, usize, usize, usize),
+) {
+    let buf = uniform(r, rows * ldx, -4.0, 4.0);
+    let dense = dense_rows(&buf, rows, cols, ldx);
+    let want = reference::softmax(&dense, rows, cols);
+    let xb = g.upload(&buf).unwrap();
+    let mut y = poisoned(g, rows * ldy);
+    softmax_with(
+        g,
+        k,
+        xb.matrix_strided(Layout::strided(rows, cols, ldx)).unwrap(),
+        y.matrix_mut_strided(Layout::strided(rows, cols, ldy))
+            .unwrap(),
+    )
+    .unwrap();
+    let y = g.download(&y).unwrap();
+    assert_close(
+        &format!("softmax {k:?} strided"),
+        seed,
+        &dense_rows(&y, rows, cols, ldy),
+        &want,
+        RTOL,
+        ATOL,
+        1e-5,
+    );
+    assert!(y[cols..ldy].iter().all(|v| v.is_nan()), "padding untouched");
+}
+
 /// The bulk kernel (`softmax_bulk`) under every thread order: rows whose last chunk
 /// is short (20004: 3 chunks, the last of 3620 columns), a block walking more chunks
 /// than its ring of 7 (12 x 20004 is 36 chunks on 4 blocks, 9 a block: stages 0 and 1
@@ -606,46 +658,16 @@ fn bulk_rows_every_order() {
             let want = reference::softmax(&x, rows, cols);
             let xb = g.upload(&x).unwrap();
             let y = run_checked(&g, SoftmaxKernel::Bulk, &xb, rows, cols, &want, seed);
-            if rows > 2 {
-                assert!(
-                    y[2 * cols..3 * cols].iter().all(|v| v.is_nan()),
-                    "all -inf row: NaN"
-                );
-            }
-            if rows > 1 && cols > 9000 {
-                let n = 9000;
-                assert!(
-                    y[cols..cols + n].iter().all(|&v| v == 0.0),
-                    "-inf entries: 0"
-                );
-            }
+            long_rows_marks(&y, rows, cols);
         }
         // Strided rows in, rows out of alignment (y's stride odd).
-        let (rows, cols, ldx, ldy) = (5, 16388, 16392, 16389);
-        let buf = uniform(&mut r, rows * ldx, -4.0, 4.0);
-        let dense = dense_rows(&buf, rows, cols, ldx);
-        let want = reference::softmax(&dense, rows, cols);
-        let xb = g.upload(&buf).unwrap();
-        let mut y = poisoned(&g, rows * ldy);
-        softmax_with(
+        strided_case(
             &g,
             SoftmaxKernel::Bulk,
-            xb.matrix_strided(Layout::strided(rows, cols, ldx)).unwrap(),
-            y.matrix_mut_strided(Layout::strided(rows, cols, ldy))
-                .unwrap(),
-        )
-        .unwrap();
-        let y = g.download(&y).unwrap();
-        assert_close(
-            "softmax Bulk strided",
+            &mut r,
             seed,
-            &dense_rows(&y, rows, cols, ldy),
-            &want,
-            RTOL,
-            ATOL,
-            1e-5,
+            (5, 16388, 16392, 16389),
         );
-        assert!(y[cols..ldy].iter().all(|v| v.is_nan()), "padding untouched");
         if on_gpu(&g) {
             break;
         }
@@ -701,18 +723,7 @@ fn row_bulk_every_order() {
             let want = reference::softmax(&x, rows, cols);
             let xb = g.upload(&x).unwrap();
             let y = run_checked(&g, SoftmaxKernel::RowBulk, &xb, rows, cols, &want, seed);
-            if rows > 2 {
-                assert!(
-                    y[2 * cols..3 * cols].iter().all(|v| v.is_nan()),
-                    "all -inf row: NaN"
-                );
-            }
-            if rows > 1 && cols > 9000 {
-                assert!(
-                    y[cols..cols + 9000].iter().all(|&v| v == 0.0),
-                    "-inf entries: 0"
-                );
-            }
+            long_rows_marks(&y, rows, cols);
             // In place: the copy lands before any write of the row.
             let mut xy = g.upload(&x).unwrap();
             row_bulk_in_place(&g, &mut xy, rows, cols);
@@ -726,31 +737,13 @@ fn row_bulk_every_order() {
                 1e-5,
             );
         }
-        let (rows, cols, ldx, ldy) = (5, 16380, 16384, 16381);
-        let buf = uniform(&mut r, rows * ldx, -4.0, 4.0);
-        let dense = dense_rows(&buf, rows, cols, ldx);
-        let want = reference::softmax(&dense, rows, cols);
-        let xb = g.upload(&buf).unwrap();
-        let mut y = poisoned(&g, rows * ldy);
-        softmax_with(
+        strided_case(
             &g,
             SoftmaxKernel::RowBulk,
-            xb.matrix_strided(Layout::strided(rows, cols, ldx)).unwrap(),
-            y.matrix_mut_strided(Layout::strided(rows, cols, ldy))
-                .unwrap(),
-        )
-        .unwrap();
-        let y = g.download(&y).unwrap();
-        assert_close(
-            "softmax RowBulk strided",
+            &mut r,
             seed,
-            &dense_rows(&y, rows, cols, ldy),
-            &want,
-            RTOL,
-            ATOL,
-            1e-5,
+            (5, 16380, 16384, 16381),
         );
-        assert!(y[cols..ldy].iter().all(|v| v.is_nan()), "padding untouched");
         if on_gpu(&g) {
             break;
         }
