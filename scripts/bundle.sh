@@ -64,7 +64,7 @@ else
     done)
 fi
 cp scripts/peers.py scripts/peers_tc.py scripts/probes/inductor_code.py "$out/peers/"
-cp scripts/gpu-tc.sh scripts/gpu-check.sh scripts/gpu-perf.sh scripts/gpu-sanitize.sh scripts/gpu-reliability.sh scripts/gpu-matmul.sh scripts/gpu-memory.sh scripts/gpu-issue12.sh scripts/gpu-rowbulk.sh scripts/memory_targets.py "$out/"
+cp scripts/gpu-tc.sh scripts/gpu-check.sh scripts/gpu-perf.sh scripts/gpu-sanitize.sh scripts/gpu-reliability.sh scripts/gpu-matmul.sh scripts/gpu-memory.sh scripts/gpu-issue12.sh scripts/gpu-rowbulk.sh scripts/gpu-budget.sh scripts/memory_targets.py "$out/"
 strip "$out"/bin/* "$out"/tests/* "$out"/benches/* 2>/dev/null || true
 # The PTX modules, for SASS on the GPU machine (ptxas -arch=sm_90 ptx/kernels.ptx; cuobjdump -sass).
 mkdir -p "$out/ptx"

@@ -17,17 +17,7 @@
 cd "$(dirname "$0")"
 OUT=${OUT:-out}; mkdir -p "$OUT" results
 BUDGET=${BUDGET:-580}
-clk() { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv,noheader; }
-left() { echo $((BUDGET - SECONDS)); }
-# step NEED MAX CMD...: runs CMD under a timeout of min(MAX, what is left - 10) when
-# at least NEED seconds are left, else says it was skipped.
-step() {
-  local need=$1 max=$2; shift 2
-  local l; l=$(left)
-  if [ "$l" -lt "$need" ]; then echo "== skipped ($l s left): $*"; return 0; fi
-  local t=$(( l - 10 < max ? l - 10 : max ))
-  timeout "$t" "$@"
-}
+. ./gpu-budget.sh
 echo "== commit $(cat COMMIT), clocks before: $(clk)"
 rm -rf results/plans results/r1
 step 60 100 bin/benchmarking --plans results/plans 2>&1 | tail -1

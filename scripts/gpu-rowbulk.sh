@@ -11,20 +11,12 @@
 cd "$(dirname "$0")"
 OUT=${OUT:-out}; mkdir -p "$OUT" results
 BUDGET=${BUDGET:-260}
-clk() { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv,noheader; }
-left() { echo $((BUDGET - SECONDS)); }
-step() {
-  local need=$1 max=$2; shift 2
-  local l; l=$(left)
-  if [ "$l" -lt "$need" ]; then echo "== skipped ($l s left): $*"; return 0; fi
-  local t=$(( l - 10 < max ? l - 10 : max ))
-  timeout "$t" "$@"
-}
+. ./gpu-budget.sh
 echo "== commit $(cat COMMIT), clocks before: $(clk)"
 step 20 40 tests/softmax row_bulk --test-threads=1 > results/test-row-bulk.txt 2>&1
-echo "tests/softmax row_bulk rc=$? $(grep -E 'test result|FAILED|panicked' results/test-row-bulk.txt | tr '\n' ' ')"
+echo "tests/softmax row_bulk rc=$? $(grep -E 'test result|FAILED|panicked|skipped' results/test-row-bulk.txt | tr '\n' ' ')"
 step 30 45 compute-sanitizer --tool memcheck --error-exitcode 9 tests/softmax row_bulk --test-threads=1 > results/san-memcheck-row-bulk.txt 2>&1
-echo "row_bulk memcheck rc=$? $(grep -E 'ERROR SUMMARY|test result' results/san-memcheck-row-bulk.txt | tr '\n' ' ')"
+echo "row_bulk memcheck rc=$? $(grep -E 'ERROR SUMMARY|test result|skipped' results/san-memcheck-row-bulk.txt | tr '\n' ' ')"
 step 30 60 bin/benchmarking --plans results/plans --ops softmax 2>&1 | tail -1
 echo "== in process ($(left) s left)"
 step 40 120 env PYTHONUNBUFFERED=1 python3 peers/peers.py --ours results/plans --rounds "${ROUNDS:-3}" --stat trim \
@@ -33,9 +25,9 @@ echo "peers rc=$?"; grep -v "done (" results/peers-inproc.log | tail -60
 echo "== clocks: $(clk)"
 for tool in synccheck racecheck; do
   step 30 45 compute-sanitizer --tool $tool --error-exitcode 9 tests/softmax row_bulk --test-threads=1 > results/san-$tool-row-bulk.txt 2>&1
-  echo "row_bulk $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test result' results/san-$tool-row-bulk.txt | tr '\n' ' ')"
+  echo "row_bulk $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test result|skipped' results/san-$tool-row-bulk.txt | tr '\n' ' ')"
 done
 step 30 90 tests/softmax --test-threads=4 > results/test-softmax.txt 2>&1
-echo "tests/softmax rc=$? $(grep -E 'test result|FAILED|panicked' results/test-softmax.txt | tr '\n' ' ')"
+echo "tests/softmax rc=$? $(grep -E 'test result|FAILED|panicked|skipped' results/test-softmax.txt | tr '\n' ' ')"
 echo "== clocks after: $(clk); $SECONDS s"
 tar czf "$OUT/results.tgz" results
