@@ -440,6 +440,35 @@ fn chunk_count(rows: u32, splits: usize, chunk: u32) -> Result<usize> {
     Ok(items)
 }
 
+/// `kernel` needs the sm_90a module (`what`: the Hopper feature it uses): an
+/// `Unsupported` error naming `instead` on other devices.
+fn needs_sm90a(gpu: &Gpu, kernel: SoftmaxKernel, what: &str, instead: &str) -> Result<()> {
+    if has_clusters(gpu) {
+        return Ok(());
+    }
+    Err(SimtError::Unsupported(format!(
+        "SoftmaxKernel::{kernel:?} needs {what} (compute capability 9.0, the sm_90a module) and this device is {}; use {instead}",
+        gpu.props().sm()
+    )))
+}
+
+/// `kernel` copies rows as 16-byte units (bulk copies): a `Shape` error unless x's
+/// rows start 16-byte aligned (`aligned`) and hold a multiple of 4 columns.
+fn needs_16_byte_rows(
+    op: &'static str,
+    kernel: SoftmaxKernel,
+    n: usize,
+    aligned: bool,
+) -> Result<()> {
+    if aligned && n.is_multiple_of(4) {
+        return Ok(());
+    }
+    Err(SimtError::Shape {
+        op,
+        detail: format!("SoftmaxKernel::{kernel:?} copies rows as 16-byte units: x needs a 16-byte aligned start, a row stride that is a multiple of 4 and a multiple of 4 columns (rows of {n}); use SoftmaxKernel::Auto"),
+    })
+}
+
 /// Launches a softmax kernel of the register and cluster families (parameters
 /// `x, y, rows, cols, ld_x, ld_y`) on `grid` blocks of its own block.
 ///
@@ -737,18 +766,8 @@ pub fn softmax_with(
             unsafe { gpu.launch::<kst::softmax_stream>(cfg, (p,)) }
         }
         SoftmaxKernel::Bulk => {
-            if !has_clusters(gpu) {
-                return Err(SimtError::Unsupported(format!(
-                    "SoftmaxKernel::Bulk needs bulk copies (compute capability 9.0, the sm_90a module) and this device is {}; use SoftmaxKernel::Auto",
-                    gpu.props().sm()
-                )));
-            }
-            if !aligned || !n.is_multiple_of(4) {
-                return Err(SimtError::Shape {
-                    op,
-                    detail: format!("SoftmaxKernel::Bulk copies rows as 16-byte units: x needs a 16-byte aligned start, a row stride that is a multiple of 4 and a multiple of 4 columns (rows of {n}); use SoftmaxKernel::Auto"),
-                });
-            }
+            needs_sm90a(gpu, kernel, "bulk copies", "SoftmaxKernel::Auto")?;
+            needs_16_byte_rows(op, kernel, n, aligned)?;
             let limit = bulk_max_cols(gpu)?;
             if n > limit {
                 return Err(too_long(
@@ -781,18 +800,8 @@ pub fn softmax_with(
             unsafe { gpu.launch::<kb::softmax_bulk>(cfg, (p,)) }
         }
         SoftmaxKernel::RowBulk => {
-            if !has_clusters(gpu) {
-                return Err(SimtError::Unsupported(format!(
-                    "SoftmaxKernel::RowBulk needs bulk copies (compute capability 9.0, the sm_90a module) and this device is {}; use SoftmaxKernel::Auto",
-                    gpu.props().sm()
-                )));
-            }
-            if !aligned || !n.is_multiple_of(4) {
-                return Err(SimtError::Shape {
-                    op,
-                    detail: format!("SoftmaxKernel::RowBulk copies rows as 16-byte units: x needs a 16-byte aligned start, a row stride that is a multiple of 4 and a multiple of 4 columns (rows of {n}); use SoftmaxKernel::Auto"),
-                });
-            }
+            needs_sm90a(gpu, kernel, "bulk copies", "SoftmaxKernel::Auto")?;
+            needs_16_byte_rows(op, kernel, n, aligned)?;
             if n > ROW_BULK_MAX_COLS {
                 return Err(too_long(
                     ROW_BULK_MAX_COLS,
@@ -807,12 +816,12 @@ pub fn softmax_with(
             unsafe { launch_rows::<krb::softmax_row_bulk>(gpu, dim3(rows, 1, 1), args) }
         }
         SoftmaxKernel::ThreePass => {
-            if !has_clusters(gpu) {
-                return Err(SimtError::Unsupported(format!(
-                    "SoftmaxKernel::ThreePass is built for compute capability 9.0 (the sm_90a module: L2 cache policies) and this device is {}; use SoftmaxKernel::Auto or Looped",
-                    gpu.props().sm()
-                )));
-            }
+            needs_sm90a(
+                gpu,
+                kernel,
+                "L2 cache policies",
+                "SoftmaxKernel::Auto or Looped",
+            )?;
             // SAFETY: views checked on this Gpu (global memory; y is x only exactly,
             // with ld_y = ld_x); grid.x = rows, one block per row (rows < 2^31,
             // checked above).
